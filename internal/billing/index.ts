@@ -1,0 +1,2 @@
+export * from "./pricing.ts";
+export { Billing, type BillingEvents, type Hold, type Settlement, type SettleResult } from "./ledger.ts";

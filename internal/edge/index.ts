@@ -1,0 +1,107 @@
+/**
+ * Builds a running edge from its configuration: database, rate limiter,
+ * authenticator, billing, routes and the metrics listener.
+ */
+import { Authenticator, KeyStore } from "../auth/index.ts";
+import { Billing } from "../billing/index.ts";
+import type { EdgeConfig } from "../platform/config/index.ts";
+import { openDatabase, type DatabaseHandle } from "../platform/db/index.ts";
+import type { Logger } from "../platform/log/index.ts";
+import { EdgeMetrics } from "../platform/metrics/index.ts";
+import { MemoryRateLimiter, RedisRateLimiter, type RateLimiter } from "../ratelimit/index.ts";
+import { sql } from "kysely";
+import { buildEdgeApp } from "./app.ts";
+import type { App, EdgeDeps } from "./types.ts";
+
+export { buildEdgeApp } from "./app.ts";
+export type { App, EdgeDeps } from "./types.ts";
+
+export interface RunningEdge {
+  app: App;
+  deps: EdgeDeps;
+  /** Base URL of the public API, e.g. http://127.0.0.1:8080 */
+  url: string;
+  metricsUrl: string | null;
+  close(): Promise<void>;
+}
+
+export interface StartEdgeOptions {
+  config: EdgeConfig;
+  log: Logger;
+  /** Reuse an open database (folio dev shares one with other parts). */
+  database?: DatabaseHandle;
+}
+
+export async function startEdge({ config, log, database }: StartEdgeOptions): Promise<RunningEdge> {
+  const ownsDb = !database;
+  const handle = database ?? (await openDatabase({ databaseUrl: config.DATABASE_URL, dataDir: config.FOLIO_DATA_DIR, poolSize: config.FOLIO_DB_POOL_SIZE, log }));
+  const metrics = new EdgeMetrics();
+  const limiter: RateLimiter = config.REDIS_URL
+    ? new RedisRateLimiter(config.REDIS_URL, {
+        onError: config.FOLIO_RATELIMIT_ON_REDIS_ERROR,
+        log,
+        onBackendError: (op) => metrics.rateLimitBackendErrors.inc({ op }),
+      })
+    : new MemoryRateLimiter();
+  const authenticator = new Authenticator(handle.db, limiter, {
+    cacheTtlMs: config.FOLIO_KEY_CACHE_TTL_SECONDS * 1000,
+    cacheSize: config.FOLIO_KEY_CACHE_SIZE,
+    lastUsedFlushMs: config.FOLIO_LAST_USED_FLUSH_SECONDS * 1000,
+    log,
+    onCache: (result) => metrics.keyCache.inc({ result }),
+  });
+  const billing = new Billing(handle.db, {
+    holdTtlMs: config.FOLIO_HOLD_TTL_SECONDS * 1000,
+    events: {
+      hold: (outcome) => {
+        metrics.holds.inc({ outcome });
+        if (outcome === "insufficient") metrics.insufficientCredits.inc();
+      },
+      settled: (status, endpoint, cents) => {
+        metrics.settlements.inc({ status });
+        metrics.chargedCents.inc({ endpoint }, cents);
+      },
+    },
+  });
+  const deps: EdgeDeps = {
+    db: handle.db,
+    limiter,
+    authenticator,
+    keys: new KeyStore(handle.db, authenticator),
+    billing,
+    metrics,
+    log,
+    bodyLimitBytes: config.FOLIO_BODY_LIMIT_BYTES,
+    trustProxy: config.FOLIO_TRUST_PROXY,
+    checkReady: async () => {
+      await sql`select 1`.execute(handle.db);
+      await limiter.ping();
+      return { database: "ok", ratelimit: "ok" };
+    },
+  };
+  const app = await buildEdgeApp(deps);
+  const url = await app.listen({ host: config.FOLIO_HTTP_HOST, port: config.FOLIO_HTTP_PORT });
+  const metricsServer = config.FOLIO_METRICS_ENABLED ? await metrics.serve(config.FOLIO_METRICS_HOST, config.FOLIO_METRICS_PORT) : null;
+  const sweeper = setInterval(() => {
+    billing.releaseExpired().then(
+      (n) => n > 0 && log.warn({ released: n }, "released expired credit holds"),
+      (err: unknown) => log.error({ err }, "hold sweeper failed"),
+    );
+  }, 60_000);
+  sweeper.unref();
+
+  return {
+    app,
+    deps,
+    url: url.replace("0.0.0.0", "127.0.0.1"),
+    metricsUrl: metricsServer ? `http://127.0.0.1:${metricsServer.port}/metrics` : null,
+    close: async () => {
+      clearInterval(sweeper);
+      await app.close();
+      await authenticator.close();
+      await limiter.close();
+      if (metricsServer) await new Promise((r) => metricsServer.server.close(r));
+      if (ownsDb) await handle.close();
+    },
+  };
+}

@@ -1,0 +1,41 @@
+import { Type } from "typebox";
+import { getAccount, unixSeconds } from "../../accounts/index.ts";
+import type { App, EdgeDeps } from "../types.ts";
+import { principalOf } from "../types.ts";
+import { UnixSeconds, errorResponses } from "../schemas.ts";
+
+export default function register(app: App, deps: EdgeDeps): void {
+  app.get(
+    "/v1/account",
+    {
+      config: { permissions: ["admin", "account:read"] },
+      schema: {
+        summary: "Account details and rate limits",
+        tags: ["Account"],
+        security: [{ bearer: [] }],
+        response: {
+          200: Type.Object({
+            id: Type.String(),
+            email: Type.String(),
+            name: Type.String(),
+            plan: Type.String(),
+            created_at: UnixSeconds,
+            rate_limits: Type.Object({ requests_per_minute: Type.Integer(), requests_per_day: Type.Integer() }),
+          }),
+          ...errorResponses,
+        },
+      },
+    },
+    async (req) => {
+      const a = await getAccount(deps.db, principalOf(req).accountId);
+      return {
+        id: a.id,
+        email: a.email,
+        name: a.name,
+        plan: a.plan,
+        created_at: unixSeconds(a.created_at),
+        rate_limits: { requests_per_minute: a.requests_per_minute, requests_per_day: a.requests_per_day },
+      };
+    },
+  );
+}

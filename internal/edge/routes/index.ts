@@ -1,0 +1,25 @@
+import type { App, EdgeDeps } from "../types.ts";
+import health from "./health.ts";
+import openapi from "./openapi.ts";
+import apiKeysList from "./api-keys.list.ts";
+import apiKeysCreate from "./api-keys.create.ts";
+import apiKeysUpdate from "./api-keys.update.ts";
+import apiKeysDelete from "./api-keys.delete.ts";
+import usageList from "./usage.list.ts";
+import usageSummary from "./usage.summary.ts";
+import accountGet from "./account.get.ts";
+import accountBalance from "./account.balance.ts";
+
+/** Every route of the edge, one file each. */
+export const routes: ReadonlyArray<(app: App, deps: EdgeDeps) => void> = [
+  health,
+  openapi,
+  apiKeysList,
+  apiKeysCreate,
+  apiKeysUpdate,
+  apiKeysDelete,
+  usageList,
+  usageSummary,
+  accountGet,
+  accountBalance,
+];

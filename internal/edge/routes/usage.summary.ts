@@ -1,0 +1,73 @@
+import { Type } from "typebox";
+import { FolioError } from "../../platform/errors/index.ts";
+import { summarize } from "../../usage/index.ts";
+import type { App, EdgeDeps } from "../types.ts";
+import { principalOf } from "../types.ts";
+import { UnixSeconds, errorResponses } from "../schemas.ts";
+
+const Query = Type.Object({
+  start_date: Type.Optional(UnixSeconds),
+  end_date: Type.Optional(UnixSeconds),
+  group_by: Type.Optional(Type.Union(["day", "week", "month", "model"].map((g) => Type.Literal(g)))),
+});
+
+const Counts = {
+  requests: Type.Integer(),
+  successful_requests: Type.Integer(),
+  failed_requests: Type.Integer(),
+  tokens: Type.Integer(),
+  pages: Type.Integer(),
+  cost_cents: Type.Number(),
+};
+
+const Summary = Type.Object({
+  total_requests: Type.Integer(),
+  successful_requests: Type.Integer(),
+  failed_requests: Type.Integer(),
+  total_tokens_used: Type.Integer(),
+  total_pages_processed: Type.Integer(),
+  cost: Type.Object({
+    provider_cost_cents: Type.Number(),
+    platform_fee_cents: Type.Number(),
+    total_cents: Type.Number(),
+    total_usd: Type.Number(),
+    formatted: Type.String(),
+  }),
+  by_model: Type.Record(Type.String(), Type.Object({ requests: Type.Integer(), tokens: Type.Integer(), cost_cents: Type.Number() })),
+  period: Type.Object({ start: UnixSeconds, end: UnixSeconds }),
+  group_by: Type.Optional(Type.String()),
+  groups: Type.Optional(
+    Type.Array(
+      Type.Object({
+        key: Type.Optional(Type.String({ description: "Model id (group_by=model)." })),
+        start: Type.Optional(Type.Integer({ description: "UTC period start (group_by=day|week|month)." })),
+        end: Type.Optional(Type.Integer({ description: "UTC period end, exclusive." })),
+        ...Counts,
+      }),
+    ),
+  ),
+});
+
+export default function register(app: App, deps: EdgeDeps): void {
+  app.get(
+    "/v1/usage/summary",
+    {
+      config: { permissions: ["admin", "usage:read"] },
+      schema: {
+        summary: "Usage totals for a period, optionally grouped",
+        description: "Defaults to the last 30 days. group_by adds `groups` (docs/usage.md); weeks start on Monday, UTC.",
+        tags: ["Usage"],
+        security: [{ bearer: [] }],
+        querystring: Query,
+        response: { 200: Summary, ...errorResponses },
+      },
+    },
+    async (req) => {
+      const now = Math.floor(Date.now() / 1000);
+      const end = req.query.end_date ?? now;
+      const start = req.query.start_date ?? end - 30 * 86_400;
+      if (start > end) throw new FolioError("invalid_request", "start_date must not be after end_date", { param: "start_date" });
+      return summarize(deps.db, principalOf(req).accountId, start, end, req.query.group_by as "day" | "week" | "month" | "model" | undefined);
+    },
+  );
+}

@@ -1,0 +1,41 @@
+import type { FastifyBaseLogger, FastifyInstance, RawReplyDefaultExpression, RawRequestDefaultExpression, RawServerDefault } from "fastify";
+import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
+import type { Authenticator, KeyStore, Permission, Principal } from "../auth/index.ts";
+import type { Billing } from "../billing/index.ts";
+import type { DB } from "../platform/db/index.ts";
+import type { Logger } from "../platform/log/index.ts";
+import type { EdgeMetrics } from "../platform/metrics/index.ts";
+import type { RateLimiter } from "../ratelimit/index.ts";
+
+export type App = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, FastifyBaseLogger, TypeBoxTypeProvider>;
+
+/** Everything the edge's routes use, wired by the entry point. */
+export interface EdgeDeps {
+  db: DB;
+  limiter: RateLimiter;
+  authenticator: Authenticator;
+  keys: KeyStore;
+  billing: Billing;
+  metrics: EdgeMetrics;
+  log: Logger;
+  bodyLimitBytes: number;
+  trustProxy: boolean;
+  /** Throws when a dependency the edge needs is down (readiness). */
+  checkReady(): Promise<Record<string, "ok">>;
+}
+
+declare module "fastify" {
+  interface FastifyContextConfig {
+    /** Permissions a key must hold for this route; absent = public route. */
+    permissions?: readonly Permission[];
+  }
+  interface FastifyRequest {
+    principal?: Principal;
+  }
+}
+
+/** The authenticated caller; only call on routes that declare permissions. */
+export function principalOf(req: { principal?: Principal }): Principal {
+  if (!req.principal) throw new Error("route without permissions asked for a principal");
+  return req.principal;
+}

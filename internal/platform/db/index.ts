@@ -1,0 +1,89 @@
+/**
+ * Database access: Kysely over the `pg` driver, for a real Postgres
+ * (DATABASE_URL) or for embedded PGlite served on a loopback socket, so the
+ * same driver, migrations and queries run in both cases.
+ */
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { Kysely, Migrator, PostgresDialect, type MigrationResultSet } from "kysely";
+import pg from "pg";
+import type { Database } from "./schema.ts";
+import { migrations } from "./migrations/index.ts";
+import type { Logger } from "../log/index.ts";
+
+export type { Database } from "./schema.ts";
+export type * from "./schema.ts";
+export type DB = Kysely<Database>;
+
+// int8 columns hold whole cents and counts, far below 2^53: read them as numbers.
+pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number.parseInt(v, 10));
+
+export interface DatabaseHandle {
+  db: DB;
+  /** Where the data lives, for log lines (never contains a password). */
+  description: string;
+  close(): Promise<void>;
+}
+
+export interface OpenOptions {
+  databaseUrl?: string | undefined;
+  /** Folder for embedded PGlite data when no databaseUrl is given. */
+  dataDir?: string;
+  poolSize?: number;
+  log?: Logger;
+}
+
+export async function openDatabase(opts: OpenOptions): Promise<DatabaseHandle> {
+  if (opts.databaseUrl) {
+    const pool = new pg.Pool({ connectionString: opts.databaseUrl, max: opts.poolSize ?? 10 });
+    pool.on("error", (err) => opts.log?.error({ err }, "idle postgres connection failed"));
+    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+    return { db, description: `postgres ${redactUrl(opts.databaseUrl)}`, close: () => db.destroy() };
+  }
+  if (!opts.dataDir) throw new Error("openDatabase: neither databaseUrl nor dataDir given");
+  return openEmbedded(join(opts.dataDir, "pgdata"));
+}
+
+async function openEmbedded(dir: string): Promise<DatabaseHandle> {
+  mkdirSync(dir, { recursive: true });
+  const { PGlite } = await import("@electric-sql/pglite");
+  const { PGLiteSocketServer } = await import("@electric-sql/pglite-socket");
+  const lite = await PGlite.create(dir);
+  const server = new PGLiteSocketServer({ db: lite, host: "127.0.0.1", port: 0 });
+  await server.start();
+  const address = server.getServerConn();
+  // PGlite is one connection: a pool of one keeps transactions from interleaving.
+  const pool = new pg.Pool({ connectionString: `postgres://postgres@${address}/postgres`, max: 1 });
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  return {
+    db,
+    description: `embedded PGlite in ${dir}`,
+    close: async () => {
+      await db.destroy();
+      await server.stop();
+      await lite.close();
+    },
+  };
+}
+
+export function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = "***";
+    return u.toString();
+  } catch {
+    return "(unparseable url)";
+  }
+}
+
+export async function migrateToLatest(db: DB): Promise<MigrationResultSet> {
+  const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations } });
+  const result = await migrator.migrateToLatest();
+  if (result.error) throw result.error;
+  return result;
+}
+
+/** Runs `fn` in a transaction. */
+export function transaction<T>(db: DB, fn: (trx: Kysely<Database>) => Promise<T>): Promise<T> {
+  return db.transaction().execute(fn);
+}

@@ -1,0 +1,10 @@
+import type { Migration } from "kysely";
+import * as m0001 from "./0001_core.ts";
+
+/**
+ * Every migration, in order. Listed statically (not read from a folder) so
+ * the compiled `dist/` and the TypeScript sources run the same set.
+ */
+export const migrations: Record<string, Migration> = {
+  "0001_core": m0001,
+};

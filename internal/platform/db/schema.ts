@@ -1,0 +1,104 @@
+/**
+ * Database row types for Kysely. They mirror the migrations in
+ * `migrations/`; `test/db-schema.test.ts` compares them with the live
+ * database so a migration and these types cannot drift apart.
+ */
+import type { ColumnType, Generated, Insertable, Selectable } from "kysely";
+
+/** timestamptz: read as Date, written as Date or an SQL expression. */
+type Timestamp = ColumnType<Date, Date | string, Date | string>;
+type CreatedAt = ColumnType<Date, Date | string | undefined, never>;
+/** numeric: read as a decimal string, never a binary float. */
+type Numeric = ColumnType<string, string, string>;
+
+export interface AccountsTable {
+  id: string;
+  email: string;
+  name: string;
+  plan: string;
+  created_at: CreatedAt;
+  requests_per_minute: number;
+  requests_per_day: number;
+  /** Whole cents. int8, parsed to number (cents stay far below 2^53). */
+  balance_cents: Generated<number>;
+  /** Sum of open holds, whole cents. */
+  held_cents: Generated<number>;
+  auto_recharge_enabled: Generated<boolean>;
+  auto_recharge_threshold_cents: Generated<number>;
+  auto_recharge_amount_cents: Generated<number>;
+}
+
+export interface ApiKeysTable {
+  id: string;
+  account_id: string;
+  name: string;
+  /** SHA-256 of the secret, hex. */
+  key_hash: string;
+  prefix: string;
+  permissions: ColumnType<string[], string[], string[]>;
+  created_at: CreatedAt;
+  updated_at: Timestamp;
+  last_used_at: Timestamp | null;
+  expires_at: Timestamp | null;
+  revoked_at: Timestamp | null;
+}
+
+export interface HoldsTable {
+  id: string;
+  account_id: string;
+  api_key_id: string | null;
+  amount_cents: number;
+  status: "held" | "settled" | "released";
+  created_at: CreatedAt;
+  expires_at: Timestamp;
+  closed_at: Timestamp | null;
+}
+
+export interface LedgerEntriesTable {
+  id: string;
+  account_id: string;
+  kind: "credit" | "debit";
+  /** Signed whole cents: positive credits, negative debits. */
+  amount_cents: number;
+  /** Exact provider cost behind a debit, fractional cents. */
+  provider_cost_cents: Numeric | null;
+  /** Exact 5% platform fee behind a debit, fractional cents. */
+  platform_fee_cents: Numeric | null;
+  balance_after_cents: number;
+  request_id: string | null;
+  description: string;
+  created_at: CreatedAt;
+}
+
+export interface UsageLogsTable {
+  id: string;
+  account_id: string;
+  api_key_id: string | null;
+  created_at: CreatedAt;
+  endpoint: string;
+  model: string;
+  status: "success" | "error";
+  error_code: string | null;
+  prompt_tokens: number;
+  completion_tokens: number;
+  tokens_used: number;
+  pages_processed: number;
+  provider_cost_cents: Numeric;
+  platform_fee_cents: Numeric;
+  /** The amount charged, whole cents in practice, numeric per the spec's "may be fractional". */
+  cost_cents: Numeric;
+  processing_time_ms: number;
+}
+
+export interface Database {
+  accounts: AccountsTable;
+  api_keys: ApiKeysTable;
+  holds: HoldsTable;
+  ledger_entries: LedgerEntriesTable;
+  usage_logs: UsageLogsTable;
+}
+
+export type Account = Selectable<AccountsTable>;
+export type ApiKeyRow = Selectable<ApiKeysTable>;
+export type UsageLogRow = Selectable<UsageLogsTable>;
+export type NewUsageLog = Insertable<UsageLogsTable>;

@@ -1,0 +1,71 @@
+/**
+ * Prometheus metrics, owned (not global): each process builds one registry
+ * with a `folio_` prefix and the default process metrics. Names are listed
+ * in docs/metrics.md. Labels stay bounded: never account, key or request ids.
+ */
+import { createServer, type Server } from "node:http";
+import { Counter, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+
+export class Metrics {
+  readonly registry = new Registry();
+  readonly prefix = "folio_";
+
+  constructor(process: string) {
+    this.registry.setDefaultLabels({ process });
+    collectDefaultMetrics({ register: this.registry, prefix: this.prefix });
+  }
+
+  counter<L extends string>(name: string, help: string, labelNames: readonly L[] = []): Counter<L> {
+    return new Counter({ name: this.prefix + name, help, labelNames, registers: [this.registry] });
+  }
+
+  histogram<L extends string>(name: string, help: string, labelNames: readonly L[], buckets: number[]): Histogram<L> {
+    return new Histogram({ name: this.prefix + name, help, labelNames, buckets, registers: [this.registry] });
+  }
+
+  /** Serves GET /metrics on its own port (0 = let the OS pick). */
+  async serve(host: string, port: number): Promise<{ server: Server; port: number }> {
+    const server = createServer((req, res) => {
+      if (req.method === "GET" && req.url?.split("?")[0] === "/metrics") {
+        this.registry.metrics().then(
+          (text) => {
+            res.writeHead(200, { "content-type": this.registry.contentType });
+            res.end(text);
+          },
+          (err: unknown) => {
+            res.writeHead(500, { "content-type": "text/plain" });
+            res.end(String(err));
+          },
+        );
+        return;
+      }
+      res.writeHead(404, { "content-type": "text/plain" });
+      res.end("not found: metrics are at /metrics\n");
+    });
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(port, host, () => resolve());
+    });
+    const address = server.address();
+    return { server, port: typeof address === "object" && address ? address.port : port };
+  }
+}
+
+const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
+
+/** The edge's metrics. */
+export class EdgeMetrics extends Metrics {
+  readonly httpRequests = this.counter("http_requests_total", "HTTP requests answered, by route template, method and status.", ["route", "method", "status"]);
+  readonly httpDuration = this.histogram("http_request_duration_seconds", "HTTP request duration, by route template and method.", ["route", "method"], LATENCY_BUCKETS);
+  readonly rateLimitRejections = this.counter("ratelimit_rejections_total", "Requests refused with 429, by the limit that refused them.", ["limit"]);
+  readonly rateLimitBackendErrors = this.counter("ratelimit_backend_errors_total", "Redis failures noticed while admitting requests, by operation.", ["op"]);
+  readonly keyCache = this.counter("key_cache_total", "API key cache lookups, by result (hit or miss).", ["result"]);
+  readonly holds = this.counter("billing_holds_total", "Credit holds attempted, by outcome (taken or insufficient).", ["outcome"]);
+  readonly settlements = this.counter("billing_settlements_total", "Holds settled, by usage status (success or error).", ["status"]);
+  readonly insufficientCredits = this.counter("billing_insufficient_credits_total", "Requests refused with 402 insufficient_credits.");
+  readonly chargedCents = this.counter("billing_charged_cents_total", "Whole cents charged, by endpoint.", ["endpoint"]);
+
+  constructor() {
+    super("edge");
+  }
+}

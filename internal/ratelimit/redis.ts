@@ -1,0 +1,94 @@
+import { Redis } from "ioredis";
+import { FolioError } from "../platform/errors/index.ts";
+import type { Logger } from "../platform/log/index.ts";
+import type { Admission, Fence, Limit, LimitState, RateLimiter } from "./interface.ts";
+import { MemoryRateLimiter } from "./memory.ts";
+import { GCRA_LUA } from "./gcra-lua.ts";
+
+
+type AdmitCommand = { folioAdmit(numKeys: number, ...args: (string | number)[]): Promise<number[]> };
+
+export interface RedisLimiterOptions {
+  /** What to do when Redis fails mid-flight (docs/rate-limits.md). */
+  onError: "local" | "deny";
+  log: Logger;
+  /** Called once per Redis failure that a request noticed (a metric). */
+  onBackendError?: (op: string) => void;
+}
+
+/**
+ * Redis-backed limiter: one Lua script per request (fence + every window).
+ * On a Redis error it either falls back to this process's in-memory limiter
+ * (`local`, the default: a paid API keeps serving, billing still guards money)
+ * or refuses with 503 (`deny`).
+ */
+export class RedisRateLimiter implements RateLimiter {
+  readonly redis: Redis;
+  private readonly fallback = new MemoryRateLimiter();
+
+  constructor(url: string, private readonly opts: RedisLimiterOptions) {
+    this.redis = new Redis(url, {
+      // Fail fast instead of queueing: a request must not wait on a dead Redis.
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 1,
+      commandTimeout: 1000,
+      lazyConnect: false,
+    });
+    this.redis.on("error", (err) => opts.log.warn({ err: err.message }, "redis connection error"));
+    this.redis.defineCommand("folioAdmit", { lua: GCRA_LUA });
+  }
+
+  async admit(subject: string, limits: readonly Limit[], fence?: Fence): Promise<Admission> {
+    const keys = [fence?.key ?? "", ...limits.map((l) => `folio:rl:{${subject}}:${l.name}`)];
+    const args = [fence ? String(fence.generation) : "", ...limits.flatMap((l) => [l.count, l.periodMs])];
+    let reply: number[];
+    try {
+      reply = await (this.redis as unknown as AdmitCommand).folioAdmit(keys.length, ...keys, ...args);
+    } catch (err) {
+      this.failed("admit", err);
+      return { ...this.fallback.admitLocal(subject, limits), fenceChecked: false };
+    }
+    if (reply[0] === -1) return { kind: "stale", generation: Number(reply[1]) };
+    const states: LimitState[] = limits.map((l, i) => ({
+      name: l.name,
+      count: l.count,
+      periodMs: l.periodMs,
+      remaining: Number(reply[2 + 2 * i]),
+      resetMs: Number(reply[3 + 2 * i]),
+    }));
+    return { kind: "decision", allowed: reply[0] === 1, retryAfterMs: Number(reply[1]), limits: states, fenceChecked: true };
+  }
+
+  async generation(key: string): Promise<number> {
+    try {
+      const v = await this.redis.get(key);
+      return v === null ? 0 : Number(v);
+    } catch (err) {
+      this.failed("generation", err);
+      return -1;
+    }
+  }
+
+  async bumpGeneration(key: string): Promise<void> {
+    await this.redis.incr(key);
+  }
+
+  async ping(): Promise<void> {
+    await this.redis.ping();
+  }
+
+  async close(): Promise<void> {
+    this.redis.disconnect();
+  }
+
+  private failed(op: string, err: unknown): void {
+    this.opts.onBackendError?.(op);
+    this.opts.log.warn({ op, err: err instanceof Error ? err.message : String(err) }, "redis rate-limit store failed");
+    if (this.opts.onError === "deny") {
+      throw new FolioError("service_unavailable", "rate-limit store unavailable, try again shortly", {
+        retryable: true,
+        headers: { "retry-after": "1" },
+      });
+    }
+  }
+}
