@@ -32,7 +32,11 @@ describe("pricing rule", () => {
   it("applies the 1-cent minimum to a component that did work, even at zero cost", () => {
     expect(chargeComponent("0").chargedCents).toBe(1);
     expect(chargeComponent("0.0001").chargedCents).toBe(1);
-    fc.assert(fc.property(cost, (c) => expect(chargeComponent(c).chargedCents).toBeGreaterThanOrEqual(1)));
+    fc.assert(
+      fc.property(cost, (c) => {
+        expect(chargeComponent(c).chargedCents).toBeGreaterThanOrEqual(1);
+      }),
+    );
   });
 
   it("rounds exactly at cent boundaries (no float drift)", () => {

@@ -1,0 +1,42 @@
+# Folio. `make run` starts the dev server; `make test` runs the whole suite.
+# Every target installs what it needs first (scripts/ensure-deps.sh).
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+NPX := npx --no-install
+
+.PHONY: help deps run test test-unit lint typecheck build bench clean
+
+help:
+	@echo "make run    - install what is missing and start folio dev on :8080"
+	@echo "make test   - install what is missing, start Postgres/Redis if needed, run every test"
+	@echo "make lint   - typecheck + eslint"
+	@echo "make build  - compile to dist/ (then: npx folio --help)"
+	@echo "make bench  - benchmarks (docs/benchmarks.md)"
+
+deps:
+	@scripts/ensure-deps.sh run
+
+run: deps
+	$(NPX) tsx cmd/folio/main.ts dev
+
+test:
+	@scripts/ensure-deps.sh test
+	@eval "$$(scripts/test-services.sh)" && scripts/run-tests.sh
+
+lint: deps typecheck
+	$(NPX) eslint . --max-warnings=0
+
+typecheck: deps
+	$(NPX) tsc -p tsconfig.json --noEmit
+
+build: deps
+	rm -rf dist
+	$(NPX) tsc -p tsconfig.build.json
+	chmod +x dist/cmd/folio/main.js
+
+bench:
+	@scripts/ensure-deps.sh test
+	@eval "$$(scripts/test-services.sh)" && $(NPX) tsx bench/run.ts
+
+clean:
+	rm -rf dist test-artifacts

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Installs what Folio needs and is missing: npm packages (always), and the
+# system packages of a profile through apt-get when root (otherwise prints the
+# one command to run). Profiles: run, test.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+profile="${1:-run}"
+
+# System packages per profile (Debian/Ubuntu names).
+run_pkgs=()
+test_pkgs=(postgresql redis-server)
+case "$profile" in
+  run) want=("${run_pkgs[@]}") ;;
+  test) want=("${run_pkgs[@]}" "${test_pkgs[@]}") ;;
+  *) echo "ensure-deps: unknown profile '$profile'" >&2; exit 2 ;;
+esac
+command -v npm >/dev/null 2>&1 || want+=(nodejs npm)
+
+missing=()
+for p in "${want[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "ensure-deps: installing ${missing[*]}" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq >/dev/null
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  else
+    echo "ensure-deps: missing system packages. Run:" >&2
+    echo "  sudo apt-get install -y ${missing[*]}" >&2
+    exit 1
+  fi
+fi
+
+# npm packages: install when absent or when the lockfile changed since the last install.
+if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  echo "ensure-deps: installing npm packages" >&2
+  npm ci --no-audit --no-fund --loglevel=error
+fi

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Runs vitest, keeps its JSON report, and ends with the line `N passed, N failed`.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+mkdir -p test-artifacts
+npx --no-install vitest run --reporter=default --reporter=json --outputFile.json=test-artifacts/vitest.json "$@"
+rc=$?
+npx --no-install node -e '
+  const fs = require("fs");
+  let passed = 0, failed = 0, skipped = 0;
+  try {
+    const r = JSON.parse(fs.readFileSync("test-artifacts/vitest.json", "utf8"));
+    passed = r.numPassedTests; failed = r.numFailedTests + (r.numFailedTestSuites && !r.numFailedTests ? r.numFailedTestSuites : 0);
+    skipped = r.numPendingTests + r.numTodoTests;
+  } catch { failed = 1; }
+  console.log(`${passed} passed, ${failed} failed` + (skipped ? `, ${skipped} skipped` : ""));
+'
+exit $rc
