@@ -37,7 +37,7 @@ export async function buildEdgeApp(deps: EdgeDeps): Promise<App> {
   app.addSchema(ErrorBody);
   // JSON bodies; an empty body is accepted where none is expected (DELETE/GET
   // from clients that always send Content-Type) and refused elsewhere.
-  app.removeContentTypeParser("application/json");
+  app.removeAllContentTypeParsers();
   app.addContentTypeParser("application/json", { parseAs: "string" }, (req, body, done) => {
     const text = body as string;
     if (text.trim() === "") {

@@ -102,3 +102,29 @@ export type Account = Selectable<AccountsTable>;
 export type ApiKeyRow = Selectable<ApiKeysTable>;
 export type UsageLogRow = Selectable<UsageLogsTable>;
 export type NewUsageLog = Insertable<UsageLogsTable>;
+
+/**
+ * Every column of every table, checked by the compiler against the interfaces
+ * above (a missing or extra key fails to compile) and by
+ * `test/db-schema.test.ts` against the migrated database.
+ */
+export const COLUMNS: { [T in keyof Database]: { [C in keyof Database[T]]-?: true } } = {
+  accounts: {
+    id: true, email: true, name: true, plan: true, created_at: true, requests_per_minute: true, requests_per_day: true,
+    balance_cents: true, held_cents: true, auto_recharge_enabled: true, auto_recharge_threshold_cents: true, auto_recharge_amount_cents: true,
+  },
+  api_keys: {
+    id: true, account_id: true, name: true, key_hash: true, prefix: true, permissions: true, created_at: true, updated_at: true,
+    last_used_at: true, expires_at: true, revoked_at: true,
+  },
+  holds: { id: true, account_id: true, api_key_id: true, amount_cents: true, status: true, created_at: true, expires_at: true, closed_at: true },
+  ledger_entries: {
+    id: true, account_id: true, kind: true, amount_cents: true, provider_cost_cents: true, platform_fee_cents: true,
+    balance_after_cents: true, request_id: true, description: true, created_at: true,
+  },
+  usage_logs: {
+    id: true, account_id: true, api_key_id: true, created_at: true, endpoint: true, model: true, status: true, error_code: true,
+    prompt_tokens: true, completion_tokens: true, tokens_used: true, pages_processed: true, provider_cost_cents: true,
+    platform_fee_cents: true, cost_cents: true, processing_time_ms: true,
+  },
+};

@@ -1,0 +1,105 @@
+/**
+ * Health, readiness, OpenAPI, docs, metrics and logging hygiene of the edge.
+ */
+import { Writable } from "node:stream";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startEdge, type RunningEdge } from "../index.ts";
+import { edgeSchema, parseConfig } from "../../platform/config/index.ts";
+import { createLogger } from "../../platform/log/index.ts";
+import { call, createTestAccount, databaseUrl, redisUrl, startTestEdge } from "../../../test/harness.ts";
+
+let edge: RunningEdge;
+beforeAll(async () => {
+  edge = await startTestEdge();
+});
+afterAll(async () => edge?.close());
+
+describe("edge platform routes", () => {
+  it("answers /healthz and /readyz when Postgres and Redis are up", async () => {
+    expect((await call(edge, "GET", "/healthz")).body).toEqual({ status: "ok" });
+    const ready = await call(edge, "GET", "/readyz");
+    expect(ready.status).toBe(200);
+    expect(ready.body.checks).toEqual({ database: "ok", ratelimit: "ok" });
+  });
+
+  it("reports not ready (503) when Redis is unreachable", async () => {
+    const broken = await startTestEdge({ env: { REDIS_URL: "redis://127.0.0.1:1" } });
+    try {
+      const r = await call(broken, "GET", "/readyz");
+      expect(r.status).toBe(503);
+      expect(r.body.error.code).toBe("service_unavailable");
+    } finally {
+      await broken.close();
+    }
+  });
+
+  it("serves an OpenAPI 3.1 document covering every management route, and /docs", async () => {
+    const doc = await call(edge, "GET", "/v1/openapi.json");
+    expect(doc.status).toBe(200);
+    expect(doc.body.openapi).toBe("3.1.0");
+    for (const p of ["/v1/api-keys", "/v1/api-keys/{id}", "/v1/usage", "/v1/usage/summary", "/v1/account", "/v1/account/balance"]) {
+      expect(Object.keys(doc.body.paths), p).toContain(p);
+    }
+    expect(doc.body.paths["/v1/api-keys"].post.requestBody).toBeDefined();
+    const page = await fetch(edge.url + "/docs");
+    expect([200, 302]).toContain(page.status);
+    expect(await page.text()).toMatch(/swagger|openapi/i);
+  });
+
+  it("returns the one error shape for unknown routes", async () => {
+    const r = await call(edge, "GET", "/v1/nope");
+    expect(r.status).toBe(404);
+    expect(r.body.error.code).toBe("not_found");
+  });
+
+  it("refuses a non-JSON body with 415 and bad JSON with 400", async () => {
+    const acc = await createTestAccount();
+    const text = await fetch(edge.url + "/v1/api-keys", { method: "POST", headers: { authorization: `Bearer ${acc.adminKey}`, "content-type": "text/plain" }, body: "name=x" });
+    expect(text.status).toBe(415);
+    const bad = await call(edge, "POST", "/v1/api-keys", acc.adminKey, "{name:");
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.code).toBe("invalid_request");
+  });
+
+  it("exports Prometheus metrics on its own port with request counts", async () => {
+    const acc = await createTestAccount();
+    await call(edge, "GET", "/v1/account", acc.adminKey);
+    const text = await (await fetch(edge.metricsUrl!)).text();
+    expect(text).toMatch(/folio_http_requests_total\{[^}]*route="\/v1\/account"[^}]*status="200"/);
+    expect(text).toContain("folio_key_cache_total");
+    expect(text).not.toContain(acc.accountId);
+  });
+});
+
+describe("logs", () => {
+  it("never contain a key secret, even at trace level", async () => {
+    const lines: string[] = [];
+    const sink = new Writable({
+      write(chunk, _enc, done) {
+        lines.push(String(chunk));
+        done();
+      },
+    });
+    const config = parseConfig(edgeSchema, {
+      DATABASE_URL: databaseUrl(),
+      REDIS_URL: redisUrl(),
+      FOLIO_HTTP_HOST: "127.0.0.1",
+      FOLIO_HTTP_PORT: "0",
+      FOLIO_METRICS_ENABLED: "false",
+      LOG_LEVEL: "trace",
+    });
+    const logged = await startEdge({ config, log: createLogger("trace", sink) });
+    try {
+      const acc = await createTestAccount();
+      const created = await call(logged, "POST", "/v1/api-keys", acc.adminKey, { name: "secret-test" });
+      expect(created.status).toBe(200);
+      await call(logged, "GET", "/v1/account", created.body.key);
+      await call(logged, "GET", "/v1/account", "folio_sk_" + "Z".repeat(40));
+    } finally {
+      await logged.close();
+    }
+    const all = lines.join("");
+    expect(lines.length).toBeGreaterThan(3);
+    expect(all).not.toMatch(/folio_sk_[0-9A-Za-z]{32,}/);
+  });
+});

@@ -1,0 +1,19 @@
+/** The Kysely row types (via COLUMNS) and the migrated database agree, table by table. */
+import { sql } from "kysely";
+import { describe, expect, it } from "vitest";
+import { COLUMNS } from "../internal/platform/db/schema.ts";
+import { testDb } from "./harness.ts";
+
+describe("database schema", () => {
+  it("has exactly the columns the row types declare", async () => {
+    const { db } = await testDb();
+    const rows = await sql<{ table_name: string; column_name: string }>`
+      select table_name, column_name from information_schema.columns
+      where table_schema = 'public' and table_name not like 'kysely_%'`.execute(db);
+    const live: Record<string, string[]> = {};
+    for (const r of rows.rows) (live[r.table_name] ??= []).push(r.column_name);
+    const declared = Object.fromEntries(Object.entries(COLUMNS).map(([t, cols]) => [t, Object.keys(cols).sort()]));
+    for (const t of Object.keys(live)) live[t]!.sort();
+    expect(live).toEqual(declared);
+  });
+});
