@@ -1,5 +1,4 @@
-import { FolioError } from "../platform/errors/index.ts";
-import { ConfigError, cliSchema, parseConfig, type Env } from "../platform/config/index.ts";
+import { cliSchema, parseConfig, type Env } from "../platform/config/index.ts";
 import { openDatabase } from "../platform/db/index.ts";
 import { createLogger } from "../platform/log/index.ts";
 import { RedisRateLimiter } from "../ratelimit/index.ts";
@@ -13,9 +12,6 @@ export async function withData(env: Env, fn: (ctx: AdminContext) => Promise<void
   const limiter = config.REDIS_URL ? new RedisRateLimiter(config.REDIS_URL, { onError: "local", log }) : undefined;
   try {
     await fn({ db: handle.db, limiter });
-  } catch (err) {
-    if (err instanceof FolioError || err instanceof ConfigError) throw new Error(err.message);
-    throw err;
   } finally {
     await limiter?.close();
     await handle.close();
