@@ -5,7 +5,7 @@ cd "$(dirname "$0")/.."
 mkdir -p test-artifacts
 npx --no-install vitest run --reporter=default --reporter=json --outputFile.json=test-artifacts/vitest.json "$@"
 rc=$?
-npx --no-install node -e '
+node_modules/.bin/node -e '
   const fs = require("fs");
   let passed = 0, failed = 0, skipped = 0;
   try {

@@ -20,14 +20,18 @@ if [ -z "${DATABASE_URL:-}" ]; then
     url="postgres://postgres@127.0.0.1:$port/postgres"
     if ! pg_ok "$url"; then
       bin="$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n1)"
-      data="$state/pg"
+      # Outside the project: as root the server runs as `postgres`, which
+      # may not be able to enter the project's folder (e.g. under /root).
+      pgstate="${TMPDIR:-/tmp}/folio-test-pg-$(id -u)"
+      data="$pgstate/data"
+      mkdir -p "$pgstate"
       owner="$(id -un)"
       run() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
-      if [ "$(id -u)" = 0 ]; then owner=postgres; chown -R postgres "$state"; chmod 0755 "$PWD/.folio"; fi
+      if [ "$(id -u)" = 0 ]; then owner=postgres; chown -R postgres "$pgstate"; fi
       if [ ! -f "$data/PG_VERSION" ]; then
         run "$bin/initdb" -D "$data" -U postgres -A trust >/dev/null
       fi
-      run "$bin/pg_ctl" -D "$data" -l "$state/pg.log" -o "-p $port -k $state -c listen_addresses=127.0.0.1 -c fsync=off" -w start >/dev/null
+      run "$bin/pg_ctl" -D "$data" -l "$pgstate/pg.log" -o "-p $port -k $pgstate -c listen_addresses=127.0.0.1 -c fsync=off" -w start >/dev/null
       echo "test-services: started a private Postgres ($owner) on 127.0.0.1:$port" >&2
     fi
     DATABASE_URL="$url"
