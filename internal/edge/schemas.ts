@@ -24,9 +24,14 @@ export const errorResponses = {
   429: Type.Ref("Error"),
 };
 
-export const Permission = Type.Union(
-  PERMISSIONS.map((p) => Type.Literal(p)),
-  { description: "A permission name (docs/permissions.md)." },
-);
+/**
+ * A string from a fixed set, as a JSON Schema `enum` (not `anyOf` of
+ * constants) so a wrong value's 400 lists the allowed values.
+ */
+export function StringEnum<const T extends readonly string[]>(values: T, options: { description?: string; default?: T[number] } = {}) {
+  return Type.Unsafe<T[number]>({ type: "string", enum: [...values], ...options });
+}
+
+export const Permission = StringEnum(PERMISSIONS, { description: "A permission name (docs/permissions.md)." });
 
 export const UnixSeconds = Type.Integer({ minimum: 0, maximum: 253402300799, description: "Unix timestamp, seconds." });

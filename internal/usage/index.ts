@@ -44,7 +44,8 @@ export async function listUsage(db: DB, accountId: string, f: UsageFilter): Prom
     .selectFrom("usage_logs")
     .where("account_id", "=", accountId)
     .where("created_at", ">=", new Date(f.start * 1000))
-    .where("created_at", "<=", new Date(f.end * 1000));
+    // end is a whole second, inclusive: everything before the next second.
+    .where("created_at", "<", new Date((f.end + 1) * 1000));
   if (f.status) q = q.where("status", "=", f.status);
   if (f.model) q = q.where("model", "=", f.model);
   if (f.apiKeyId) q = q.where("api_key_id", "=", f.apiKeyId);
@@ -90,7 +91,7 @@ export async function summarize(db: DB, accountId: string, start: number, end: n
     .selectFrom("usage_logs")
     .where("account_id", "=", accountId)
     .where("created_at", ">=", new Date(start * 1000))
-    .where("created_at", "<=", new Date(end * 1000));
+    .where("created_at", "<", new Date((end + 1) * 1000));
   const cols = [
     aggregates,
     sql<string>`count(*) filter (where status = 'success')`.as("ok"),

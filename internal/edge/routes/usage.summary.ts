@@ -3,12 +3,12 @@ import { FolioError } from "../../platform/errors/index.ts";
 import { summarize } from "../../usage/index.ts";
 import type { App, EdgeDeps } from "../types.ts";
 import { principalOf } from "../types.ts";
-import { UnixSeconds, errorResponses } from "../schemas.ts";
+import { StringEnum, UnixSeconds, errorResponses } from "../schemas.ts";
 
 const Query = Type.Object({
   start_date: Type.Optional(UnixSeconds),
   end_date: Type.Optional(UnixSeconds),
-  group_by: Type.Optional(Type.Union(["day", "week", "month", "model"].map((g) => Type.Literal(g)))),
+  group_by: Type.Optional(StringEnum(["day", "week", "month", "model"])),
 });
 
 const Counts = {
@@ -67,7 +67,7 @@ export default function register(app: App, deps: EdgeDeps): void {
       const end = req.query.end_date ?? now;
       const start = req.query.start_date ?? end - 30 * 86_400;
       if (start > end) throw new FolioError("invalid_request", "start_date must not be after end_date", { param: "start_date" });
-      return summarize(deps.db, principalOf(req).accountId, start, end, req.query.group_by as "day" | "week" | "month" | "model" | undefined);
+      return summarize(deps.db, principalOf(req).accountId, start, end, req.query.group_by);
     },
   );
 }
