@@ -11,7 +11,7 @@ import addFormats from "ajv-formats";
 import { missingPermissions } from "../auth/index.ts";
 import { FolioError, errorBody, toHttpError } from "../platform/errors/index.ts";
 import type { App, EdgeDeps } from "./types.ts";
-import { ErrorBody } from "./schemas.ts";
+import { ErrorBody, NO_NUL } from "./schemas.ts";
 import { rateLimitHeaders } from "./ratelimit-headers.ts";
 import { routes } from "./routes/index.ts";
 
@@ -27,8 +27,15 @@ export async function buildEdgeApp(deps: EdgeDeps): Promise<App> {
     loggerInstance: deps.log as unknown as FastifyBaseLogger,
     bodyLimit: deps.bodyLimitBytes,
     trustProxy: deps.trustProxy,
-    routerOptions: { ignoreTrailingSlash: true },
+    // Path parameters are validated by the route schemas (a clear 400), so the
+    // router's own length limit only guards against absurd URLs.
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 2048 },
     requestIdHeader: false,
+    // Errors raised by the router itself (e.g. a malformed %-escape) get the one error shape too.
+    frameworkErrors: (err, _req, reply) => {
+      const mapped = toHttpError(translate(err));
+      void reply.code(mapped.status as never).type("application/json").send(JSON.stringify(mapped.body) as never);
+    },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   const strict = makeAjv(false);
@@ -110,7 +117,13 @@ export async function buildEdgeApp(deps: EdgeDeps): Promise<App> {
 function translate(err: FastifyError | FolioError): unknown {
   if (err instanceof FolioError) return err;
   if (err.validation) return validationError(err.validation as ErrorObject[], err.validationContext);
+  // Postgres refuses NUL and invalid characters in text: the input was bad, not the server.
+  if (err.code === "22021" || err.code === "22P05") {
+    return new FolioError("invalid_request", "text fields must not contain NUL (\\u0000) or unencodable characters");
+  }
   switch (err.code) {
+    case "FST_ERR_BAD_URL":
+      return new FolioError("invalid_request", "the request path is not a valid URL (malformed %-escape)");
     case "FST_ERR_CTP_BODY_TOO_LARGE":
       return new FolioError("payload_too_large", "request body is too large");
     case "FST_ERR_CTP_INVALID_MEDIA_TYPE":
@@ -140,13 +153,18 @@ function validationError(errors: ErrorObject[], context: string | undefined): Fo
     const param = path ? `${path}.${missing}` : missing;
     return new FolioError("invalid_request", `missing required ${where} '${param}'`, { param });
   }
-  if (extra) {
+  if (extra !== undefined) {
     const param = path ? `${path}.${extra}` : extra;
     return new FolioError("invalid_request", `unknown ${where} '${param}'`, { param });
   }
   if (!path) return new FolioError("invalid_request", `request ${context ?? "body"} ${e.message ?? "is invalid"}`);
   const allowed = (e.params as { allowedValues?: unknown[] }).allowedValues;
-  const detail = allowed ? `must be one of ${allowed.map((v) => JSON.stringify(v)).join(", ")}` : (e.message ?? "is invalid");
+  const pattern = (e.params as { pattern?: string }).pattern;
+  const detail = allowed
+    ? `must be one of ${allowed.map((v) => JSON.stringify(v)).join(", ")}`
+    : pattern === NO_NUL
+      ? "must not contain NUL characters"
+      : (e.message ?? "is invalid");
   return new FolioError("invalid_request", `${where} '${path}' ${detail}`, { param: path });
 }
 

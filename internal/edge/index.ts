@@ -36,13 +36,16 @@ export async function startEdge({ config, log, database }: StartEdgeOptions): Pr
   const ownsDb = !database;
   const handle = database ?? (await openDatabase({ databaseUrl: config.DATABASE_URL, dataDir: config.FOLIO_DATA_DIR, poolSize: config.FOLIO_DB_POOL_SIZE, log }));
   const metrics = new EdgeMetrics();
-  const limiter: RateLimiter = config.REDIS_URL
-    ? new RedisRateLimiter(config.REDIS_URL, {
-        onError: config.FOLIO_RATELIMIT_ON_REDIS_ERROR,
-        log,
-        onBackendError: (op) => metrics.rateLimitBackendErrors.inc({ op }),
-      })
-    : new MemoryRateLimiter();
+  let limiter: RateLimiter = new MemoryRateLimiter();
+  if (config.REDIS_URL) {
+    const redis = new RedisRateLimiter(config.REDIS_URL, {
+      onError: config.FOLIO_RATELIMIT_ON_REDIS_ERROR,
+      log,
+      onBackendError: (op) => metrics.rateLimitBackendErrors.inc({ op }),
+    });
+    if (!(await redis.connected())) log.warn("redis not reachable at start; serving with the fallback until it is");
+    limiter = redis;
+  }
   const authenticator = new Authenticator(handle.db, limiter, {
     cacheTtlMs: config.FOLIO_KEY_CACHE_TTL_SECONDS * 1000,
     cacheSize: config.FOLIO_KEY_CACHE_SIZE,

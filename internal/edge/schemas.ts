@@ -35,3 +35,6 @@ export function StringEnum<const T extends readonly string[]>(values: T, options
 export const Permission = StringEnum(PERMISSIONS, { description: "A permission name (docs/permissions.md)." });
 
 export const UnixSeconds = Type.Integer({ minimum: 0, maximum: 253402300799, description: "Unix timestamp, seconds." });
+
+/** Strings stored in Postgres text columns cannot hold NUL: refuse it with a 400 naming the field. */
+export const NO_NUL = "^[^\\u0000]*$";

@@ -25,9 +25,9 @@ export class MemoryRateLimiter implements RateLimiter {
     const now = this.clock();
     this.sweep(now);
     const keys = limits.map((l) => `${subject}:${l.name}`);
-    const outcome = gcra(now, keys.map((k) => this.tats.get(k)?.tat), limits);
+    const outcome = gcra(Math.round(now * 1000), keys.map((k) => this.tats.get(k)?.tat), limits);
     if (outcome.allowed) {
-      outcome.newTats.forEach((tat, i) => this.tats.set(keys[i]!, { tat, expiresAt: tat }));
+      outcome.newTats.forEach((tat, i) => this.tats.set(keys[i]!, { tat, expiresAt: tat / 1000 }));
     }
     return { kind: "decision", allowed: outcome.allowed, retryAfterMs: outcome.retryAfterMs, limits: outcome.limits, fenceChecked: true };
   }

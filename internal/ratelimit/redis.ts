@@ -59,6 +59,25 @@ export class RedisRateLimiter implements RateLimiter {
     return { kind: "decision", allowed: reply[0] === 1, retryAfterMs: Number(reply[1]), limits: states, fenceChecked: true };
   }
 
+  /**
+   * Waits (bounded) for the first connection, so the first requests after a
+   * start are not sent to the fallback only because the socket was opening.
+   */
+  async connected(timeoutMs = 3000): Promise<boolean> {
+    if (this.redis.status === "ready") return true;
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.redis.off("ready", onReady);
+        resolve(false);
+      }, timeoutMs);
+      const onReady = () => {
+        clearTimeout(timer);
+        resolve(true);
+      };
+      this.redis.once("ready", onReady);
+    });
+  }
+
   async generation(key: string): Promise<number> {
     try {
       const v = await this.redis.get(key);

@@ -1,11 +1,11 @@
 import { Type } from "typebox";
 import type { ApiKeyRow } from "../../platform/db/index.ts";
 import { unixSeconds } from "../../accounts/index.ts";
-import { Permission, UnixSeconds } from "../schemas.ts";
+import { NO_NUL, Permission, UnixSeconds } from "../schemas.ts";
 
 export const KeyId = Type.Object({ id: Type.String({ pattern: "^apk_[0-9A-Za-z]{1,64}$", description: "An API key id, apk_…" }) });
 
-export const KeyName = Type.String({ minLength: 1, maxLength: 200, description: "Descriptive name." });
+export const KeyName = Type.String({ minLength: 1, maxLength: 200, pattern: NO_NUL, description: "Descriptive name (no NUL characters)." });
 export const Permissions = Type.Array(Permission, { maxItems: 32, description: "Permission names (docs/permissions.md)." });
 
 export const KeyListEntry = Type.Object({

@@ -3,7 +3,7 @@ import { FolioError } from "../../platform/errors/index.ts";
 import { listUsage } from "../../usage/index.ts";
 import type { App, EdgeDeps } from "../types.ts";
 import { principalOf } from "../types.ts";
-import { StringEnum, UnixSeconds, errorResponses } from "../schemas.ts";
+import { NO_NUL, StringEnum, UnixSeconds, errorResponses } from "../schemas.ts";
 
 const Query = Type.Object({
   start_date: Type.Optional(UnixSeconds),
@@ -11,8 +11,8 @@ const Query = Type.Object({
   limit: Type.Integer({ minimum: 1, maximum: 100, default: 50, description: "Entries per page, at most 100 (more is a 400, never a silent clamp)." }),
   offset: Type.Integer({ minimum: 0, maximum: 1_000_000, default: 0 }),
   status: Type.Optional(StringEnum(["success", "error"])),
-  model: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
-  api_key_id: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
+  model: Type.Optional(Type.String({ minLength: 1, maxLength: 200, pattern: NO_NUL })),
+  api_key_id: Type.Optional(Type.String({ minLength: 1, maxLength: 100, pattern: NO_NUL })),
 });
 
 const Entry = Type.Object({
