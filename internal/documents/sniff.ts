@@ -1,0 +1,224 @@
+/**
+ * What a document really is, judged from its bytes.
+ *
+ * The client's MIME type (and a server's Content-Type) is only a hint: a
+ * PNG sent as `application/pdf` is a PNG, and an executable sent as
+ * `image/png` is refused. The hint decides only what the bytes leave open:
+ * whether valid UTF-8 text that happens to start like a binary signature is
+ * text, and whether an OLE2 file whose directory cannot be read is a Word
+ * document.
+ */
+import { isUtf8 } from "node:buffer";
+import { fileTypeFromBuffer, type FileTypeResult } from "file-type";
+import { FolioError } from "../platform/errors/index.ts";
+
+/**
+ * How a document is processed: images go to extraction as they are, PDFs are
+ * rendered, office documents go through conversion. `text` is part of the
+ * vocabulary but {@link sniffDocument} reports plain text as `office`/`TXT`,
+ * because plain text goes through conversion like any office document.
+ */
+export type DocumentKind = "image" | "pdf" | "office" | "text";
+
+/** Office formats the conversion service accepts (the spec's table). */
+export const CONVERSION_FORMATS = ["DOCX", "PPTX", "DOC", "ODT", "RTF", "TXT"] as const;
+export type ConversionFormat = (typeof CONVERSION_FORMATS)[number];
+
+/** Every format Folio accepts as input, as listed in `unsupported_format` errors. */
+export const SUPPORTED_INPUT_FORMATS = ["PNG", "JPEG", "WEBP", "TIFF", "GIF", "PDF", ...CONVERSION_FORMATS] as const;
+export type InputFormat = (typeof SUPPORTED_INPUT_FORMATS)[number];
+
+/** The MIME types the spec gives for each conversion format; the first is the one Folio reports. */
+export const CONVERSION_MIME_TYPES: Readonly<Record<ConversionFormat, readonly string[]>> = Object.freeze({
+  DOCX: ["application/vnd.openxmlformats-officedocument.wordprocessingml.document"],
+  PPTX: ["application/vnd.openxmlformats-officedocument.presentationml.presentation"],
+  DOC: ["application/msword"],
+  ODT: ["application/vnd.oasis.opendocument.text"],
+  RTF: ["application/rtf", "text/rtf"],
+  TXT: ["text/plain"],
+});
+
+/** The conversion format a MIME type names (parameters and case ignored), if any. */
+export function conversionFormatForMime(mimeType: string): ConversionFormat | undefined {
+  const mime = normalizeMime(mimeType);
+  return CONVERSION_FORMATS.find((f) => CONVERSION_MIME_TYPES[f].includes(mime));
+}
+
+export interface Sniffed {
+  kind: DocumentKind;
+  /** The MIME type of what the bytes are (not of the hint). */
+  mimeType: string;
+  /** Set when kind is `office`. */
+  officeFormat?: ConversionFormat;
+}
+
+/** Images the extraction path takes as they are, by the MIME type file-type reports. */
+const IMAGE_TYPES: Readonly<Record<string, string>> = {
+  "image/png": "image/png",
+  "image/apng": "image/png", // an animated PNG is a valid PNG; its first frame is the image
+  "image/jpeg": "image/jpeg",
+  "image/webp": "image/webp",
+  "image/tiff": "image/tiff",
+  "image/gif": "image/gif",
+  "image/bmp": "image/bmp",
+};
+
+const OFFICE_TYPES: Readonly<Record<string, ConversionFormat>> = {
+  "application/vnd.openxmlformats-officedocument.wordprocessingml.document": "DOCX",
+  "application/vnd.openxmlformats-officedocument.presentationml.presentation": "PPTX",
+  "application/vnd.oasis.opendocument.text": "ODT",
+};
+
+/**
+ * Identifies `bytes`. `hint` is the MIME type the client or server claimed.
+ * Throws `unsupported_format` (with `supported_formats`) for anything Folio
+ * does not process, naming what the bytes look like when that is known.
+ */
+export async function sniffDocument(bytes: Buffer, hint?: string): Promise<Sniffed> {
+  const hinted = hint === undefined ? "" : normalizeMime(hint);
+  if (bytes.length === 0) throw unsupported("the document is empty");
+
+  // Signatures that are themselves text: they hold even when the whole file is text.
+  if (startsWith(bytes, "%PDF-")) return { kind: "pdf", mimeType: "application/pdf" };
+  if (startsWith(bytes, "{\\rtf")) return office("RTF");
+
+  const text = looksLikeText(bytes);
+  let detected: FileTypeResult | undefined;
+  try {
+    detected = await fileTypeFromBuffer(bytes);
+  } catch {
+    detected = undefined; // a malformed container is simply not recognised
+  }
+
+  // Short binary signatures ("BM", "GIF") also begin ordinary sentences; a file
+  // that is valid printable UTF-8 without NULs is text, whatever it starts with.
+  if (detected && !text) {
+    const image = IMAGE_TYPES[detected.mime];
+    if (image) return { kind: "image", mimeType: image };
+    if (detected.mime === "application/pdf") return { kind: "pdf", mimeType: "application/pdf" };
+    const format = OFFICE_TYPES[detected.mime];
+    if (format) return office(format);
+    if (detected.mime === "application/x-cfb") return compoundFile(bytes, hinted);
+  }
+  if (text) return office("TXT");
+
+  if (detected) {
+    const claimed = hinted !== "" && hinted !== detected.mime ? ` (the declared type was ${clip(hinted)})` : "";
+    throw unsupported(`the document is ${detected.ext.toUpperCase()} (${detected.mime}), which Folio does not process${claimed}`);
+  }
+  if (hinted === "text/plain") throw unsupported("the document was declared text/plain but its bytes are not UTF-8 text");
+  throw unsupported(
+    `the document's format could not be recognised from its bytes${hinted !== "" ? ` (the declared type was ${clip(hinted)})` : ""}`,
+  );
+}
+
+function office(format: ConversionFormat): Sniffed {
+  return { kind: "office", mimeType: CONVERSION_MIME_TYPES[format][0] as string, officeFormat: format };
+}
+
+/**
+ * An OLE2 compound file is a Word 97-2003 document when its directory holds
+ * a `WordDocument` stream; Excel and PowerPoint files, installers and the
+ * like share the container and are refused by name.
+ */
+function compoundFile(bytes: Buffer, hinted: string): Sniffed {
+  const names = cfbEntryNames(bytes);
+  if (names === null) {
+    // The directory could not be read; LibreOffice will say whether it is a document.
+    if (hinted === "application/msword") return office("DOC");
+    throw unsupported("the document is an OLE2 compound file whose directory could not be read");
+  }
+  if (names.includes("WordDocument")) return office("DOC");
+  if (names.includes("Workbook") || names.includes("Book")) {
+    throw unsupported("the document is an Excel 97-2003 workbook (XLS), which Folio does not process");
+  }
+  if (names.includes("PowerPoint Document")) {
+    throw unsupported("the document is a PowerPoint 97-2003 presentation (PPT), which Folio does not process; save it as PPTX");
+  }
+  throw unsupported("the document is an OLE2 compound file that is not a Word document");
+}
+
+const END_OF_CHAIN = 0xfffffffa; // values at or above this are chain markers, never sector numbers
+
+/**
+ * The names in a compound file's directory (MS-CFB §2.6), or null when the
+ * structure does not hold together. Every read is bounds-checked and every
+ * chain walk is bounded by the sector count, so a crafted file cannot loop.
+ */
+export function cfbEntryNames(b: Buffer): string[] | null {
+  if (b.length < 512 || b.readUInt16LE(0x1c) !== 0xfffe) return null;
+  const shift = b.readUInt16LE(0x1e);
+  if (shift !== 9 && shift !== 12) return null;
+  const size = 1 << shift;
+  const sectors = Math.floor((b.length - size) / size);
+  if (sectors <= 0) return null;
+  const offsetOf = (sector: number): number | null => (sector < sectors ? (sector + 1) * size : null);
+
+  const fatCount = b.readUInt32LE(0x2c);
+  if (fatCount === 0 || fatCount > sectors) return null;
+  const fat: number[] = [];
+  for (let i = 0; i < 109 && fat.length < fatCount; i++) fat.push(b.readUInt32LE(0x4c + 4 * i));
+  let difat = b.readUInt32LE(0x44);
+  for (let guard = 0; fat.length < fatCount && difat < END_OF_CHAIN; guard++) {
+    const at = offsetOf(difat);
+    if (at === null || guard > sectors) return null;
+    for (let j = 0; j < size / 4 - 1 && fat.length < fatCount; j++) fat.push(b.readUInt32LE(at + 4 * j));
+    difat = b.readUInt32LE(at + size - 4);
+  }
+  if (fat.length < fatCount) return null;
+  const perSector = size / 4;
+  const next = (sector: number): number | null => {
+    const at = offsetOf(fat[Math.floor(sector / perSector)] ?? END_OF_CHAIN);
+    return at === null ? null : b.readUInt32LE(at + 4 * (sector % perSector));
+  };
+
+  const names: string[] = [];
+  let sector = b.readUInt32LE(0x30);
+  for (let steps = 0; sector < END_OF_CHAIN; steps++) {
+    const at = offsetOf(sector);
+    if (at === null || steps > sectors) return null;
+    for (let entry = at; entry + 128 <= at + size; entry += 128) {
+      const nameLength = b.readUInt16LE(entry + 0x40);
+      const type = b[entry + 0x42];
+      // 1 storage, 2 stream, 5 root; the length counts the terminating NUL.
+      if ((type === 1 || type === 2 || type === 5) && nameLength >= 2 && nameLength <= 64 && nameLength % 2 === 0) {
+        names.push(b.toString("utf16le", entry, entry + nameLength - 2));
+      }
+    }
+    const following = next(sector);
+    if (following === null) return null;
+    sector = following;
+  }
+  return names;
+}
+
+/**
+ * Valid UTF-8, no NUL, and at most 2% control characters other than tab,
+ * line feed, form feed and carriage return.
+ */
+export function looksLikeText(bytes: Buffer): boolean {
+  if (bytes.length === 0 || bytes.includes(0) || !isUtf8(bytes)) return false;
+  let controls = 0;
+  for (const byte of bytes) {
+    if ((byte < 0x20 && byte !== 0x09 && byte !== 0x0a && byte !== 0x0c && byte !== 0x0d) || byte === 0x7f) controls++;
+  }
+  return controls <= bytes.length * 0.02;
+}
+
+function startsWith(bytes: Buffer, signature: string): boolean {
+  return bytes.subarray(0, signature.length).toString("latin1") === signature;
+}
+
+function normalizeMime(mime: string): string {
+  return (mime.split(";")[0] ?? "").trim().toLowerCase();
+}
+
+function clip(s: string): string {
+  return s.length > 100 ? `${s.slice(0, 100)}…` : s;
+}
+
+function unsupported(message: string): FolioError {
+  return new FolioError("unsupported_format", `${message}; supported formats: ${SUPPORTED_INPUT_FORMATS.join(", ")}`, {
+    extra: { supported_formats: [...SUPPORTED_INPUT_FORMATS] },
+  });
+}

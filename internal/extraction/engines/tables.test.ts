@@ -1,0 +1,166 @@
+// Defensive parsing of model answers: text, tables (json block or Markdown)
+// and confidence; junk never throws.
+import { describe, expect, it } from "vitest";
+import fc from "fast-check";
+import type { ExtractOptions } from "../types.ts";
+import { findMarkdownTables, normalizeRows, parsePageAnswer, renderMarkdownTable, tablesFromJson } from "./tables.ts";
+
+const text: ExtractOptions = { extractTables: true, outputFormat: "text" };
+const markdown: ExtractOptions = { extractTables: true, outputFormat: "markdown" };
+const json: ExtractOptions = { extractTables: true, outputFormat: "json" };
+const rows = [
+  ["Item", "Qty"],
+  ["Apple", "2"],
+];
+
+describe("parsePageAnswer: text and markdown", () => {
+  it("takes tables and confidence from the trailing json block and removes it from the text", () => {
+    const answer = `Invoice 42\nItem\tQty\nApple\t2\n\n\`\`\`json\n${JSON.stringify({ tables: [{ rows }], confidence: 0.93 })}\n\`\`\`\n`;
+    expect(parsePageAnswer(answer, 3, text)).toEqual({
+      text: "Invoice 42\nItem\tQty\nApple\t2",
+      tables: [{ page_number: 3, rows, markdown: "| Item | Qty |\n| --- | --- |\n| Apple | 2 |" }],
+      confidence: 0.93,
+    });
+  });
+
+  it("reads the block without tables when extractTables is off, but still strips it", () => {
+    const r = parsePageAnswer('Hello\n```json\n{"tables": [{"rows": [["a"]]}], "confidence": 1}\n```', 1, { ...text, extractTables: false });
+    expect(r).toEqual({ text: "Hello", tables: [], confidence: 1 });
+  });
+
+  it("recognises Markdown tables in the text when the block has none", () => {
+    const answer = "# Fruit\n\n| Item | Qty |\n|:-----|----:|\n| Apple | 2 |\n| Pear | 1 |\n\nAfter the table.";
+    const r = parsePageAnswer(answer, 2, markdown);
+    expect(r.text).toBe(answer);
+    expect(r.tables).toEqual([{ page_number: 2, rows: [["Item", "Qty"], ["Apple", "2"], ["Pear", "1"]], markdown: "| Item | Qty |\n| --- | --- |\n| Apple | 2 |\n| Pear | 1 |" }]);
+    expect(r.confidence).toBeUndefined();
+  });
+
+  it("prefers the block's tables over Markdown tables (no duplicates)", () => {
+    const answer = `| A | B |\n|---|---|\n| 1 | 2 |\n\n\`\`\`json\n{"tables": [{"rows": [["A","B"],["1","2"]]}]}\n\`\`\``;
+    expect(parsePageAnswer(answer, 1, markdown).tables).toHaveLength(1);
+  });
+
+  it("ignores Markdown tables when extractTables is off", () => {
+    expect(parsePageAnswer("| A | B |\n|---|---|\n| 1 | 2 |", 1, { ...markdown, extractTables: false }).tables).toEqual([]);
+  });
+
+  it("unwraps an answer wrapped in a single code fence", () => {
+    expect(parsePageAnswer("```markdown\n# Title\n\nBody\n```", 1, markdown).text).toBe("# Title\n\nBody");
+  });
+
+  it("keeps code blocks that are page content", () => {
+    const answer = "Example:\n```json\n{\"name\": \"x\"}\n```\nEnd";
+    expect(parsePageAnswer(answer, 1, text).text).toBe(answer);
+  });
+
+  it("drops a trailing metadata block that does not parse", () => {
+    const r = parsePageAnswer('Page text\n```json\n{"tables": [{"rows": [["a", "b"]\n```', 1, text);
+    expect(r).toEqual({ text: "Page text", tables: [] });
+  });
+
+  it("accepts only a 0..1 number as confidence", () => {
+    for (const c of [1.2, -0.1, "0.9", 93, null, true]) {
+      const r = parsePageAnswer(`x\n\`\`\`json\n${JSON.stringify({ confidence: c })}\n\`\`\``, 1, text);
+      expect(r.confidence, String(c)).toBeUndefined();
+    }
+    expect(parsePageAnswer('x\n```json\n{"confidence": 0}\n```', 1, text).confidence).toBe(0);
+  });
+
+  it("normalises line endings and a BOM", () => {
+    expect(parsePageAnswer("\uFEFFa\r\nb\rc", 1, text).text).toBe("a\nb\nc");
+  });
+});
+
+describe("parsePageAnswer: json", () => {
+  it("keeps the object as the page text (minus confidence) and lifts tables and confidence", () => {
+    const obj = { text: "Hello", blocks: [{ type: "paragraph", text: "Hello" }], tables: [{ rows }], confidence: 0.5 };
+    const r = parsePageAnswer(JSON.stringify(obj), 1, json);
+    expect(JSON.parse(r.text)).toEqual({ text: "Hello", blocks: [{ type: "paragraph", text: "Hello" }], tables: [{ rows }] });
+    expect(r.tables).toHaveLength(1);
+    expect(r.confidence).toBe(0.5);
+  });
+
+  it("finds the object inside a fence or prose", () => {
+    expect(JSON.parse(parsePageAnswer('```json\n{"text": "a"}\n```', 1, json).text)).toEqual({ text: "a" });
+    expect(JSON.parse(parsePageAnswer('Here you go: {"text": "a"} Hope it helps', 1, json).text)).toEqual({ text: "a" });
+  });
+
+  it("keeps an answer that is not a JSON object as text, with Markdown tables as fallback", () => {
+    const r = parsePageAnswer("Sorry, plain text\n| a | b |\n|---|---|\n| 1 | 2 |", 1, json);
+    expect(r.text).toBe("Sorry, plain text\n| a | b |\n|---|---|\n| 1 | 2 |");
+    expect(r.tables[0]?.rows).toEqual([["a", "b"], ["1", "2"]]);
+  });
+});
+
+describe("table shapes", () => {
+  it("accepts rows, header+rows and bare row lists, skipping junk", () => {
+    expect(tablesFromJson([{ rows }, { header: ["H"], rows: [["v"]] }, [["x", "y"]], null, 3, { rows: "no" }, { rows: [] }])).toEqual([
+      rows,
+      [["H"], ["v"]],
+      [["x", "y"]],
+    ]);
+    expect(tablesFromJson("tables")).toEqual([]);
+  });
+
+  it("turns cells into strings and pads ragged rows (partial tables)", () => {
+    expect(normalizeRows([["a", 1, true], ["b"], "junk", [null, { x: 1 }, 2.5]])).toEqual([
+      ["a", "1", "true"],
+      ["b", "", ""],
+      ["", "", "2.5"],
+    ]);
+    expect(normalizeRows([[], []])).toBeUndefined();
+  });
+
+  it("bounds table size", () => {
+    const long = "x".repeat(20_000);
+    const big = Array.from({ length: 3000 }, () => Array<string>(150).fill(long));
+    const r = normalizeRows(big);
+    expect(r).toHaveLength(2000);
+    expect(r?.[0]).toHaveLength(100);
+    expect(r?.[0]?.[0]).toHaveLength(10_000);
+  });
+
+  it("renders Markdown with escaped pipes and line breaks", () => {
+    expect(renderMarkdownTable([["a|b", "c\nd"], ["1"]])).toBe("| a\\|b | c<br>d |\n| --- | --- |\n| 1 |  |");
+    expect(renderMarkdownTable([["only"]])).toBe("| only |\n| --- |");
+  });
+
+  it("round-trips rendered tables through the Markdown finder", () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.array(fc.string({ maxLength: 8 }).map((s) => s.replace(/[\n\r\\]/g, "").trim()), { minLength: 2, maxLength: 4 }), { minLength: 1, maxLength: 5 }),
+        (t) => {
+          const width = Math.max(...t.map((r) => r.length));
+          const padded = t.map((r) => [...r, ...Array<string>(width - r.length).fill("")]);
+          const found = findMarkdownTables(renderMarkdownTable(padded));
+          expect(found).toEqual([padded]);
+        },
+      ),
+    );
+  });
+
+  it("does not mistake prose with pipes or rules for a table", () => {
+    expect(findMarkdownTables("a | b\nnot a delimiter\n---\ntext")).toEqual([]);
+    expect(findMarkdownTables("Title\n---\n")).toEqual([]);
+  });
+});
+
+describe("junk never throws", () => {
+  it("handles non-string answers", () => {
+    for (const a of [undefined, null, 42, {}, []]) expect(parsePageAnswer(a, 1, text)).toEqual({ text: "", tables: [] });
+  });
+
+  it("handles arbitrary strings in every mode", () => {
+    const pieces = fc.constantFrom("```", "```json\n", "{", "}", '"tables"', '"confidence"', ":", "[", "]", "|", "---", "\n", "a", " ", '"rows"', "0.5", "null");
+    fc.assert(
+      fc.property(fc.oneof(fc.string(), fc.array(pieces, { maxLength: 40 }).map((p) => p.join(""))), fc.constantFrom(text, markdown, json), (s, o) => {
+        const r = parsePageAnswer(s, 1, o);
+        expect(typeof r.text).toBe("string");
+        expect(Array.isArray(r.tables)).toBe(true);
+        if (r.confidence !== undefined) expect(r.confidence >= 0 && r.confidence <= 1).toBe(true);
+      }),
+      { numRuns: 500 },
+    );
+  });
+});
