@@ -4,7 +4,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 NPX := npx --no-install
 
-.PHONY: help deps run test test-unit lint typecheck build bench clean
+.PHONY: help deps run test lint typecheck build bench clean generate
 
 help:
 	@echo "make run    - install what is missing and start folio dev on :8080"
@@ -25,6 +25,10 @@ test:
 
 lint: deps typecheck
 	$(NPX) eslint . --max-warnings=0
+	@scripts/gen-proto.sh --check
+
+generate: deps
+	scripts/gen-proto.sh
 
 typecheck: deps
 	$(NPX) tsc -p tsconfig.json --noEmit
@@ -32,6 +36,7 @@ typecheck: deps
 build: deps
 	rm -rf dist
 	$(NPX) tsc -p tsconfig.build.json
+	cp -r proto dist/proto
 	chmod +x dist/cmd/folio/main.js
 
 bench:

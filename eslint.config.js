@@ -3,7 +3,7 @@ import js from "@eslint/js";
 import tseslint from "typescript-eslint";
 
 export default tseslint.config(
-  { ignores: ["dist/", "node_modules/", ".folio/", ".tools/", "web/dist/"] },
+  { ignores: ["dist/", "node_modules/", ".folio/", ".tools/", "web/dist/", "internal/gen/"] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 profile="${1:-run}"
 
 # System packages per profile (Debian/Ubuntu names).
-run_pkgs=()
+run_pkgs=(tesseract-ocr tesseract-ocr-eng tesseract-ocr-deu poppler-utils fonts-dejavu-core)
 test_pkgs=(postgresql redis-server)
 case "$profile" in
   run) want=("${run_pkgs[@]}") ;;

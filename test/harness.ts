@@ -4,7 +4,8 @@
  */
 import { inject } from "vitest";
 import { startEdge, type RunningEdge } from "../internal/edge/index.ts";
-import { edgeSchema, parseConfig, type Env } from "../internal/platform/config/index.ts";
+import { edgeSchema, extractionSchema, parseConfig, type Env } from "../internal/platform/config/index.ts";
+import { startExtraction, type RunningExtraction } from "../internal/extraction/index.ts";
 import { openDatabase, type DatabaseHandle } from "../internal/platform/db/index.ts";
 import { createLogger } from "../internal/platform/log/index.ts";
 import { adminAddCredits, adminCreateAccount, adminCreateKey } from "../internal/cli/admin.ts";
@@ -109,4 +110,35 @@ export async function call(edge: { url: string }, method: string, path: string, 
     /* not JSON: keep the text */
   }
   return { status: res.status, headers: res.headers, body: parsed };
+}
+
+/** A running extraction service and an edge wired to it over loopback gRPC. */
+export interface TestStack {
+  edge: RunningEdge;
+  extraction: RunningExtraction;
+  close(): Promise<void>;
+}
+
+/**
+ * Starts the extraction service (local engines; the fake upstream when given)
+ * and an edge that talks to it, like `folio dev` does.
+ */
+export async function startStack(opts: { upstream?: { baseUrl: string; apiKey: string }; extractionEnv?: Env; edgeEnv?: Env } = {}): Promise<TestStack> {
+  const config = parseConfig(extractionSchema, {
+    FOLIO_GRPC_HOST: "127.0.0.1",
+    FOLIO_GRPC_PORT: "0",
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? "silent",
+    ...(opts.upstream ? { FOLIO_UPSTREAM_BASE_URL: opts.upstream.baseUrl, FOLIO_UPSTREAM_API_KEY: opts.upstream.apiKey } : {}),
+    ...opts.extractionEnv,
+  });
+  const extraction = await startExtraction({ config, log: createLogger(config.LOG_LEVEL) });
+  const edge = await startTestEdge({ env: { FOLIO_EXTRACTION_ADDRESS: extraction.grpc.address, ...opts.edgeEnv } });
+  return {
+    edge,
+    extraction,
+    close: async () => {
+      await edge.close();
+      await extraction.close();
+    },
+  };
 }

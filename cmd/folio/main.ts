@@ -6,9 +6,10 @@
 import { Command, InvalidArgumentError } from "commander";
 import { runDev } from "../../internal/cli/dev.ts";
 import { withData } from "../../internal/cli/context.ts";
-import { adminAddCredits, adminCreateAccount, adminCreateKey } from "../../internal/cli/admin.ts";
+import { adminAddCredits, adminCreateAccount, adminCreateKey, adminUpdateAccount } from "../../internal/cli/admin.ts";
 import { migrateToLatest } from "../../internal/platform/db/index.ts";
 import { runEdge } from "../../internal/cli/edge.ts";
+import { runExtraction } from "../../internal/cli/extraction.ts";
 
 function int(name: string) {
   return (v: string): number => {
@@ -31,6 +32,11 @@ program
   .command("edge")
   .description("Run the public HTTP API (the edge) from FOLIO_* / DATABASE_URL / REDIS_URL")
   .action(async () => runEdge(process.env));
+
+program
+  .command("extraction")
+  .description("Run the extraction service (gRPC): model catalog, strategies, engines")
+  .action(async () => runExtraction(process.env));
 
 program
   .command("migrate")
@@ -58,6 +64,21 @@ account
     withData(process.env, async (ctx) => {
       await migrateToLatest(ctx.db);
       console.log(JSON.stringify(await adminCreateAccount(ctx, o), null, 2));
+    }),
+  );
+
+account
+  .command("update")
+  .description("Change an account's name, plan or limits; running edges see it on their next request (with REDIS_URL)")
+  .requiredOption("--account <id>", "account id, acc_…")
+  .option("--name <name>", "account name")
+  .option("--plan <plan>", "plan: developer, pro or enterprise (resets limits to the plan's unless given)")
+  .option("--requests-per-minute <n>", "per-minute limit", int("--requests-per-minute"))
+  .option("--requests-per-day <n>", "per-day limit", int("--requests-per-day"))
+  .action(async (o: { account: string; name?: string; plan?: string; requestsPerMinute?: number; requestsPerDay?: number }) =>
+    withData(process.env, async (ctx) => {
+      const { account: id, ...patch } = o;
+      console.log(JSON.stringify(await adminUpdateAccount(ctx, id, patch), null, 2));
     }),
   );
 

@@ -62,3 +62,44 @@ export async function findAccountByEmail(db: DB, email: string): Promise<Account
 export function unixSeconds(d: Date): number {
   return Math.floor(d.getTime() / 1000);
 }
+
+export interface AccountPatch {
+  name?: string;
+  plan?: string;
+  requestsPerMinute?: number;
+  requestsPerDay?: number;
+  autoRecharge?: { enabled: boolean; thresholdCents: number; amountCents: number };
+}
+
+/**
+ * Changes an account. A plan change also resets the limits to the plan's
+ * defaults unless limits are given. Callers must tell running edges
+ * (`KeyStore.accountChanged`), which cache account details with each key.
+ */
+export async function updateAccount(db: DB, id: string, patch: AccountPatch): Promise<Account> {
+  const planLimits = patch.plan !== undefined ? PLANS[patch.plan] : undefined;
+  if (patch.plan !== undefined && !planLimits) throw new FolioError("invalid_request", `unknown plan '${patch.plan}'; plans: ${Object.keys(PLANS).join(", ")}`, { param: "plan" });
+  for (const [k, v] of [["requestsPerMinute", patch.requestsPerMinute], ["requestsPerDay", patch.requestsPerDay]] as const) {
+    if (v !== undefined && (!Number.isInteger(v) || v <= 0)) throw new FolioError("invalid_request", `${k} must be a positive whole number`, { param: k });
+  }
+  const row = await db
+    .updateTable("accounts")
+    .set({
+      ...(patch.name !== undefined ? { name: patch.name } : {}),
+      ...(patch.plan !== undefined ? { plan: patch.plan } : {}),
+      ...(patch.requestsPerMinute ?? planLimits?.requestsPerMinute ? { requests_per_minute: patch.requestsPerMinute ?? planLimits!.requestsPerMinute } : {}),
+      ...(patch.requestsPerDay ?? planLimits?.requestsPerDay ? { requests_per_day: patch.requestsPerDay ?? planLimits!.requestsPerDay } : {}),
+      ...(patch.autoRecharge
+        ? {
+            auto_recharge_enabled: patch.autoRecharge.enabled,
+            auto_recharge_threshold_cents: patch.autoRecharge.thresholdCents,
+            auto_recharge_amount_cents: patch.autoRecharge.amountCents,
+          }
+        : {}),
+    })
+    .where("id", "=", id)
+    .returningAll()
+    .executeTakeFirst();
+  if (!row) throw new FolioError("not_found", `account '${id}' was not found`);
+  return row;
+}

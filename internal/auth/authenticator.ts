@@ -14,10 +14,22 @@ import type { Logger } from "../platform/log/index.ts";
 import { keyFence, type Admission, type Limit, type RateLimiter } from "../ratelimit/index.ts";
 import { bearerToken, hashKey, hashesEqual, looksLikeKey } from "./keys.ts";
 
+/** The account as read with the key (fresh under the same generation fence as the key). */
+export interface AccountSnapshot {
+  id: string;
+  email: string;
+  name: string;
+  plan: string;
+  createdAt: Date;
+  requestsPerMinute: number;
+  requestsPerDay: number;
+}
+
 export interface Principal {
   keyId: string;
   accountId: string;
   permissions: ReadonlySet<string>;
+  account: AccountSnapshot;
 }
 
 export interface Authenticated {
@@ -33,6 +45,7 @@ interface CachedKey {
   expiresAtMs: number | null;
   revoked: boolean;
   limits: Limit[];
+  account: AccountSnapshot;
   generation: number;
   cachedAtMs: number;
 }
@@ -90,14 +103,15 @@ export class Authenticator {
       }
       this.lastUsed.set(entry.keyId, this.clock());
       return {
-        principal: { keyId: entry.keyId, accountId: entry.accountId, permissions: entry.permissions },
+        principal: { keyId: entry.keyId, accountId: entry.accountId, permissions: entry.permissions, account: entry.account },
         admission,
       };
     }
   }
 
   /**
-   * Call after a key's row changed (revoked, renamed, permissions, account limits):
+   * Call after a key's row or its account's row changed (revoked, renamed,
+   * permissions, account details or limits):
    * every replica holding it in cache re-reads it on its next request.
    */
   async keyChanged(accountId: string, keyId: string, keyHash: string): Promise<void> {
@@ -172,6 +186,15 @@ export class Authenticator {
         { name: "minute", count: row.requests_per_minute, periodMs: 60_000 },
         { name: "day", count: row.requests_per_day, periodMs: 86_400_000 },
       ],
+      account: {
+        id: row.account_id,
+        email: row.email,
+        name: row.name,
+        plan: row.plan,
+        createdAt: row.created_at,
+        requestsPerMinute: row.requests_per_minute,
+        requestsPerDay: row.requests_per_day,
+      },
       generation,
       cachedAtMs: this.clock(),
     };
@@ -197,6 +220,10 @@ export class Authenticator {
         "api_keys.revoked_at",
         "accounts.requests_per_minute",
         "accounts.requests_per_day",
+        "accounts.email",
+        "accounts.name",
+        "accounts.plan",
+        "accounts.created_at",
       ])
       .where("api_keys.key_hash", "=", hash)
       .executeTakeFirst();

@@ -1,4 +1,4 @@
 export * from "./keys.ts";
 export * from "./permissions.ts";
-export { Authenticator, type Authenticated, type AuthenticatorOptions, type Principal } from "./authenticator.ts";
+export { Authenticator, type AccountSnapshot, type Authenticated, type AuthenticatorOptions, type Principal } from "./authenticator.ts";
 export { KeyStore, validatePermissions, type CreatedKey, type Grantor, type KeyChangeListener } from "./store.ts";

@@ -103,6 +103,12 @@ export class KeyStore {
     return row;
   }
 
+  /** Tells every replica that the account behind these keys changed (details, plan, limits). */
+  async accountChanged(accountId: string): Promise<void> {
+    const keys = await this.db.selectFrom("api_keys").select(["id", "key_hash"]).where("account_id", "=", accountId).where("revoked_at", "is", null).execute();
+    for (const k of keys) await this.listener.keyChanged(accountId, k.id, k.key_hash);
+  }
+
   /** Irreversible. */
   async revoke(accountId: string, id: string, grantor: Grantor): Promise<void> {
     const current = await this.get(accountId, id);

@@ -3,7 +3,7 @@
  * (there is no payment processor; credits are added here).
  */
 import { ALL_PERMISSIONS, KeyStore, validatePermissions } from "../auth/index.ts";
-import { createAccount, getAccount, unixSeconds } from "../accounts/index.ts";
+import { createAccount, getAccount, unixSeconds, updateAccount, type AccountPatch } from "../accounts/index.ts";
 import { Billing } from "../billing/index.ts";
 import type { DB } from "../platform/db/index.ts";
 import type { RateLimiter } from "../ratelimit/index.ts";
@@ -42,6 +42,20 @@ export async function adminCreateAccount(
       rate_limits: { requests_per_minute: fresh.requests_per_minute, requests_per_day: fresh.requests_per_day },
     },
     api_key: key,
+  };
+}
+
+/** Changes an account and makes running edges (sharing REDIS_URL) see it on their next request. */
+export async function adminUpdateAccount(ctx: AdminContext, accountId: string, patch: AccountPatch) {
+  const a = await updateAccount(ctx.db, accountId, patch);
+  await keyStore(ctx).accountChanged(accountId);
+  return {
+    id: a.id,
+    email: a.email,
+    name: a.name,
+    plan: a.plan,
+    rate_limits: { requests_per_minute: a.requests_per_minute, requests_per_day: a.requests_per_day },
+    auto_recharge: { enabled: a.auto_recharge_enabled, threshold_cents: a.auto_recharge_threshold_cents, amount_cents: a.auto_recharge_amount_cents },
   };
 }
 

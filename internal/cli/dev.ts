@@ -4,15 +4,20 @@
  */
 import { relative } from "node:path";
 import { startEdge } from "../edge/index.ts";
-import { edgeSchema, parseConfig, type Env } from "../platform/config/index.ts";
+import { edgeSchema, extractionSchema, parseConfig, type Env } from "../platform/config/index.ts";
+import { startExtraction } from "../extraction/index.ts";
 import { migrateToLatest, openDatabase } from "../platform/db/index.ts";
 import { createLogger } from "../platform/log/index.ts";
 import { ensureDevAccount } from "./dev-account.ts";
 import { stopOnSignal } from "./edge.ts";
 
 export async function runDev(env: Env): Promise<void> {
-  const config = parseConfig(edgeSchema, { FOLIO_HTTP_HOST: "127.0.0.1", FOLIO_METRICS_HOST: "127.0.0.1", ...env });
-  const log = createLogger(config.LOG_LEVEL);
+  // Services run in this process but still talk gRPC over loopback, like a deployment.
+  const extractionConfig = parseConfig(extractionSchema, { ...env, FOLIO_GRPC_HOST: "127.0.0.1", FOLIO_GRPC_PORT: "0" });
+  const devEnv = { FOLIO_HTTP_HOST: "127.0.0.1", FOLIO_METRICS_HOST: "127.0.0.1", ...env };
+  const log = createLogger(parseConfig(edgeSchema, devEnv).LOG_LEVEL);
+  const extraction = await startExtraction({ config: extractionConfig, log: log.child({ service: "extraction" }) });
+  const config = parseConfig(edgeSchema, { ...devEnv, FOLIO_EXTRACTION_ADDRESS: extraction.grpc.address });
   const database = await openDatabase({ databaseUrl: config.DATABASE_URL, dataDir: config.FOLIO_DATA_DIR, poolSize: config.FOLIO_DB_POOL_SIZE, log });
   await migrateToLatest(database.db);
   const dev = await ensureDevAccount(database.db, config.FOLIO_DATA_DIR);
@@ -26,11 +31,13 @@ export async function runDev(env: Env): Promise<void> {
       `  Admin key file:  ${keyPath}${dev.created ? " (new)" : ""}`,
       `  Try:             curl -H "Authorization: Bearer $(cat ${keyPath})" ${edge.url}/v1/account/balance`,
       `  API docs:        ${edge.url}/docs`,
+      `  Models:          ${extraction.catalog.snapshot().models.length} in the catalog${extractionConfig.FOLIO_UPSTREAM_API_KEY ? "" : " (local engines only: set FOLIO_UPSTREAM_API_KEY for upstream models)"}`,
       "",
     ].join("\n"),
   );
   stopOnSignal(log, async () => {
     await edge.close();
+    await extraction.close();
     await database.close();
   });
 }

@@ -2,7 +2,7 @@
  * The edge's HTTP application: validation, the one error shape, auth and
  * admission, metrics, OpenAPI, and every route under routes/.
  */
-import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyRequest } from "fastify";
+import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyReply, type FastifyRequest } from "fastify";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import swagger from "@fastify/swagger";
 import swaggerUi from "@fastify/swagger-ui";
@@ -13,6 +13,7 @@ import { FolioError, errorBody, toHttpError } from "../platform/errors/index.ts"
 import type { App, EdgeDeps } from "./types.ts";
 import { ErrorBody, NO_NUL } from "./schemas.ts";
 import { rateLimitHeaders } from "./ratelimit-headers.ts";
+import type { Admission } from "../ratelimit/index.ts";
 import { routes } from "./routes/index.ts";
 
 /** Bodies are validated strictly (no type coercion); query strings and paths are strings and get coerced. */
@@ -71,7 +72,11 @@ export async function buildEdgeApp(deps: EdgeDeps): Promise<App> {
 
   app.setErrorHandler((err: FastifyError | FolioError, req, reply) => {
     const mapped = toHttpError(translate(err));
-    if (mapped.status >= 500) req.log.error({ err }, "request failed");
+    if (mapped.body.error.code === "internal_error") req.log.error({ err }, "request failed");
+    else if (mapped.status >= 500) req.log.warn({ code: mapped.body.error.code, msg: mapped.body.error.message }, "request failed");
+    // Refused before its body was read (auth, rate limit): close the connection
+    // instead of leaving an unread body on a keep-alive socket.
+    if (!req.raw.complete) reply.header("connection", "close");
     for (const [k, v] of Object.entries(mapped.headers)) reply.header(k, v);
     return reply.status(mapped.status).send(mapped.body);
   });
@@ -82,26 +87,36 @@ export async function buildEdgeApp(deps: EdgeDeps): Promise<App> {
 
   // Auth and admission run first (onRequest), before any body is read.
   app.addHook("onRequest", async (req, reply) => {
-    const wanted = req.routeOptions.config.permissions;
+    const { permissions: wanted, anonymous } = req.routeOptions.config;
     if (!wanted) return;
+    if (anonymous && req.headers.authorization === undefined) {
+      // Public route without a key: limited per client address (docs/rate-limits.md).
+      const admission = await deps.limiter.admit(`ip:${req.ip}`, [{ name: "minute", count: deps.publicRequestsPerMinute, periodMs: 60_000 }]);
+      if (admission.kind === "decision") admit(admission, reply);
+      return;
+    }
     const { principal, admission } = await deps.authenticator.authenticate(req.headers.authorization);
     req.principal = principal;
-    for (const [k, v] of Object.entries(rateLimitHeaders(admission.limits))) reply.header(k, v);
-    if (!admission.allowed) {
-      const tightest = admission.limits.filter((l) => l.remaining === 0).map((l) => l.name);
-      deps.metrics.rateLimitRejections.inc({ limit: tightest[0] ?? "unknown" });
-      const seconds = Math.max(1, Math.ceil(admission.retryAfterMs / 1000));
-      throw new FolioError("rate_limit_exceeded", `rate limit exceeded (${tightest.join(", ") || "limit"}); retry after ${seconds} s`, {
-        retryable: true,
-        headers: { "retry-after": String(seconds) },
-        extra: { retry_after_seconds: seconds },
-      });
-    }
+    admit(admission, reply);
     const missing = missingPermissions(principal.permissions, wanted);
     if (missing.length) {
       throw new FolioError("permission_denied", `this API key lacks the permission(s): ${missing.join(", ")}`, { extra: { missing_permissions: missing } });
     }
   });
+
+  /** Sets the RateLimit headers; throws the 429 when the request was refused. */
+  function admit(admission: Extract<Admission, { kind: "decision" }>, reply: FastifyReply): void {
+    for (const [k, v] of Object.entries(rateLimitHeaders(admission.limits))) reply.header(k, v);
+    if (admission.allowed) return;
+    const tightest = admission.limits.filter((l) => l.remaining === 0).map((l) => l.name);
+    deps.metrics.rateLimitRejections.inc({ limit: tightest[0] ?? "unknown" });
+    const seconds = Math.max(1, Math.ceil(admission.retryAfterMs / 1000));
+    throw new FolioError("rate_limit_exceeded", `rate limit exceeded (${tightest.join(", ") || "limit"}); retry after ${seconds} s`, {
+      retryable: true,
+      headers: { "retry-after": String(seconds) },
+      extra: { retry_after_seconds: seconds },
+    });
+  }
 
   app.addHook("onResponse", async (req, reply) => {
     const route = req.routeOptions.url ?? "unmatched";

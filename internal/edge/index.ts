@@ -11,6 +11,7 @@ import { EdgeMetrics } from "../platform/metrics/index.ts";
 import { MemoryRateLimiter, RedisRateLimiter, type RateLimiter } from "../ratelimit/index.ts";
 import { sql } from "kysely";
 import { buildEdgeApp } from "./app.ts";
+import { ExtractionClient } from "../extraction/client.ts";
 import type { App, EdgeDeps } from "./types.ts";
 
 export { buildEdgeApp } from "./app.ts";
@@ -74,6 +75,22 @@ export async function startEdge({ config, log, database }: StartEdgeOptions): Pr
     billing,
     metrics,
     log,
+    extraction: config.FOLIO_EXTRACTION_ADDRESS
+      ? new ExtractionClient(config.FOLIO_EXTRACTION_ADDRESS, { catalogDeadlineMs: 10_000, workDeadlineMs: config.FOLIO_EXTRACTION_DEADLINE_SECONDS * 1000 })
+      : undefined,
+    documents: {
+      fetch: {
+        maxBytes: config.FOLIO_MAX_DOCUMENT_BYTES,
+        timeoutMs: config.FOLIO_FETCH_TIMEOUT_SECONDS * 1000,
+        maxRedirects: 5,
+        allow: config.FOLIO_FETCH_ALLOW.split(",").map((s) => s.trim()).filter(Boolean),
+      },
+      maxBytes: config.FOLIO_MAX_DOCUMENT_BYTES,
+      maxPages: config.FOLIO_MAX_PAGES,
+      pageConcurrency: config.FOLIO_PAGE_CONCURRENCY,
+      pdfTimeoutMs: config.FOLIO_PDF_TIMEOUT_SECONDS * 1000,
+    },
+    publicRequestsPerMinute: config.FOLIO_PUBLIC_REQUESTS_PER_MINUTE,
     bodyLimitBytes: config.FOLIO_BODY_LIMIT_BYTES,
     trustProxy: config.FOLIO_TRUST_PROXY,
     checkReady: async () => {
@@ -101,6 +118,7 @@ export async function startEdge({ config, log, database }: StartEdgeOptions): Pr
     close: async () => {
       clearInterval(sweeper);
       await app.close();
+      deps.extraction?.close();
       await authenticator.close();
       await limiter.close();
       if (metricsServer) await new Promise((r) => metricsServer.server.close(r));

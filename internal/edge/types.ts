@@ -6,6 +6,8 @@ import type { DB } from "../platform/db/index.ts";
 import type { Logger } from "../platform/log/index.ts";
 import type { EdgeMetrics } from "../platform/metrics/index.ts";
 import type { RateLimiter } from "../ratelimit/index.ts";
+import type { ExtractionClient } from "../extraction/client.ts";
+import type { FetchPolicy } from "../documents/index.ts";
 
 export type App = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, FastifyBaseLogger, TypeBoxTypeProvider>;
 
@@ -20,6 +22,18 @@ export interface EdgeDeps {
   log: Logger;
   bodyLimitBytes: number;
   trustProxy: boolean;
+  /** The extraction service; absent when not configured (its routes answer 503). */
+  extraction?: ExtractionClient;
+  /** How documents are accepted: URL fetch policy, size, page and concurrency limits. */
+  documents: {
+    fetch: FetchPolicy;
+    maxBytes: number;
+    maxPages: number;
+    pageConcurrency: number;
+    pdfTimeoutMs: number;
+  };
+  /** Limit per client address on routes that answer without a key. */
+  publicRequestsPerMinute: number;
   /** Throws when a dependency the edge needs is down (readiness). */
   checkReady(): Promise<Record<string, "ok">>;
 }
@@ -28,6 +42,11 @@ declare module "fastify" {
   interface FastifyContextConfig {
     /** Permissions a key must hold for this route; absent = public route. */
     permissions?: readonly Permission[];
+    /**
+     * The route also answers without a key (limited per client address);
+     * a key that is sent must still be valid and hold `permissions`.
+     */
+    anonymous?: boolean;
   }
   interface FastifyRequest {
     principal?: Principal;

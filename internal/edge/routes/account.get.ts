@@ -1,10 +1,10 @@
 import { Type } from "typebox";
-import { getAccount, unixSeconds } from "../../accounts/index.ts";
+import { unixSeconds } from "../../accounts/index.ts";
 import type { App, EdgeDeps } from "../types.ts";
 import { principalOf } from "../types.ts";
 import { UnixSeconds, errorResponses } from "../schemas.ts";
 
-export default function register(app: App, deps: EdgeDeps): void {
+export default function register(app: App, _deps: EdgeDeps): void {
   app.get(
     "/v1/account",
     {
@@ -27,14 +27,15 @@ export default function register(app: App, deps: EdgeDeps): void {
       },
     },
     async (req) => {
-      const a = await getAccount(deps.db, principalOf(req).accountId);
+      // Read with the key and kept fresh by its generation fence: no query per request.
+      const a = principalOf(req).account;
       return {
         id: a.id,
         email: a.email,
         name: a.name,
         plan: a.plan,
-        created_at: unixSeconds(a.created_at),
-        rate_limits: { requests_per_minute: a.requests_per_minute, requests_per_day: a.requests_per_day },
+        created_at: unixSeconds(a.createdAt),
+        rate_limits: { requests_per_minute: a.requestsPerMinute, requests_per_day: a.requestsPerDay },
       };
     },
   );

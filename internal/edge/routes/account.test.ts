@@ -4,11 +4,14 @@
  * settled charge.
  */
 import { sql } from "kysely";
+import { adminUpdateAccount } from "../../cli/admin.ts";
+import { RedisRateLimiter } from "../../ratelimit/index.ts";
+import { createLogger } from "../../platform/log/index.ts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RunningEdge } from "../index.ts";
 import { Billing, chargeComponent } from "../../billing/index.ts";
 import { newId } from "../../platform/ids/index.ts";
-import { addCredits, call, createTestAccount, createTestKey, startTestEdge, testDb } from "../../../test/harness.ts";
+import { addCredits, call, createTestAccount, createTestKey, redisUrl, startTestEdge, testDb } from "../../../test/harness.ts";
 
 let edge: RunningEdge;
 
@@ -52,14 +55,21 @@ describe("GET /v1/account", () => {
     expect(r.body.created_at).toBeLessThanOrEqual(after);
   });
 
-  it("reports the plan, and rate limits changed by an operator on the next request", async () => {
+  it("reports the plan, and rate limits changed by an operator (folio admin account update) on the next request", async () => {
     const acc = await createTestAccount({ plan: "pro", requestsPerMinute: 600, requestsPerDay: 200_000 });
     const r = await call(edge, "GET", "/v1/account", acc.adminKey);
     expect(r.body).toMatchObject({ plan: "pro", rate_limits: { requests_per_minute: 600, requests_per_day: 200_000 } });
     const { db } = await testDb();
-    await db.updateTable("accounts").set({ requests_per_minute: 900, requests_per_day: 300_000 }).where("id", "=", acc.accountId).execute();
+    const limiter = new RedisRateLimiter(redisUrl(), { onError: "deny", log: createLogger("silent") });
+    try {
+      await adminUpdateAccount({ db, limiter }, acc.accountId, { requestsPerMinute: 900, requestsPerDay: 300_000, name: "renamed" });
+    } finally {
+      await limiter.close();
+    }
     const r2 = await call(edge, "GET", "/v1/account", acc.adminKey);
     expect(r2.body.rate_limits, JSON.stringify(r2.body)).toEqual({ requests_per_minute: 900, requests_per_day: 300_000 });
+    expect(r2.body.name).toBe("renamed");
+    expect(r2.headers.get("ratelimit-policy")).toContain("900;w=60");
   });
 
   it("shows each key its own account only", async () => {

@@ -9,6 +9,13 @@ import usageList from "./usage.list.ts";
 import usageSummary from "./usage.summary.ts";
 import accountGet from "./account.get.ts";
 import accountBalance from "./account.balance.ts";
+import modelsList from "./models.list.ts";
+import modelsStats from "./models.stats.ts";
+import modelsRecommended from "./models.recommended.ts";
+import modelsCategories from "./models.categories.ts";
+import modelsGet from "./models.get.ts";
+import ocr from "./ocr.ts";
+import chatCompletions from "./chat.completions.ts";
 
 /** Every route of the edge, one file each. */
 export const routes: ReadonlyArray<(app: App, deps: EdgeDeps) => void> = [
@@ -22,4 +29,11 @@ export const routes: ReadonlyArray<(app: App, deps: EdgeDeps) => void> = [
   usageSummary,
   accountGet,
   accountBalance,
+  modelsList,
+  modelsStats,
+  modelsRecommended,
+  modelsCategories,
+  modelsGet,
+  ocr,
+  chatCompletions,
 ];

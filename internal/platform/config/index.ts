@@ -66,8 +66,37 @@ export const edgeSchema = Type.Object({
   FOLIO_HOLD_TTL_SECONDS: Type.Integer({ minimum: 60, maximum: 86400, default: 900, description: "A hold not settled within this time is released by the sweeper." }),
   FOLIO_TRUST_PROXY: Type.Boolean({ default: false, description: "Trust X-Forwarded-For from a proxy in front of the edge." }),
   FOLIO_BODY_LIMIT_BYTES: Type.Integer({ minimum: 1024, default: 70 * 1024 * 1024, description: "Largest accepted request body (base64 documents are 4/3 of their size)." }),
+  FOLIO_PUBLIC_REQUESTS_PER_MINUTE: Type.Integer({ minimum: 1, default: 60, description: "Limit per client address on routes that answer without a key (the model catalog)." }),
+  FOLIO_EXTRACTION_ADDRESS: Type.Optional(Type.String({ minLength: 1, description: "host:port of the extraction service (gRPC). folio dev sets it to its in-process server." })),
+  FOLIO_CONVERSION_ADDRESS: Type.Optional(Type.String({ minLength: 1, description: "host:port of the conversion service (gRPC). Unset: office documents get conversion_not_available." })),
+  FOLIO_MAX_DOCUMENT_BYTES: Type.Integer({ minimum: 1024, default: 50 * 1024 * 1024, description: "Largest document accepted by URL or base64." }),
+  FOLIO_MAX_PAGES: Type.Integer({ minimum: 1, maximum: 10_000, default: 100, description: "Most pages processed in one request (PDFs and converted documents)." }),
+  FOLIO_PAGE_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 64, default: 4, description: "Pages of one request extracted at the same time." }),
+  FOLIO_FETCH_TIMEOUT_SECONDS: Type.Number({ minimum: 1, maximum: 600, default: 30, description: "Time limit for fetching a document URL, redirects included." }),
+  FOLIO_FETCH_ALLOW: Type.String({ default: "", description: "Comma-separated exceptions to the private-address refusal of URL fetches: ip:port pairs or CIDRs (e.g. an internal document store)." }),
+  FOLIO_PDF_TIMEOUT_SECONDS: Type.Number({ minimum: 1, maximum: 600, default: 120, description: "Time limit for rasterizing one PDF." }),
+  FOLIO_EXTRACTION_DEADLINE_SECONDS: Type.Number({ minimum: 1, maximum: 3600, default: 180, description: "gRPC deadline of one page or chat call to the extraction service." }),
 });
 export type EdgeConfig = Static<typeof edgeSchema>;
+
+const decimalUsd = (description: string, def: string) => Type.String({ pattern: "^\\d+(\\.\\d+)?$", default: def, description });
+
+/** The extraction process (gRPC): catalog, strategies, engines. */
+export const extractionSchema = Type.Object({
+  ...commonSchema,
+  FOLIO_GRPC_HOST: Type.String({ default: "0.0.0.0", description: "Address the gRPC server binds." }),
+  FOLIO_GRPC_PORT: port("Port of the extraction gRPC server.", 50051),
+  FOLIO_UPSTREAM_BASE_URL: Type.String({ default: "https://openrouter.ai/api/v1", description: "Base URL of an OpenRouter-compatible API (GET /models, POST /chat/completions)." }),
+  FOLIO_UPSTREAM_API_KEY: Type.Optional(Type.String({ minLength: 1, description: "Upstream API key. Unset: no upstream; only local engines, every strategy resolves to one." })),
+  FOLIO_UPSTREAM_TIMEOUT_SECONDS: Type.Number({ minimum: 1, maximum: 600, default: 120, description: "Time limit of one upstream call." }),
+  FOLIO_CATALOG_REFRESH_SECONDS: Type.Integer({ minimum: 5, maximum: 86_400, default: 300, description: "Interval of the background catalog refresh." }),
+  FOLIO_STRATEGY_QUALITY_MODELS: Type.String({ default: "", description: "Comma-separated model ids backing quality/accuracy, first present wins (empty: built-in defaults, docs/models.md)." }),
+  FOLIO_STRATEGY_SPEED_MODELS: Type.String({ default: "", description: "Same for speed/balanced." }),
+  FOLIO_STRATEGY_COST_MODELS: Type.String({ default: "", description: "Same for cost." }),
+  FOLIO_LOCAL_PRICE_PER_PAGE_USD: decimalUsd("Provider price of one page on a local engine, dollars (docs/models.md).", "0.001"),
+  FOLIO_MAX_COMPLETION_TOKENS: Type.Integer({ minimum: 16, maximum: 200_000, default: 4096, description: "max_tokens sent upstream per page; holds assume it." }),
+});
+export type ExtractionConfig = Static<typeof extractionSchema>;
 
 /** `folio migrate` and `folio admin …`: only what reaching the data needs. */
 export const cliSchema = Type.Object({

@@ -1,0 +1,122 @@
+/**
+ * One paid request, start to finish: hold an estimate, run the work while a
+ * meter records what providers billed, then settle (charge, ledger, usage log)
+ * whether the work succeeded or failed. Every paid endpoint goes through here,
+ * so the billing rules hold everywhere the same way.
+ */
+import type { Principal } from "../auth/index.ts";
+import { Decimal, chargeComponent, conversionCostCents, sumCharges, type Billing, type ComponentCharge, type Hold } from "../billing/index.ts";
+import { FolioError } from "../platform/errors/index.ts";
+import { newId } from "../platform/ids/index.ts";
+
+/** What the work reports as it goes; cost figures are exact provider cents. */
+export class Meter {
+  model: string;
+  promptTokens = 0;
+  completionTokens = 0;
+  pages = 0;
+  private modelCost = new Decimal(0);
+  private modelCalls = 0;
+  private conversionMillis: number[] = [];
+  private parserCost = new Decimal(0);
+
+  constructor(model: string) {
+    this.model = model;
+  }
+
+  /** One provider call of the model (a page or a chat), with its exact cost. */
+  modelCall(providerCostCents: Decimal, tokens: { prompt: number; completion: number } = { prompt: 0, completion: 0 }): void {
+    this.modelCost = this.modelCost.add(providerCostCents);
+    this.modelCalls++;
+    this.promptTokens += tokens.prompt;
+    this.completionTokens += tokens.completion;
+  }
+
+  /** One sandboxed conversion and its measured compute time. */
+  conversion(computeMillis: number): void {
+    this.conversionMillis.push(computeMillis);
+  }
+
+  /** Pages read by the provider's dedicated PDF parser. */
+  parserPages(cents: Decimal): void {
+    this.parserCost = this.parserCost.add(cents);
+  }
+
+  /** The components billed so far: the model calls as one, each conversion, the parser. */
+  components(): { model: ComponentCharge | null; conversion: ComponentCharge[]; parser: ComponentCharge | null } {
+    return {
+      model: this.modelCalls > 0 ? chargeComponent(this.modelCost) : null,
+      conversion: this.conversionMillis.map((ms) => chargeComponent(conversionCostCents(ms))),
+      parser: this.parserCost.gt(0) ? chargeComponent(this.parserCost) : null,
+    };
+  }
+
+  total(): ComponentCharge {
+    const c = this.components();
+    return sumCharges([...(c.model ? [c.model] : []), ...c.conversion, ...(c.parser ? [c.parser] : [])]);
+  }
+}
+
+export interface PaidRequest {
+  requestId: string;
+  startedAt: number;
+  meter: Meter;
+}
+
+export interface PaidOutcome<T> {
+  result: T;
+  requestId: string;
+  charge: ComponentCharge;
+  components: ReturnType<Meter["components"]>;
+  processingTimeMs: number;
+}
+
+/**
+ * Holds `estimateCents`, runs `work`, settles. On failure the error is
+ * rethrown after the usage log records it and the account is charged only
+ * what providers billed before the failure.
+ */
+export async function runPaid<T>(
+  billing: Billing,
+  principal: Principal,
+  o: { endpoint: string; model: string; estimateCents: number },
+  work: (req: PaidRequest) => Promise<T>,
+): Promise<PaidOutcome<T>> {
+  const requestId = newId("req");
+  const hold: Hold = await billing.hold(principal.accountId, principal.keyId, Math.max(1, o.estimateCents));
+  const startedAt = Date.now();
+  const meter = new Meter(o.model);
+  let result: T;
+  try {
+    result = await work({ requestId, startedAt, meter });
+  } catch (err) {
+    const code = err instanceof FolioError ? err.code : "internal_error";
+    await billing.settle(hold, {
+      requestId,
+      endpoint: o.endpoint,
+      model: meter.model,
+      status: "error",
+      errorCode: code,
+      promptTokens: meter.promptTokens,
+      completionTokens: meter.completionTokens,
+      pagesProcessed: meter.pages,
+      processingTimeMs: Date.now() - startedAt,
+      charge: meter.total(),
+    });
+    throw err;
+  }
+  const processingTimeMs = Date.now() - startedAt;
+  const charge = meter.total();
+  await billing.settle(hold, {
+    requestId,
+    endpoint: o.endpoint,
+    model: meter.model,
+    status: "success",
+    promptTokens: meter.promptTokens,
+    completionTokens: meter.completionTokens,
+    pagesProcessed: meter.pages,
+    processingTimeMs,
+    charge,
+  });
+  return { result, requestId, charge, components: meter.components(), processingTimeMs };
+}

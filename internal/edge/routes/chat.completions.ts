@@ -1,0 +1,178 @@
+/**
+ * POST /v1/chat/completions: the documented chat-completions shape (text,
+ * image_url and file parts, the file-parser plugin), answered by a catalog
+ * model. Images given by URL are fetched here (SSRF-safe) and sent on as data;
+ * PDFs become page images unless the PDF parser plugin is asked for; office
+ * documents are converted first.
+ */
+import { Type } from "typebox";
+import { Decimal, PDF_PARSER_USD_PER_PAGE, centsToNumber, chargeComponent, unitCostCents } from "../../billing/index.ts";
+import { fetchDocument, parseDataUrl, sniffDocument } from "../../documents/index.ts";
+import { pdfPageCount } from "../../documents/pdf.ts";
+import { estimateCostCents } from "../../extraction/cost.ts";
+import type { ChatMessage, ChatPart } from "../../extraction/service.ts";
+import { FolioError } from "../../platform/errors/index.ts";
+import type { App, EdgeDeps } from "../types.ts";
+import { principalOf } from "../types.ts";
+import { errorResponses } from "../schemas.ts";
+import { conversionNotAvailable, pageImages, type LoadedDocument } from "../document-input.ts";
+import { runPaid } from "../paid.ts";
+import { extractionOf } from "./models.shared.ts";
+
+const TextPart = Type.Object({ type: Type.Literal("text"), text: Type.String({ maxLength: 1_000_000 }) });
+const ImagePart = Type.Object({
+  type: Type.Literal("image_url"),
+  image_url: Type.Object({ url: Type.String({ minLength: 1, description: "Public http(s) URL or data:<mime>;base64,<data>." }), detail: Type.Optional(Type.String()) }),
+});
+const FilePart = Type.Object({
+  type: Type.Literal("file"),
+  file: Type.Object({
+    filename: Type.Optional(Type.String({ maxLength: 500 })),
+    file_data: Type.String({ minLength: 1, description: "Public http(s) URL of the file, or a data URL." }),
+  }),
+});
+
+const Body = Type.Object({
+  model: Type.String({ minLength: 1, maxLength: 300, description: "A catalog model id or folio/<strategy>." }),
+  messages: Type.Array(
+    Type.Object({
+      role: Type.String({ minLength: 1, maxLength: 50 }),
+      content: Type.Union([Type.String({ maxLength: 1_000_000 }), Type.Array(Type.Union([TextPart, ImagePart, FilePart]), { maxItems: 200 })]),
+    }),
+    { minItems: 1, maxItems: 200 },
+  ),
+  plugins: Type.Optional(
+    Type.Array(Type.Object({ id: Type.String({ minLength: 1, maxLength: 100 }), pdf: Type.Optional(Type.Object({ engine: Type.String({ minLength: 1, maxLength: 100 }) })) }), { maxItems: 10 }),
+  ),
+  max_tokens: Type.Optional(Type.Integer({ minimum: 1, maximum: 200_000 })),
+  stream: Type.Optional(Type.Boolean()),
+});
+
+const Completion = Type.Object({
+  id: Type.String(),
+  object: Type.Literal("chat.completion"),
+  created: Type.Integer(),
+  model: Type.String(),
+  choices: Type.Array(
+    Type.Object({ index: Type.Integer(), message: Type.Object({ role: Type.Literal("assistant"), content: Type.String() }), finish_reason: Type.String() }),
+  ),
+  usage: Type.Object({ prompt_tokens: Type.Integer(), completion_tokens: Type.Integer(), total_tokens: Type.Integer() }),
+  folio: Type.Object({
+    provider_cost_cents: Type.Number(),
+    platform_fee_cents: Type.Number(),
+    conversion_cost_cents: Type.Number(),
+    total_cost_cents: Type.Number(),
+    pages_processed: Type.Integer(),
+  }),
+});
+
+type Part = { type: "text"; text: string } | { type: "image_url"; image_url: { url: string } } | { type: "file"; file: { filename?: string; file_data: string } };
+
+/** Bytes of a part's URL: a data URL is decoded, anything else fetched SSRF-safe. */
+async function partBytes(deps: EdgeDeps, url: string, param: string): Promise<{ bytes: Buffer; hint?: string }> {
+  if (url.startsWith("data:")) {
+    const d = parseDataUrl(url, param);
+    if (d.bytes.length > deps.documents.maxBytes) throw new FolioError("payload_too_large", `${param} is ${d.bytes.length} bytes; the limit is ${deps.documents.maxBytes}`, { param });
+    return { bytes: d.bytes, hint: d.mimeType };
+  }
+  const f = await fetchDocument(url, { ...deps.documents.fetch, maxBytes: deps.documents.maxBytes }, param);
+  return { bytes: f.bytes, hint: f.contentType?.split(";")[0]?.trim() || undefined };
+}
+
+export default function register(app: App, deps: EdgeDeps): void {
+  app.post(
+    "/v1/chat/completions",
+    {
+      config: { permissions: ["chat:write"] },
+      schema: {
+        summary: "Chat-style extraction (OpenAI-compatible request shape)",
+        description:
+          "Content parts: text, image_url (public URL or data URL), file (filename, file_data = public URL or data URL). Office documents given as data URLs are converted to page images; the cost is in folio.conversion_cost_cents. plugins [{id: 'file-parser', pdf: {engine}}] sends PDFs to the provider's PDF parser, billed at 2 $ per 1,000 pages + 5%. Streaming is not supported.",
+        tags: ["Chat"],
+        security: [{ bearer: [] }],
+        body: Body,
+        response: { 200: Completion, ...errorResponses, 402: Type.Ref("Error"), 500: Type.Ref("Error"), 502: Type.Ref("Error"), 503: Type.Ref("Error") },
+      },
+    },
+    async (req) => {
+      const principal = principalOf(req);
+      const body = req.body;
+      if (body.stream) throw new FolioError("invalid_request", "streaming is not supported; send stream: false or omit it", { param: "stream" });
+      const extraction = extractionOf(deps);
+      const resolved = await extraction.resolveModel({ model: body.model });
+      const parser = body.plugins?.find((p) => p.id === "file-parser");
+      if (parser && resolved.model.source === "local") {
+        throw new FolioError("invalid_request", `the file-parser plugin runs at the upstream provider; ${resolved.model.id} is a local engine`, { param: "plugins" });
+      }
+
+      // Gather every attachment first: sizes, types and page counts are known before the hold.
+      interface Pending { msg: number; part: Part; doc?: LoadedDocument; pages: number; parserPages: number }
+      const pending: Pending[] = [];
+      for (const [mi, m] of body.messages.entries()) {
+        const parts: Part[] = typeof m.content === "string" ? [{ type: "text", text: m.content }] : (m.content as Part[]);
+        for (const [pi, part] of parts.entries()) {
+          if (part.type === "text") {
+            pending.push({ msg: mi, part, pages: 0, parserPages: 0 });
+            continue;
+          }
+          const param = `messages[${mi}].content[${pi}].${part.type === "image_url" ? "image_url.url" : "file.file_data"}`;
+          const url = part.type === "image_url" ? part.image_url.url : part.file.file_data;
+          const { bytes, hint } = await partBytes(deps, url, param);
+          const sniffed = await sniffDocument(bytes, hint);
+          const doc: LoadedDocument = { bytes, sniffed, param };
+          if (sniffed.kind === "office") throw conversionNotAvailable();
+          if (sniffed.kind === "pdf") {
+            const n = await pdfPageCount(bytes);
+            if (n > deps.documents.maxPages) throw new FolioError("invalid_request", `${param}: document has ${n} pages; the limit is ${deps.documents.maxPages}`, { param });
+            pending.push({ msg: mi, part, doc, pages: parser ? 0 : n, parserPages: parser ? n : 0 });
+          } else {
+            pending.push({ msg: mi, part, doc, pages: 1, parserPages: 0 });
+          }
+        }
+      }
+      const imageCount = pending.reduce((n, p) => n + p.pages, 0);
+      const parserPages = pending.reduce((n, p) => n + p.parserPages, 0);
+      const parserCost = unitCostCents(parserPages, PDF_PARSER_USD_PER_PAGE);
+      const estimate =
+        chargeComponent(estimateCostCents(resolved.model, Math.max(1, imageCount), body.max_tokens ?? resolved.maxCompletionTokens)).chargedCents +
+        (parserPages ? chargeComponent(parserCost).chargedCents : 0);
+
+      const outcome = await runPaid(deps.billing, principal, { endpoint: "/v1/chat/completions", model: resolved.model.id, estimateCents: estimate }, async ({ meter }) => {
+        const abort = new AbortController();
+        const messages: ChatMessage[] = body.messages.map((m) => ({ role: m.role, content: [] as ChatPart[] }));
+        for (const p of pending) {
+          const content = messages[p.msg]!.content;
+          if (p.part.type === "text") content.push({ kind: "text", text: p.part.text });
+          else if (p.parserPages > 0) content.push({ kind: "file", file: { data: p.doc!.bytes, mimeType: "application/pdf", filename: p.part.type === "file" ? p.part.file.filename : undefined } });
+          else for (const page of await pageImages(deps, p.doc!, abort.signal)) content.push({ kind: "image", image: { data: page.image, mimeType: page.mimeType } });
+        }
+        const r = await extraction.chat({ model: resolved.model.id, messages, plugins: parser ? [{ id: parser.id, pdfEngine: parser.pdf?.engine }] : [], maxTokens: body.max_tokens }, abort.signal);
+        meter.modelCall(r.providerCostCents, { prompt: r.promptTokens, completion: r.completionTokens });
+        if (parserPages) meter.parserPages(parserCost);
+        meter.pages = imageCount + parserPages;
+        return r;
+      });
+
+      const r = outcome.result;
+      const c = outcome.components;
+      const conversion = c.conversion.reduce((n, x) => n + x.chargedCents, 0);
+      return {
+        id: outcome.requestId,
+        object: "chat.completion" as const,
+        created: Math.floor(Date.now() / 1000),
+        model: r.model || resolved.model.id,
+        choices: [{ index: 0, message: { role: "assistant" as const, content: r.content }, finish_reason: r.finishReason || "stop" }],
+        usage: { prompt_tokens: r.promptTokens, completion_tokens: r.completionTokens, total_tokens: r.promptTokens + r.completionTokens },
+        folio: {
+          provider_cost_cents: centsToNumber(outcome.charge.providerCostCents),
+          platform_fee_cents: centsToNumber(outcome.charge.platformFeeCents),
+          conversion_cost_cents: conversion,
+          total_cost_cents: outcome.charge.chargedCents,
+          pages_processed: imageCount + parserPages,
+        },
+      };
+    },
+  );
+}
+
+export { Decimal };

@@ -1,0 +1,118 @@
+/**
+ * How a catalog model is shown by /v1/models*: the common model-list entry
+ * ({id, object: "model", created, owned_by}) that OpenAI-compatible clients
+ * read, plus the `folio` extension object (docs/models.md).
+ */
+import { Type } from "typebox";
+import { withPlatformFee, PLATFORM_FEE_RATE } from "../../billing/index.ts";
+import type { CatalogView } from "../../extraction/client.ts";
+import type { CatalogModel } from "../../extraction/types.ts";
+import { FolioError } from "../../platform/errors/index.ts";
+import type { EdgeDeps } from "../types.ts";
+
+const PriceSet = Type.Object(
+  {
+    prompt: Type.String({ description: "Dollars per prompt token." }),
+    completion: Type.String({ description: "Dollars per completion token." }),
+    image: Type.Optional(Type.String({ description: "Dollars per input image." })),
+    request: Type.Optional(Type.String({ description: "Dollars per request." })),
+    page: Type.Optional(Type.String({ description: "Dollars per page (local engines)." })),
+  },
+  { additionalProperties: false },
+);
+
+export const ModelEntry = Type.Object({
+  id: Type.String(),
+  object: Type.Literal("model"),
+  created: Type.Integer(),
+  owned_by: Type.String(),
+  folio: Type.Object({
+    name: Type.String(),
+    description: Type.String(),
+    source: Type.String({ description: "upstream or local" }),
+    category: Type.String(),
+    context_length: Type.Integer(),
+    max_completion_tokens: Type.Union([Type.Integer(), Type.Null()]),
+    input_kinds: Type.Array(Type.String()),
+    recommended: Type.Boolean({ description: "True when a routing strategy resolves to this model now." }),
+    strategies: Type.Array(Type.String(), { description: "Strategies that resolve to this model now." }),
+    pricing: Type.Object({
+      currency: Type.Literal("USD"),
+      platform_fee_percentage: Type.String(),
+      listed: PriceSet,
+      provider: PriceSet,
+    }),
+  }),
+});
+
+function prices(p: CatalogModel["pricing"], transform: (v: string) => string) {
+  const out: Record<string, string> = { prompt: transform(p.prompt), completion: transform(p.completion) };
+  for (const k of ["image", "request", "page"] as const) {
+    const v = p[k];
+    if (v !== undefined) out[k] = transform(v);
+  }
+  return out as { prompt: string; completion: string; image?: string; request?: string; page?: string };
+}
+
+export function strategiesByModel(view: CatalogView): Map<string, string[]> {
+  const m = new Map<string, string[]>();
+  for (const s of view.strategies) m.set(s.resolved, [...(m.get(s.resolved) ?? []), s.strategy]);
+  return m;
+}
+
+export function modelEntry(model: CatalogModel, byModel: Map<string, string[]>) {
+  const strategies = byModel.get(model.id) ?? [];
+  return {
+    id: model.id,
+    object: "model" as const,
+    created: model.created,
+    owned_by: model.ownedBy,
+    folio: {
+      name: model.name,
+      description: model.description,
+      source: model.source,
+      category: model.category,
+      context_length: model.contextLength,
+      max_completion_tokens: model.maxCompletionTokens,
+      input_kinds: model.inputKinds,
+      recommended: strategies.length > 0,
+      strategies,
+      pricing: {
+        currency: "USD" as const,
+        platform_fee_percentage: PLATFORM_FEE_RATE.mul(100).toString(),
+        listed: prices(model.pricing, (v) => withPlatformFee(v).toFixed()),
+        provider: prices(model.pricing, (v) => v),
+      },
+    },
+  };
+}
+
+export const CatalogInfo = Type.Object({
+  fetched_at: Type.Union([Type.Integer(), Type.Null()], { description: "When the upstream list was last read (Unix seconds); null when never." }),
+  age_seconds: Type.Union([Type.Number(), Type.Null()]),
+  stale: Type.Boolean({ description: "True when the last refresh failed and an older list is served." }),
+  upstream_configured: Type.Boolean(),
+});
+
+export function catalogInfo(view: CatalogView) {
+  return {
+    fetched_at: view.fetchedAtMs ? Math.floor(view.fetchedAtMs / 1000) : null,
+    age_seconds: view.ageSeconds,
+    stale: view.stale,
+    upstream_configured: view.upstreamConfigured,
+  };
+}
+
+export function extractionOf(deps: EdgeDeps) {
+  if (!deps.extraction) throw new FolioError("service_unavailable", "the extraction service is not configured (FOLIO_EXTRACTION_ADDRESS)");
+  return deps.extraction;
+}
+
+/** The catalog, with its age in a response header too. */
+export async function catalogView(deps: EdgeDeps, reply: { header(k: string, v: string): unknown }): Promise<CatalogView> {
+  const view = await extractionOf(deps).listModels();
+  if (view.ageSeconds !== null) reply.header("x-folio-catalog-age", String(Math.round(view.ageSeconds)));
+  return view;
+}
+
+export const publicRoute = { permissions: ["models:read"] as const, anonymous: true };

@@ -1,0 +1,132 @@
+/**
+ * The edge's client of the extraction service: typed calls with deadlines,
+ * returning domain types and FolioErrors.
+ */
+import { Decimal } from "../billing/index.ts";
+import { callUnary, clientOptions, grpc } from "../platform/grpc/index.ts";
+import type { ExtractionServiceClient } from "../gen/proto/folio/extraction/v1/ExtractionService.ts";
+import type { ListModelsRequest } from "../gen/proto/folio/extraction/v1/ListModelsRequest.ts";
+import type { ListModelsResponse__Output } from "../gen/proto/folio/extraction/v1/ListModelsResponse.ts";
+import type { ResolveModelRequest } from "../gen/proto/folio/extraction/v1/ResolveModelRequest.ts";
+import type { ResolveModelResponse__Output } from "../gen/proto/folio/extraction/v1/ResolveModelResponse.ts";
+import type { ExtractPageRequest } from "../gen/proto/folio/extraction/v1/ExtractPageRequest.ts";
+import type { ExtractPageResponse__Output } from "../gen/proto/folio/extraction/v1/ExtractPageResponse.ts";
+import type { ChatRequest } from "../gen/proto/folio/extraction/v1/ChatRequest.ts";
+import type { ChatResponse__Output } from "../gen/proto/folio/extraction/v1/ChatResponse.ts";
+import { extractionProto, modelFromProto } from "./grpc.ts";
+import type { ChatInput, ChatOutput, CostSource, PageExtraction } from "./service.ts";
+import type { CatalogModel, ExtractOptions, PageInput } from "./types.ts";
+
+export interface CatalogView {
+  models: CatalogModel[];
+  fetchedAtMs: number | null;
+  ageSeconds: number | null;
+  stale: boolean;
+  lastError: string | null;
+  upstreamConfigured: boolean;
+  strategies: { strategy: string; configured: string[]; resolved: string; fallback: boolean; reason?: string }[];
+}
+
+export interface ExtractionClientOptions {
+  /** Deadline of catalog calls. */
+  catalogDeadlineMs: number;
+  /** Deadline of one page or one chat call. */
+  workDeadlineMs: number;
+}
+
+const WHAT = "the extraction service";
+
+export class ExtractionClient {
+  private readonly client: ExtractionServiceClient;
+
+  constructor(address: string, private readonly opts: ExtractionClientOptions) {
+    const Ctor = extractionProto().folio.extraction.v1.ExtractionService;
+    this.client = new Ctor(address, grpc.credentials.createInsecure(), clientOptions);
+  }
+
+  async listModels(): Promise<CatalogView> {
+    const r = await callUnary<ListModelsRequest, ListModelsResponse__Output>(this.client, this.client.ListModels, {}, { deadlineMs: this.opts.catalogDeadlineMs, what: WHAT });
+    return {
+      models: r.models.map(modelFromProto),
+      fetchedAtMs: r.fetched_at_ms || null,
+      ageSeconds: r.age_seconds >= 0 ? r.age_seconds : null,
+      stale: r.stale,
+      lastError: r.last_error || null,
+      upstreamConfigured: r.upstream_configured,
+      strategies: r.strategies.map((s) => ({ strategy: s.strategy, configured: s.configured, resolved: s.resolved, fallback: s.fallback, ...(s.reason ? { reason: s.reason } : {}) })),
+    };
+  }
+
+  async resolveModel(req: { model?: string; strategy?: string; strategyParam?: string }): Promise<{ model: CatalogModel; via: string; strategy?: string; maxCompletionTokens: number }> {
+    const r = await callUnary<ResolveModelRequest, ResolveModelResponse__Output>(
+      this.client,
+      this.client.ResolveModel,
+      { model: req.model ?? "", strategy: req.strategy ?? "", strategy_param: req.strategyParam ?? "" },
+      { deadlineMs: this.opts.catalogDeadlineMs, what: WHAT },
+    );
+    if (!r.model) throw new Error("ResolveModel answered without a model");
+    return { model: modelFromProto(r.model), via: r.via, maxCompletionTokens: r.max_completion_tokens, ...(r.strategy ? { strategy: r.strategy } : {}) };
+  }
+
+  async extractPage(model: string, page: PageInput, options: ExtractOptions, signal?: AbortSignal): Promise<PageExtraction> {
+    const r = await callUnary<ExtractPageRequest, ExtractPageResponse__Output>(
+      this.client,
+      this.client.ExtractPage,
+      {
+        model,
+        page_number: page.pageNumber,
+        image: page.image,
+        mime_type: page.mimeType,
+        options: { extract_tables: options.extractTables, language: options.language ?? "", output_format: options.outputFormat },
+      },
+      { deadlineMs: this.opts.workDeadlineMs, what: WHAT, signal },
+    );
+    return {
+      result: {
+        text: r.text,
+        tables: r.tables.map((t) => ({ page_number: t.page_number, rows: t.rows.map((row) => row.cells), markdown: t.markdown })),
+        ...(r.has_confidence ? { confidence: r.confidence } : {}),
+        usage: { promptTokens: r.usage?.prompt_tokens ?? 0, completionTokens: r.usage?.completion_tokens ?? 0, reportedCostCents: null },
+      },
+      providerCostCents: new Decimal(r.usage?.provider_cost_cents || "0"),
+      costSource: (r.usage?.cost_source || "computed") as CostSource,
+    };
+  }
+
+  async chat(input: ChatInput, signal?: AbortSignal): Promise<ChatOutput> {
+    const r = await callUnary<ChatRequest, ChatResponse__Output>(
+      this.client,
+      this.client.Chat,
+      {
+        model: input.model,
+        messages: input.messages.map((m) => ({
+          role: m.role,
+          content: m.content.map((p) =>
+            p.kind === "text"
+              ? { text: p.text }
+              : p.kind === "image"
+                ? { image: { data: p.image.data, mime_type: p.image.mimeType, filename: p.image.filename ?? "" } }
+                : { file: { data: p.file.data, mime_type: p.file.mimeType, filename: p.file.filename ?? "" } },
+          ),
+        })),
+        plugins: input.plugins.map((p) => ({ id: p.id, pdf_engine: p.pdfEngine ?? "" })),
+        max_tokens: input.maxTokens ?? 0,
+      },
+      { deadlineMs: this.opts.workDeadlineMs, what: WHAT, signal },
+    );
+    return {
+      id: r.id,
+      model: r.model,
+      content: r.content,
+      finishReason: r.finish_reason,
+      promptTokens: r.usage?.prompt_tokens ?? 0,
+      completionTokens: r.usage?.completion_tokens ?? 0,
+      providerCostCents: new Decimal(r.usage?.provider_cost_cents || "0"),
+      costSource: (r.usage?.cost_source || "computed") as CostSource,
+    };
+  }
+
+  close(): void {
+    this.client.close();
+  }
+}

@@ -1,0 +1,338 @@
+/**
+ * `local/tesseract`: the tesseract 5 CLI (Debian's tesseract-ocr), one child
+ * process per page, no shell, the image on stdin and TSV on stdout. From the
+ * TSV word rows come both the text (words joined by a space, a line break per
+ * line, a blank line between paragraphs and blocks, as tesseract's own text
+ * output does) and the confidence: the mean confidence of the recognised
+ * words (conf >= 0, non-empty text), scaled from 0–100 to 0–1.
+ *
+ * Local engines return plain text whatever `output_format` asks for: the
+ * json/markdown structuring is an instruction in the prompts of upstream
+ * models, and tesseract has no prompt. It finds no tables either (`tables`
+ * is always empty); it prices nothing (usage 0 tokens, no reported cost: the
+ * caller charges the configured price per page). Concurrency limits are the
+ * caller's.
+ *
+ * Decisions a reader may question:
+ * - Only bytes that start like an image reach tesseract. Given anything
+ *   else, tesseract reads the input as a LIST OF FILE NAMES and OCRs those
+ *   files: `echo /some/secret.png | tesseract stdin stdout` prints the
+ *   secret. The allow-list below closes that whatever the caller sniffed.
+ * - Page segmentation mode 4 (one column of text of variable sizes) by
+ *   default: it reads a page top to bottom line by line, so table rows stay
+ *   rows; the automatic mode 3 split the fixtures' tables into one block per
+ *   column (CER 0.64 against 0.00 on test/fixtures/ocr/table.png), tied on
+ *   clean prose (0.00) and did worse on the degraded scan.png (0.080 against
+ *   0.060). The price: multi-column layouts are read across the columns.
+ *   Configurable per engine ({@link TesseractEngineOptions.pageSegmentationMode}).
+ * - OMP_THREAD_LIMIT=1 by default: pages already run in parallel, and on a
+ *   2-CPU machine tesseract's OpenMP threads made one A4 page 2.1× slower
+ *   (1.67 s against 0.78 s), not faster.
+ */
+import { execFile, spawn } from "node:child_process";
+import { FolioError } from "../../platform/errors/index.ts";
+import type { Engine, ExtractOptions, PageInput, PageResult } from "../types.ts";
+
+/**
+ * ISO 639-1 codes (and a few region/script forms) → tesseract traineddata
+ * names. A request may also name traineddata directly ("deu", "chi_tra").
+ */
+export const ISO_TO_TESSERACT: Readonly<Record<string, string>> = Object.freeze({
+  af: "afr", am: "amh", ar: "ara", as: "asm", az: "aze", be: "bel", bg: "bul", bn: "ben", bo: "bod", br: "bre",
+  bs: "bos", ca: "cat", co: "cos", cs: "ces", cy: "cym", da: "dan", de: "deu", dv: "div", el: "ell", en: "eng",
+  eo: "epo", es: "spa", et: "est", eu: "eus", fa: "fas", fi: "fin", fo: "fao", fr: "fra", fy: "fry", ga: "gle",
+  gd: "gla", gl: "glg", gu: "guj", he: "heb", hi: "hin", hr: "hrv", ht: "hat", hu: "hun", hy: "hye", id: "ind",
+  is: "isl", it: "ita", iu: "iku", ja: "jpn", jv: "jav", ka: "kat", kk: "kaz", km: "khm", kn: "kan", ko: "kor",
+  ku: "kmr", ky: "kir", la: "lat", lb: "ltz", lo: "lao", lt: "lit", lv: "lav", mi: "mri", mk: "mkd", ml: "mal",
+  mn: "mon", mr: "mar", ms: "msa", mt: "mlt", my: "mya", nb: "nor", ne: "nep", nl: "nld", no: "nor", oc: "oci",
+  or: "ori", pa: "pan", pl: "pol", ps: "pus", pt: "por", qu: "que", ro: "ron", ru: "rus", sa: "san", sd: "snd",
+  si: "sin", sk: "slk", sl: "slv", sq: "sqi", sr: "srp", su: "sun", sv: "swe", sw: "swa", ta: "tam", te: "tel",
+  tg: "tgk", th: "tha", ti: "tir", tl: "tgl", to: "ton", tr: "tur", tt: "tat", ug: "uig", uk: "ukr", ur: "urd",
+  uz: "uzb", vi: "vie", yi: "yid", yo: "yor", zh: "chi_sim",
+  // Chinese script and region forms (BCP 47, case-insensitive).
+  "zh-hans": "chi_sim", "zh-cn": "chi_sim", "zh-sg": "chi_sim",
+  "zh-hant": "chi_tra", "zh-tw": "chi_tra", "zh-hk": "chi_tra", "zh-mo": "chi_tra",
+  "sr-latn": "srp_latn", "uz-cyrl": "uzb_cyrl", "az-cyrl": "aze_cyrl",
+});
+
+/** traineddata → the code shown to users; the first ISO spelling listed above wins ("nor" → "nb"). */
+const TESSERACT_TO_ISO: ReadonlyMap<string, string> = (() => {
+  const m = new Map<string, string>();
+  for (const [iso, name] of Object.entries(ISO_TO_TESSERACT)) if (!m.has(name)) m.set(name, iso);
+  return m;
+})();
+
+/** traineddata that are not languages (orientation detection, legacy equations). */
+const NOT_LANGUAGES = new Set(["osd", "equ"]);
+
+const DEFAULT_COMMAND = "tesseract";
+
+export interface TesseractEngineOptions {
+  /** The executable; default `tesseract` from PATH. */
+  command?: string;
+  /**
+   * Backstop per page, killing the child; default 120 s. The caller's
+   * AbortSignal (request deadline) normally fires first.
+   */
+  timeoutMs?: number;
+  /** tesseract `--psm`; default 4 (see the module comment). */
+  pageSegmentationMode?: number;
+  /** OMP_THREAD_LIMIT for the child; default 1 (see the module comment). */
+  threads?: number;
+}
+
+const DEFAULT_TIMEOUT_MS = 120_000;
+/** A dense A4 page is ~100 KB of TSV; far more means something is wrong. */
+const MAX_TSV_BYTES = 32 * 1024 * 1024;
+/** Kept for error causes (logs). */
+const MAX_STDERR_CHARS = 4096;
+
+// ---------------------------------------------------------------- languages
+
+const languageCache = new Map<string, Promise<ReadonlySet<string>>>();
+
+/**
+ * The traineddata installed for `command` (`tesseract --list-langs`),
+ * without `osd`/`equ`. Cached for the process after the first success (a
+ * failure is not cached): installing a language needs a restart.
+ */
+export function installedTraineddata(command = DEFAULT_COMMAND): Promise<ReadonlySet<string>> {
+  let cached = languageCache.get(command);
+  if (!cached) {
+    cached = listLanguages(command);
+    languageCache.set(command, cached);
+    cached.catch(() => languageCache.delete(command));
+  }
+  return cached;
+}
+
+/**
+ * The language codes a request can use on this machine, sorted: the ISO
+ * 639-1 code where one maps to an installed traineddata ("de", "en"), else
+ * the traineddata name itself ("frk").
+ */
+export async function installedLanguages(command = DEFAULT_COMMAND): Promise<string[]> {
+  const names = await installedTraineddata(command);
+  return [...new Set([...names].map((n) => TESSERACT_TO_ISO.get(n) ?? n))].sort();
+}
+
+function listLanguages(command: string): Promise<ReadonlySet<string>> {
+  return new Promise((resolve, reject) => {
+    execFile(command, ["--list-langs"], { timeout: 10_000, killSignal: "SIGKILL", encoding: "utf8" }, (err, stdout, stderr) => {
+      if (err) {
+        reject(new FolioError("service_unavailable", "tesseract is not installed or not runnable on this service", { cause: err }));
+        return;
+      }
+      // Old versions print the list on stderr; the first line is a header ending in a colon.
+      const names = `${stdout}\n${stderr}`
+        .split("\n")
+        .map((l) => l.trim())
+        .filter((l) => /^[A-Za-z0-9_]+(\/[A-Za-z0-9_]+)?$/.test(l) && !NOT_LANGUAGES.has(l));
+      resolve(new Set(names));
+    });
+  });
+}
+
+/**
+ * The traineddata name for a request's `options.language`: an ISO 639-1 code
+ * ("de"), a region/script form ("zh-TW", "pt_BR"), a traineddata name
+ * ("deu"), or several joined by "+" as tesseract does ("en+de" → "eng+deu").
+ * Absent: English when installed, else the first installed language. Unknown
+ * or not installed: a 400 on `options.language` naming the installed
+ * languages.
+ */
+export async function tesseractLanguage(hint: string | undefined, command = DEFAULT_COMMAND): Promise<string> {
+  const installed = await installedTraineddata(command);
+  if (hint === undefined || hint.trim() === "") {
+    if (installed.has("eng")) return "eng";
+    const first = [...installed].sort()[0];
+    if (!first) throw new FolioError("service_unavailable", "tesseract has no language data installed on this service");
+    return first;
+  }
+  const names: string[] = [];
+  for (const part of hint.split("+")) {
+    const name = traineddataFor(part.trim(), installed);
+    const shown = `'${part.trim().slice(0, 40)}'`;
+    if (!name) {
+      throw new FolioError("invalid_request", `language ${shown} is not an ISO 639-1 code or tesseract language name; installed: ${(await installedLanguages(command)).join(", ")}`, {
+        param: "options.language",
+      });
+    }
+    if (!installed.has(name)) {
+      throw new FolioError("invalid_request", `language ${shown} is not installed; installed: ${(await installedLanguages(command)).join(", ")}`, {
+        param: "options.language",
+      });
+    }
+    if (!names.includes(name)) names.push(name);
+  }
+  return names.join("+");
+}
+
+/** A known traineddata name for one code, installed or not; undefined when unknown. */
+function traineddataFor(code: string, installed: ReadonlySet<string>): string | undefined {
+  const lower = code.toLowerCase().replace(/_/g, "-");
+  const mapped = ISO_TO_TESSERACT[lower] ?? ISO_TO_TESSERACT[lower.split("-")[0] ?? ""];
+  if (mapped) return mapped;
+  // A traineddata name as tesseract spells it: "deu", "chi_tra", "script/Latin".
+  for (const candidate of [code, code.toLowerCase()]) if (installed.has(candidate) || TESSERACT_TO_ISO.has(candidate)) return candidate;
+  return undefined;
+}
+
+// ---------------------------------------------------------------- TSV
+
+interface Word {
+  page: number;
+  block: number;
+  par: number;
+  line: number;
+  conf: number;
+  text: string;
+}
+
+/**
+ * Text and mean word confidence (0–1; absent when no word was recognised)
+ * from tesseract's TSV output.
+ */
+export function fromTsv(tsv: string): { text: string; confidence?: number } {
+  const words: Word[] = [];
+  for (const row of tsv.split("\n")) {
+    const f = row.replace(/\r$/, "").split("\t");
+    // level 5 = word; the header row and block/paragraph/line rows are skipped.
+    if (f.length < 12 || f[0] !== "5") continue;
+    const text = f.slice(11).join("\t").trim();
+    if (!text) continue;
+    words.push({ page: Number(f[1]), block: Number(f[2]), par: Number(f[3]), line: Number(f[4]), conf: Number(f[10]), text });
+  }
+  let out = "";
+  let prev: Word | undefined;
+  for (const w of words) {
+    if (prev) {
+      if (w.page !== prev.page || w.block !== prev.block || w.par !== prev.par) out += "\n\n";
+      else if (w.line !== prev.line) out += "\n";
+      else out += " ";
+    }
+    out += w.text;
+    prev = w;
+  }
+  const scored = words.filter((w) => Number.isFinite(w.conf) && w.conf >= 0);
+  if (scored.length === 0) return { text: out };
+  const mean = scored.reduce((sum, w) => sum + w.conf, 0) / scored.length / 100;
+  return { text: out, confidence: Math.min(1, Math.max(0, mean)) };
+}
+
+// ---------------------------------------------------------------- images
+
+/** Formats leptonica decodes that PageInput may carry, by signature. */
+export function imageFormat(bytes: Buffer): "png" | "jpeg" | "tiff" | "gif" | "webp" | "bmp" | undefined {
+  const starts = (sig: number[], at = 0) => bytes.length >= at + sig.length && sig.every((b, i) => bytes[at + i] === b);
+  if (starts([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])) return "png";
+  if (starts([0xff, 0xd8, 0xff])) return "jpeg";
+  if (starts([0x49, 0x49, 0x2a, 0x00]) || starts([0x4d, 0x4d, 0x00, 0x2a])) return "tiff";
+  if (starts([0x47, 0x49, 0x46, 0x38])) return "gif";
+  if (starts([0x52, 0x49, 0x46, 0x46]) && starts([0x57, 0x45, 0x42, 0x50], 8)) return "webp";
+  if (starts([0x42, 0x4d])) return "bmp";
+  return undefined;
+}
+
+// ---------------------------------------------------------------- engine
+
+export class TesseractEngine implements Engine {
+  readonly id = "local/tesseract";
+  readonly #command: string;
+  readonly #timeoutMs: number;
+  readonly #psm: number;
+  readonly #threads: number;
+
+  constructor(opts: TesseractEngineOptions = {}) {
+    this.#command = opts.command ?? DEFAULT_COMMAND;
+    this.#timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.#psm = opts.pageSegmentationMode ?? 4;
+    this.#threads = opts.threads ?? 1;
+  }
+
+  /**
+   * OCRs one page. Rejects with a FolioError (`invalid_request` for an
+   * unreadable image or a bad `options.language`, `timeout`,
+   * `service_unavailable` when tesseract is missing, `internal_error`), or
+   * with `signal.reason` when the signal aborts (the child is killed).
+   */
+  async extractPage(page: PageInput, options: ExtractOptions, signal: AbortSignal): Promise<PageResult> {
+    signal.throwIfAborted();
+    if (!imageFormat(page.image)) {
+      throw new FolioError("invalid_request", `page ${page.pageNumber} is not an image tesseract can read (PNG, JPEG, TIFF, GIF, WebP or BMP)`, {
+        extra: { page_number: page.pageNumber },
+      });
+    }
+    const lang = await tesseractLanguage(options.language, this.#command);
+    signal.throwIfAborted();
+    const { text, confidence } = fromTsv(await this.#run(page, lang, signal));
+    return {
+      text,
+      tables: [],
+      ...(confidence !== undefined ? { confidence } : {}),
+      usage: { promptTokens: 0, completionTokens: 0, reportedCostCents: null },
+    };
+  }
+
+  #run(page: PageInput, lang: string, signal: AbortSignal): Promise<string> {
+    return new Promise((resolve, reject) => {
+      const child = spawn(this.#command, ["stdin", "stdout", "-l", lang, "--psm", String(this.#psm), "tsv"], {
+        env: { ...process.env, OMP_THREAD_LIMIT: String(this.#threads) },
+        stdio: ["pipe", "pipe", "pipe"],
+        windowsHide: true,
+      });
+      const out: Buffer[] = [];
+      let outBytes = 0;
+      let stderr = "";
+      let failure: unknown;
+      const kill = (why: unknown) => {
+        failure ??= why;
+        child.kill("SIGKILL");
+      };
+      const timer = setTimeout(() => kill(new FolioError("timeout", `tesseract took longer than ${Math.round(this.#timeoutMs / 1000)} s on page ${page.pageNumber}`)), this.#timeoutMs);
+      const onAbort = () => kill(signal.reason);
+      signal.addEventListener("abort", onAbort, { once: true });
+      const done = () => {
+        clearTimeout(timer);
+        signal.removeEventListener("abort", onAbort);
+      };
+
+      child.stdout.on("data", (chunk: Buffer) => {
+        outBytes += chunk.length;
+        if (outBytes > MAX_TSV_BYTES) kill(new FolioError("internal_error", `tesseract produced more than ${MAX_TSV_BYTES} bytes for page ${page.pageNumber}`));
+        else out.push(chunk);
+      });
+      child.stderr.setEncoding("utf8");
+      child.stderr.on("data", (s: string) => {
+        if (stderr.length < MAX_STDERR_CHARS) stderr += s.slice(0, MAX_STDERR_CHARS - stderr.length);
+      });
+      // EPIPE when tesseract exits before reading all of stdin: 'close' reports why.
+      child.stdin.on("error", () => {});
+      child.on("error", (err: NodeJS.ErrnoException) => {
+        done();
+        reject(
+          err.code === "ENOENT"
+            ? new FolioError("service_unavailable", "tesseract is not installed on this service", { cause: err })
+            : new FolioError("internal_error", "tesseract could not be started", { cause: err }),
+        );
+      });
+      child.on("close", (code, sig) => {
+        done();
+        if (failure !== undefined) return reject(failure);
+        if (code === 0) return resolve(Buffer.concat(out).toString("utf8"));
+        const cause = new Error(`tesseract exited with ${sig ?? code}: ${stderr.trim()}`);
+        // leptonica's decoders report an undecodable image as pixRead* errors.
+        if (/pixRead|libpng|jpeg|tiff|gif|webp|cannot be read|no pix/i.test(stderr)) {
+          return reject(
+            new FolioError("invalid_request", `page ${page.pageNumber}: the image is damaged or truncated and could not be decoded`, {
+              extra: { page_number: page.pageNumber },
+              cause,
+            }),
+          );
+        }
+        reject(new FolioError("internal_error", `tesseract failed on page ${page.pageNumber}`, { cause }));
+      });
+      child.stdin.end(page.image);
+    });
+  }
+}

@@ -1,0 +1,180 @@
+/**
+ * The extraction service over gRPC: proto messages ↔ domain types. Errors
+ * cross with the one mapping in platform/grpc/errors.ts.
+ */
+import { Decimal } from "../billing/index.ts";
+import { grpc, loadProto, unary } from "../platform/grpc/index.ts";
+import type { ProtoGrpcType } from "../gen/proto/extraction.ts";
+import type { ExtractionServiceHandlers } from "../gen/proto/folio/extraction/v1/ExtractionService.ts";
+import type { Model } from "../gen/proto/folio/extraction/v1/Model.ts";
+import type { Model__Output } from "../gen/proto/folio/extraction/v1/Model.ts";
+import type { ChatPart, ExtractionService } from "./service.ts";
+import type { CatalogModel, InputKind, ModelSource, OutputFormat } from "./types.ts";
+
+export const EXTRACTION_SERVICE_NAME = "folio.extraction.v1.ExtractionService";
+
+export function extractionProto(): ProtoGrpcType {
+  return loadProto<ProtoGrpcType>("folio/extraction/v1/extraction.proto");
+}
+
+export function modelToProto(m: CatalogModel): Model {
+  return {
+    id: m.id,
+    name: m.name,
+    description: m.description,
+    created: m.created,
+    owned_by: m.ownedBy,
+    source: m.source,
+    context_length: m.contextLength,
+    max_completion_tokens: m.maxCompletionTokens ?? 0,
+    input_kinds: m.inputKinds,
+    category: m.category,
+    pricing: {
+      prompt: m.pricing.prompt,
+      completion: m.pricing.completion,
+      image: m.pricing.image ?? "",
+      request: m.pricing.request ?? "",
+      page: m.pricing.page ?? "",
+    },
+  };
+}
+
+export function modelFromProto(m: Model__Output): CatalogModel {
+  const p = m.pricing;
+  return {
+    id: m.id,
+    name: m.name,
+    description: m.description,
+    created: m.created,
+    ownedBy: m.owned_by,
+    source: m.source as ModelSource,
+    contextLength: m.context_length,
+    maxCompletionTokens: m.max_completion_tokens || null,
+    inputKinds: m.input_kinds as InputKind[],
+    category: m.category,
+    pricing: {
+      prompt: p?.prompt ?? "0",
+      completion: p?.completion ?? "0",
+      ...(p?.image ? { image: p.image } : {}),
+      ...(p?.request ? { request: p.request } : {}),
+      ...(p?.page ? { page: p.page } : {}),
+    },
+  };
+}
+
+export interface ExtractionGrpcHooks {
+  onError?: (err: unknown, method: string) => void;
+}
+
+/** Registers the service on `server`; returns the names for the health service. */
+export function registerExtraction(server: grpc.Server, svc: ExtractionService, hooks: ExtractionGrpcHooks = {}): string[] {
+  const proto = extractionProto();
+  const handlers: ExtractionServiceHandlers = {
+    ListModels: unary(
+      async () => {
+        const snap = svc.catalog.snapshot();
+        return {
+          models: snap.models.map(modelToProto),
+          fetched_at_ms: snap.fetchedAtMs ?? 0,
+          age_seconds: snap.ageSeconds ?? -1,
+          stale: snap.stale,
+          last_error: snap.lastError ?? "",
+          upstream_configured: snap.upstreamConfigured,
+          strategies: svc.catalog.strategyTable().map((s) => ({ ...s, reason: s.reason ?? "" })),
+        };
+      },
+      hooks.onError,
+      "ListModels",
+    ),
+    ResolveModel: unary(
+      async (req) => {
+        const r = svc.catalog.resolve({
+          model: req.model || undefined,
+          strategy: req.strategy || undefined,
+          param: req.strategy_param || undefined,
+        });
+        return { model: modelToProto(r.model), via: r.via, strategy: r.strategy ?? "", max_completion_tokens: svc.maxCompletionTokens };
+      },
+      hooks.onError,
+      "ResolveModel",
+    ),
+    ExtractPage: unary(
+      async (req, call) => {
+        const signal = callSignal(call);
+        const o = req.options;
+        const r = await svc.extractPage(
+          req.model,
+          { pageNumber: req.page_number, image: req.image, mimeType: req.mime_type },
+          {
+            extractTables: o?.extract_tables ?? false,
+            language: o?.language || undefined,
+            outputFormat: ((o?.output_format || "text") as OutputFormat),
+          },
+          signal,
+        );
+        return {
+          text: r.result.text,
+          tables: r.result.tables.map((t) => ({ page_number: t.page_number, rows: t.rows.map((cells) => ({ cells })), markdown: t.markdown })),
+          has_confidence: r.result.confidence !== undefined,
+          confidence: r.result.confidence ?? 0,
+          usage: {
+            prompt_tokens: r.result.usage.promptTokens,
+            completion_tokens: r.result.usage.completionTokens,
+            provider_cost_cents: r.providerCostCents.toFixed(),
+            cost_source: r.costSource,
+          },
+        };
+      },
+      hooks.onError,
+      "ExtractPage",
+    ),
+    Chat: unary(
+      async (req, call) => {
+        const r = await svc.chat(
+          {
+            model: req.model,
+            messages: req.messages.map((m) => ({
+              role: m.role,
+              content: m.content.map((p): ChatPart => {
+                if (p.kind === "image" && p.image) return { kind: "image", image: { data: p.image.data, mimeType: p.image.mime_type, filename: p.image.filename || undefined } };
+                if (p.kind === "file" && p.file) return { kind: "file", file: { data: p.file.data, mimeType: p.file.mime_type, filename: p.file.filename || undefined } };
+                return { kind: "text", text: p.text ?? "" };
+              }),
+            })),
+            plugins: req.plugins.map((p) => ({ id: p.id, pdfEngine: p.pdf_engine || undefined })),
+            maxTokens: req.max_tokens || undefined,
+          },
+          callSignal(call),
+        );
+        return {
+          id: r.id,
+          content: r.content,
+          finish_reason: r.finishReason,
+          model: r.model,
+          usage: {
+            prompt_tokens: r.promptTokens,
+            completion_tokens: r.completionTokens,
+            provider_cost_cents: r.providerCostCents.toFixed(),
+            cost_source: r.costSource,
+          },
+        };
+      },
+      hooks.onError,
+      "Chat",
+    ),
+  };
+  server.addService(proto.folio.extraction.v1.ExtractionService.service, handlers);
+  return [EXTRACTION_SERVICE_NAME];
+}
+
+/** An AbortSignal that fires when the client cancels or the deadline passes. */
+function callSignal(call: grpc.ServerUnaryCall<unknown, unknown>): AbortSignal {
+  const ac = new AbortController();
+  call.on("cancelled", () => ac.abort(new Error("call cancelled")));
+  const deadline = call.getDeadline();
+  const ms = deadline instanceof Date ? deadline.getTime() - Date.now() : typeof deadline === "number" && Number.isFinite(deadline) ? deadline - Date.now() : undefined;
+  if (ms !== undefined && ms > 0) setTimeout(() => ac.abort(new Error("deadline exceeded")), ms).unref();
+  return ac.signal;
+}
+
+export { Decimal };

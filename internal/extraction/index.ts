@@ -1,0 +1,94 @@
+/**
+ * The extraction service assembled from configuration: catalog (upstream +
+ * local engines), strategies, engines, and its gRPC server.
+ */
+import type { ExtractionConfig } from "../platform/config/index.ts";
+import { startGrpcServer, type RunningGrpcServer } from "../platform/grpc/index.ts";
+import type { Logger } from "../platform/log/index.ts";
+import { Catalog } from "./catalog/catalog.ts";
+import { DEFAULT_STRATEGY_CONFIG, type StrategyConfig } from "./catalog/strategies.ts";
+import { TesseractEngine } from "./engines/tesseract.ts";
+import { UpstreamClient } from "./engines/upstream.ts";
+import { registerExtraction } from "./grpc.ts";
+import { ExtractionService } from "./service.ts";
+import type { CatalogModel, Engine } from "./types.ts";
+
+export { ExtractionClient, type CatalogView } from "./client.ts";
+export { ExtractionService } from "./service.ts";
+export type * from "./types.ts";
+
+export const TESSERACT_MODEL_ID = "local/tesseract";
+
+/** The local tesseract engine as a catalog entry, priced per page (docs/models.md). */
+export function tesseractModel(pricePerPageUsd: string): CatalogModel {
+  return {
+    id: TESSERACT_MODEL_ID,
+    name: "Tesseract OCR 5 (local)",
+    description: "Tesseract 5 LSTM OCR running on Folio's own machines. Plain text with a mean word confidence; no tables.",
+    created: 1_672_531_200,
+    ownedBy: "folio",
+    source: "local",
+    contextLength: 0,
+    maxCompletionTokens: null,
+    inputKinds: ["image", "pdf"],
+    category: "local",
+    pricing: { prompt: "0", completion: "0", page: pricePerPageUsd },
+  };
+}
+
+function list(value: string, fallback: string[]): string[] {
+  const ids = value.split(",").map((s) => s.trim()).filter(Boolean);
+  return ids.length ? ids : fallback;
+}
+
+export function strategyConfig(config: ExtractionConfig): StrategyConfig {
+  return {
+    quality: list(config.FOLIO_STRATEGY_QUALITY_MODELS, DEFAULT_STRATEGY_CONFIG.quality),
+    speed: list(config.FOLIO_STRATEGY_SPEED_MODELS, DEFAULT_STRATEGY_CONFIG.speed),
+    cost: list(config.FOLIO_STRATEGY_COST_MODELS, DEFAULT_STRATEGY_CONFIG.cost),
+  };
+}
+
+export interface RunningExtraction {
+  service: ExtractionService;
+  catalog: Catalog;
+  grpc: RunningGrpcServer;
+  close(): Promise<void>;
+}
+
+export async function startExtraction({ config, log }: { config: ExtractionConfig; log: Logger }): Promise<RunningExtraction> {
+  const upstream = config.FOLIO_UPSTREAM_API_KEY ? { baseUrl: config.FOLIO_UPSTREAM_BASE_URL.replace(/\/+$/, ""), apiKey: config.FOLIO_UPSTREAM_API_KEY } : undefined;
+  const local: Map<string, Engine> = new Map([[TESSERACT_MODEL_ID, new TesseractEngine()]]);
+  const catalog = new Catalog({
+    upstream,
+    refreshMs: config.FOLIO_CATALOG_REFRESH_SECONDS * 1000,
+    localModels: [tesseractModel(config.FOLIO_LOCAL_PRICE_PER_PAGE_USD)],
+    strategies: strategyConfig(config),
+    log,
+  });
+  await catalog.start();
+  const service = new ExtractionService({
+    catalog,
+    local,
+    upstream: upstream ? new UpstreamClient({ ...upstream, timeoutMs: config.FOLIO_UPSTREAM_TIMEOUT_SECONDS * 1000 }) : undefined,
+    maxCompletionTokens: config.FOLIO_MAX_COMPLETION_TOKENS,
+  });
+  const grpc = await startGrpcServer(config.FOLIO_GRPC_HOST, config.FOLIO_GRPC_PORT, (server) =>
+    registerExtraction(server, service, {
+      onError: (err, method) => {
+        const code = (err as { code?: string }).code;
+        if (code === "internal_error" || code === undefined) log.error({ err, method }, "extraction call failed");
+      },
+    }),
+  );
+  log.info({ address: grpc.address, upstream: upstream ? upstream.baseUrl : null, models: catalog.snapshot().models.length }, "extraction service listening");
+  return {
+    service,
+    catalog,
+    grpc,
+    close: async () => {
+      catalog.stop();
+      await grpc.close();
+    },
+  };
+}

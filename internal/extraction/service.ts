@@ -1,0 +1,168 @@
+/**
+ * The extraction service's domain: catalog queries, model resolution, page
+ * extraction and chat, with the provider cost of every call. Transport-free;
+ * `grpc.ts` exposes it over gRPC.
+ */
+import { Decimal } from "../billing/index.ts";
+import { FolioError } from "../platform/errors/index.ts";
+import type { Catalog } from "./catalog/catalog.ts";
+import { computedCostCents } from "./cost.ts";
+import { UpstreamEngine, type UpstreamClient } from "./engines/upstream.ts";
+import type { CatalogModel, Engine, ExtractOptions, PageInput, PageResult } from "./types.ts";
+
+export type CostSource = "reported" | "computed";
+
+export interface PageExtraction {
+  result: PageResult;
+  providerCostCents: Decimal;
+  costSource: CostSource;
+}
+
+export interface ChatAttachment {
+  data: Buffer;
+  mimeType: string;
+  filename?: string;
+}
+
+export type ChatPart = { kind: "text"; text: string } | { kind: "image"; image: ChatAttachment } | { kind: "file"; file: ChatAttachment };
+
+export interface ChatMessage {
+  role: string;
+  content: ChatPart[];
+}
+
+export interface ChatInput {
+  model: string;
+  messages: ChatMessage[];
+  plugins: { id: string; pdfEngine?: string }[];
+  maxTokens?: number;
+}
+
+export interface ChatOutput {
+  id: string;
+  model: string;
+  content: string;
+  finishReason: string;
+  promptTokens: number;
+  completionTokens: number;
+  providerCostCents: Decimal;
+  costSource: CostSource;
+}
+
+export interface ExtractionServiceOptions {
+  catalog: Catalog;
+  /** Local engines by model id (always in the catalog). */
+  local: ReadonlyMap<string, Engine>;
+  /** Present when an upstream is configured. */
+  upstream?: UpstreamClient;
+  /** max_tokens sent upstream per page; also what holds assume. */
+  maxCompletionTokens: number;
+}
+
+export class ExtractionService {
+  constructor(private readonly opts: ExtractionServiceOptions) {}
+
+  get catalog(): Catalog {
+    return this.opts.catalog;
+  }
+
+  get maxCompletionTokens(): number {
+    return this.opts.maxCompletionTokens;
+  }
+
+  private model(id: string): CatalogModel {
+    const m = this.opts.catalog.get(id);
+    if (!m) throw new FolioError("unsupported_model", `model '${id}' is not in the current catalog; see GET /v1/models`, { param: "model" });
+    return m;
+  }
+
+  private engine(model: CatalogModel): Engine {
+    if (model.source === "local") {
+      const e = this.opts.local.get(model.id);
+      if (!e) throw new FolioError("internal_error", `local engine ${model.id} is listed but not loaded`);
+      return e;
+    }
+    if (!this.opts.upstream) throw new FolioError("unsupported_model", `model '${model.id}' needs the upstream, which is not configured`, { param: "model" });
+    return new UpstreamEngine(model, this.opts.upstream, this.opts.maxCompletionTokens);
+  }
+
+  async extractPage(modelId: string, page: PageInput, options: ExtractOptions, signal: AbortSignal): Promise<PageExtraction> {
+    const model = this.model(modelId);
+    const result = await this.engine(model).extractPage(page, options, signal);
+    if (result.usage.reportedCostCents) return { result, providerCostCents: result.usage.reportedCostCents, costSource: "reported" };
+    const local = model.source === "local";
+    const providerCostCents = computedCostCents(model, {
+      promptTokens: result.usage.promptTokens,
+      completionTokens: result.usage.completionTokens,
+      images: local ? 0 : 1,
+      requests: local ? 0 : 1,
+      pages: local ? 1 : 0,
+    });
+    return { result, providerCostCents, costSource: "computed" };
+  }
+
+  async chat(input: ChatInput, signal: AbortSignal): Promise<ChatOutput> {
+    const model = this.model(input.model);
+    if (model.source === "local") return this.localChat(model, input, signal);
+    if (!this.opts.upstream) throw new FolioError("unsupported_model", `model '${model.id}' needs the upstream, which is not configured`, { param: "model" });
+    const body: Record<string, unknown> = {
+      model: model.id,
+      messages: input.messages.map((m) => ({ role: m.role, content: m.content.map(toOpenAiPart) })),
+      max_tokens: input.maxTokens && input.maxTokens > 0 ? input.maxTokens : this.opts.maxCompletionTokens,
+    };
+    if (input.plugins.length) body.plugins = input.plugins.map((p) => ({ id: p.id, ...(p.pdfEngine ? { pdf: { engine: p.pdfEngine } } : {}) }));
+    const r = await this.opts.upstream.chatCompletion(body, signal);
+    const images = input.messages.reduce((n, m) => n + m.content.filter((c) => c.kind === "image").length, 0);
+    const reported = r.reportedCostCents;
+    return {
+      id: r.id,
+      model: model.id,
+      content: r.content,
+      finishReason: r.finishReason,
+      promptTokens: r.promptTokens,
+      completionTokens: r.completionTokens,
+      providerCostCents: reported ?? computedCostCents(model, { promptTokens: r.promptTokens, completionTokens: r.completionTokens, images, requests: 1, pages: 0 }),
+      costSource: reported ? "reported" : "computed",
+    };
+  }
+
+  /** A local engine answers a chat with the text of every attached image, in order. */
+  private async localChat(model: CatalogModel, input: ChatInput, signal: AbortSignal): Promise<ChatOutput> {
+    const engine = this.engine(model);
+    const images = input.messages.flatMap((m) => m.content.flatMap((c) => (c.kind === "image" ? [c.image] : [])));
+    if (images.some((i) => !i.mimeType.startsWith("image/")) || input.messages.some((m) => m.content.some((c) => c.kind === "file"))) {
+      throw new FolioError("invalid_request", `${model.id} reads images only; documents are converted to page images first`, { param: "messages" });
+    }
+    if (images.length === 0) throw new FolioError("invalid_request", `${model.id} extracts text from images: attach at least one image_url or file part`, { param: "messages" });
+    const texts: string[] = [];
+    for (const [i, image] of images.entries()) {
+      const r = await engine.extractPage({ pageNumber: i + 1, image: image.data, mimeType: image.mimeType }, { extractTables: false, outputFormat: "text" }, signal);
+      texts.push(r.text.trim());
+    }
+    return {
+      id: `chatcmpl-local-${Date.now().toString(36)}`,
+      model: model.id,
+      content: texts.join("\n\n"),
+      finishReason: "stop",
+      promptTokens: 0,
+      completionTokens: 0,
+      providerCostCents: computedCostCents(model, { promptTokens: 0, completionTokens: 0, images: 0, requests: 0, pages: images.length }),
+      costSource: "computed",
+    };
+  }
+}
+
+function dataUrl(a: ChatAttachment): string {
+  return `data:${a.mimeType};base64,${a.data.toString("base64")}`;
+}
+
+function toOpenAiPart(p: ChatPart): Record<string, unknown> {
+  switch (p.kind) {
+    case "text":
+      return { type: "text", text: p.text };
+    case "image":
+      return { type: "image_url", image_url: { url: dataUrl(p.image) } };
+    case "file":
+      return { type: "file", file: { filename: p.file.filename ?? "document", file_data: dataUrl(p.file) } };
+  }
+}

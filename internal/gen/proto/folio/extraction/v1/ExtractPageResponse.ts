@@ -1,0 +1,20 @@
+// Original file: proto/folio/extraction/v1/extraction.proto
+
+import type { Table as _folio_extraction_v1_Table, Table__Output as _folio_extraction_v1_Table__Output } from '../../../folio/extraction/v1/Table.ts';
+import type { Usage as _folio_extraction_v1_Usage, Usage__Output as _folio_extraction_v1_Usage__Output } from '../../../folio/extraction/v1/Usage.ts';
+
+export interface ExtractPageResponse {
+  'text'?: (string);
+  'tables'?: (_folio_extraction_v1_Table)[];
+  'has_confidence'?: (boolean);
+  'confidence'?: (number | string);
+  'usage'?: (_folio_extraction_v1_Usage | null);
+}
+
+export interface ExtractPageResponse__Output {
+  'text': (string);
+  'tables': (_folio_extraction_v1_Table__Output)[];
+  'has_confidence': (boolean);
+  'confidence': (number);
+  'usage': (_folio_extraction_v1_Usage__Output | null);
+}

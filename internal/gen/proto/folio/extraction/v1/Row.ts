@@ -1,0 +1,10 @@
+// Original file: proto/folio/extraction/v1/extraction.proto
+
+
+export interface Row {
+  'cells'?: (string)[];
+}
+
+export interface Row__Output {
+  'cells': (string)[];
+}

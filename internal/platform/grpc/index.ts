@@ -1,0 +1,125 @@
+/**
+ * gRPC plumbing shared by every service: proto loading, server start with the
+ * standard health service, typed unary calls with a deadline on every call.
+ */
+import { fileURLToPath } from "node:url";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import * as grpc from "@grpc/grpc-js";
+import * as protoLoader from "@grpc/proto-loader";
+import { HealthImplementation } from "grpc-health-check";
+import { fromGrpcError, toGrpcStatus } from "./errors.ts";
+
+export { fromGrpcError, toGrpcStatus } from "./errors.ts";
+export { grpc };
+
+/** Largest gRPC message: one page image or one document chunk fits with room. */
+export const MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
+
+/** The `proto/` folder: beside the sources, or copied into dist/ by `make build`. */
+function protoRoot(): string {
+  for (const up of ["../../../proto", "../../../../proto"]) {
+    const dir = fileURLToPath(new URL(up, import.meta.url));
+    if (existsSync(join(dir, "folio"))) return dir;
+  }
+  throw new Error("proto/ folder not found next to the code");
+}
+
+/** Loads a .proto file (path relative to proto/) with the options the generated types assume. */
+export function loadProto<T>(relPath: string): T {
+  const def = protoLoader.loadSync(relPath, {
+    includeDirs: [protoRoot()],
+    keepCase: true,
+    longs: Number,
+    enums: String,
+    defaults: true,
+    oneofs: true,
+  });
+  return grpc.loadPackageDefinition(def) as unknown as T;
+}
+
+/** Wraps an async handler as a grpc-js unary handler with the one error mapping. */
+export function unary<Req, Res>(
+  fn: (req: Req, call: grpc.ServerUnaryCall<Req, Res>) => Promise<Res>,
+  onError?: (err: unknown, method: string) => void,
+  method = "",
+): grpc.handleUnaryCall<Req, Res> {
+  return (call, callback) => {
+    fn(call.request, call).then(
+      (res) => callback(null, res),
+      (err: unknown) => {
+        onError?.(err, method);
+        callback(toGrpcStatus(err) as grpc.ServiceError);
+      },
+    );
+  };
+}
+
+export interface RunningGrpcServer {
+  server: grpc.Server;
+  /** host:port the server listens on. */
+  address: string;
+  health: HealthImplementation;
+  close(): Promise<void>;
+}
+
+/** Starts a server with the given services plus grpc.health.v1, marked SERVING. */
+export async function startGrpcServer(
+  host: string,
+  port: number,
+  register: (server: grpc.Server) => string[],
+): Promise<RunningGrpcServer> {
+  const server = new grpc.Server({
+    "grpc.max_receive_message_length": MAX_MESSAGE_BYTES,
+    "grpc.max_send_message_length": MAX_MESSAGE_BYTES,
+  });
+  const names = register(server);
+  const health = new HealthImplementation(Object.fromEntries([["", "SERVING"], ...names.map((n) => [n, "SERVING"])]));
+  health.addToServer(server);
+  const bound = await new Promise<number>((resolve, reject) =>
+    server.bindAsync(`${host}:${port}`, grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
+  );
+  return {
+    server,
+    address: `${host.includes(":") ? `[${host}]` : host}:${bound}`,
+    health,
+    close: () =>
+      new Promise<void>((resolve) => {
+        health.setStatus("", "NOT_SERVING");
+        server.tryShutdown(() => resolve());
+        // Calls still running after 5 s are cut off.
+        setTimeout(() => {
+          server.forceShutdown();
+          resolve();
+        }, 5000).unref();
+      }),
+  };
+}
+
+export const clientOptions: grpc.ChannelOptions = {
+  "grpc.max_receive_message_length": MAX_MESSAGE_BYTES,
+  "grpc.max_send_message_length": MAX_MESSAGE_BYTES,
+};
+
+type UnaryMethod<Req, Res> = (req: Req, md: grpc.Metadata, opts: grpc.CallOptions, cb: grpc.requestCallback<Res>) => grpc.ClientUnaryCall;
+
+/**
+ * Calls a unary method with a deadline (every call has one) and maps a failure
+ * to the FolioError the service raised. `what` names the service in messages.
+ */
+export function callUnary<Req, Res>(
+  client: grpc.Client,
+  method: UnaryMethod<Req, Res>,
+  req: Req,
+  opts: { deadlineMs: number; what: string; metadata?: grpc.Metadata; signal?: AbortSignal },
+): Promise<Res> {
+  return new Promise((resolve, reject) => {
+    const call = method.call(client, req, opts.metadata ?? new grpc.Metadata(), { deadline: Date.now() + opts.deadlineMs }, (err, res) => {
+      opts.signal?.removeEventListener("abort", cancel);
+      if (err) reject(fromGrpcError(err, opts.what));
+      else resolve(res as Res);
+    });
+    const cancel = () => call.cancel();
+    opts.signal?.addEventListener("abort", cancel, { once: true });
+  });
+}

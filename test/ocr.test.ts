@@ -1,0 +1,209 @@
+/**
+ * POST /v1/ocr end to end: edge → gRPC → extraction service → real tesseract,
+ * or the fake OpenRouter upstream (a test double), with billing and usage logs
+ * in real Postgres.
+ */
+import { readFileSync } from "node:fs";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { call, createTestAccount, startStack, testDb, type TestStack } from "./harness.ts";
+import { startFakeUpstream, type FakeUpstream } from "./fake-upstream.ts";
+import { cer } from "./cer.ts";
+
+const fixture = (name: string) => readFileSync(new URL(`./fixtures/ocr/${name}`, import.meta.url));
+const text = (name: string) => fixture(name).toString("utf8");
+
+let upstream: FakeUpstream;
+let stack: TestStack;
+
+beforeAll(async () => {
+  upstream = await startFakeUpstream();
+  stack = await startStack({ upstream });
+});
+afterAll(async () => {
+  await stack?.close();
+  await upstream?.close();
+});
+
+async function usageRows(accountId: string) {
+  const { db } = await testDb();
+  return db.selectFrom("usage_logs").selectAll().where("account_id", "=", accountId).orderBy("created_at").execute();
+}
+
+describe("POST /v1/ocr with local/tesseract", () => {
+  it("reads a PNG given as base64: the spec's OCR result, billed and logged", async () => {
+    const acc = await createTestAccount({ creditsCents: 100 });
+    const r = await call(stack.edge, "POST", "/v1/ocr", acc.adminKey, { base64: fixture("english.png").toString("base64"), mime_type: "image/png", model: "local/tesseract" });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(r.body).toMatchObject({ object: "ocr.result", model: "local/tesseract" });
+    expect(r.body.id).toMatch(/^req_/);
+    expect(typeof r.body.created).toBe("number");
+    const got = r.body.result.text as string;
+    expect(cer(got, text("english.txt")), got).toBeLessThan(0.05);
+    expect(r.body.result.pages).toHaveLength(1);
+    expect(r.body.result.pages[0].page_number).toBe(1);
+    expect(r.body.result.tables).toEqual([]);
+    expect(r.body.result.confidence).toBeGreaterThan(0.5);
+    expect(r.body.result.confidence).toBeLessThanOrEqual(1);
+    const u = r.body.usage;
+    expect(u).toMatchObject({ pages_processed: 1, prompt_tokens: 0, completion_tokens: 0, tokens_used: 0 });
+    // Default local price: 0.001 $/page = 0.1 cent, + 5% = 0.105 → charged 1 cent (minimum).
+    expect(u.provider_cost_cents).toBeCloseTo(0.1, 10);
+    expect(u.platform_fee_cents).toBeCloseTo(0.005, 10);
+    expect(u.total_cost_cents).toBe(1);
+    expect(u.processing_time_ms).toBeGreaterThan(0);
+
+    const bal = await call(stack.edge, "GET", "/v1/account/balance", acc.adminKey);
+    expect(bal.body.balance_cents).toBe(99);
+    expect(bal.body.held_cents).toBe(0);
+    const rows = await usageRows(acc.accountId);
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).toMatchObject({ id: r.body.id, status: "success", model: "local/tesseract", pages_processed: 1, cost_cents: "1", endpoint: "/v1/ocr" });
+  });
+
+  it("reads every page of a multi-page PDF, pages joined by a blank line", async () => {
+    const acc = await createTestAccount();
+    const r = await call(stack.edge, "POST", "/v1/ocr", acc.adminKey, { base64: fixture("multipage.pdf").toString("base64"), model: "local/tesseract" });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    const pages = r.body.result.pages as { page_number: number; text: string }[];
+    expect(pages.map((p) => p.page_number)).toEqual([1, 2, 3]);
+    for (const p of pages) expect(cer(p.text, text(`multipage.page-${p.page_number}.txt`)), p.text).toBeLessThan(0.08);
+    expect(r.body.result.text).toBe(pages.map((p) => p.text).join("\n\n"));
+    expect(r.body.usage.pages_processed).toBe(3);
+    // 3 pages × 0.1 cent = 0.3 cent + 5% → 1 cent.
+    expect(r.body.usage.total_cost_cents).toBe(1);
+  });
+
+  it("maps options.language to installed traineddata; an uninstalled one is a 400 naming the installed languages, logged with no charge", async () => {
+    const acc = await createTestAccount({ creditsCents: 50 });
+    const de = await call(stack.edge, "POST", "/v1/ocr", acc.adminKey, { base64: fixture("german.png").toString("base64"), model: "local/tesseract", options: { language: "de" } });
+    expect(de.status, JSON.stringify(de.body)).toBe(200);
+    expect(cer(de.body.result.text, text("german.txt")), de.body.result.text).toBeLessThan(0.05);
+    const ja = await call(stack.edge, "POST", "/v1/ocr", acc.adminKey, { base64: fixture("german.png").toString("base64"), model: "local/tesseract", options: { language: "ja" } });
+    expect(ja.status).toBe(400);
+    expect(ja.body.error.param).toBe("options.language");
+    expect(ja.body.error.message).toMatch(/en/);
+    const rows = await usageRows(acc.accountId);
+    expect(rows.map((x) => [x.status, x.cost_cents])).toEqual([
+      ["success", "1"],
+      ["error", "0"],
+    ]);
+    expect((await call(stack.edge, "GET", "/v1/account/balance", acc.adminKey)).body.balance_cents).toBe(49);
+  });
+});
+
+describe("POST /v1/ocr with an upstream model (fake OpenRouter)", () => {
+  it("sends the page as an image, returns the model's text, and bills the reported cost + 5%", async () => {
+    const acc = await createTestAccount({ creditsCents: 10_000 });
+    upstream.script("openai/gpt-4.1-mini", { kind: "text", text: "Hello from the model" }, { times: 1 });
+    const before = upstream.chatRequests().length;
+    const r = await call(stack.edge, "POST", "/v1/ocr", acc.adminKey, { base64: fixture("english.png").toString("base64"), model: "openai/gpt-4.1-mini" });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(r.body.model).toBe("openai/gpt-4.1-mini");
+    expect(r.body.result.text).toContain("Hello from the model");
+    const sent = upstream.chatRequests().slice(before);
+    expect(sent).toHaveLength(1);
+    expect(JSON.stringify(sent[0]!.body)).toContain("data:image/png;base64,");
+    const u = r.body.usage;
+    expect(u.prompt_tokens).toBeGreaterThan(0);
+    expect(u.tokens_used).toBe(u.prompt_tokens + u.completion_tokens);
+    expect(u.platform_fee_cents).toBeCloseTo(u.provider_cost_cents * 0.05, 9);
+    expect(u.total_cost_cents).toBe(Math.max(1, Math.ceil(u.provider_cost_cents * 1.05 - 1e-9)));
+  });
+
+  it("resolves strategies and aliases through the configured mapping", async () => {
+    const acc = await createTestAccount({ creditsCents: 10_000 });
+    const rec = await call(stack.edge, "GET", "/v1/models/recommended");
+    const want = Object.fromEntries((rec.body.strategies as { strategy: string; model: string }[]).map((s) => [s.strategy, s.model]));
+    for (const [body, strategy] of [
+      [{ strategy: "cost" }, "cost"],
+      [{ provider_preferences: { strategy: "quality" } }, "quality"],
+      [{ model: "folio/speed" }, "speed"],
+      [{}, "balanced"],
+    ] as const) {
+      const r = await call(stack.edge, "POST", "/v1/ocr", acc.adminKey, { base64: fixture("english.png").toString("base64"), ...body });
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      expect(r.body.model, JSON.stringify(body)).toBe(want[strategy]);
+    }
+  });
+
+  it("returns tables the model gives when extract_tables is set", async () => {
+    const acc = await createTestAccount({ creditsCents: 10_000 });
+    upstream.script("openai/gpt-4.1-mini", { kind: "table", format: "json" }, { times: 1 });
+    const r = await call(stack.edge, "POST", "/v1/ocr", acc.adminKey, { base64: fixture("table.png").toString("base64"), model: "openai/gpt-4.1-mini", options: { extract_tables: true } });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(r.body.result.tables.length).toBeGreaterThan(0);
+    const t = r.body.result.tables[0];
+    expect(t.page_number).toBe(1);
+    expect(Array.isArray(t.rows[0])).toBe(true);
+    expect(t.markdown).toContain("|");
+  });
+
+  it("maps an upstream 429 to a 502 upstream_error, logged as an error with no charge, never retried on another model", async () => {
+    const acc = await createTestAccount({ creditsCents: 10_000 });
+    upstream.script("openai/gpt-4.1-mini", { kind: "rate-limited" }, { times: 1 });
+    const before = upstream.chatRequests().length;
+    const r = await call(stack.edge, "POST", "/v1/ocr", acc.adminKey, { base64: fixture("english.png").toString("base64"), model: "openai/gpt-4.1-mini" });
+    expect(r.status, JSON.stringify(r.body)).toBe(502);
+    expect(r.body.error.code).toBe("upstream_error");
+    const sent = upstream.chatRequests().slice(before);
+    expect(sent.map((s) => s.model)).toEqual(["openai/gpt-4.1-mini"]);
+    const rows = await usageRows(acc.accountId);
+    expect(rows.map((x) => [x.status, x.error_code, x.cost_cents])).toEqual([["error", "upstream_error", "0"]]);
+    expect((await call(stack.edge, "GET", "/v1/account/balance", acc.adminKey)).body.balance_cents).toBe(10_000);
+  });
+});
+
+describe("POST /v1/ocr refuses bad input with a clear 4xx", () => {
+  const png = () => fixture("english.png").toString("base64");
+  it.each([
+    ["neither url nor base64", {}, 400, "invalid_request"],
+    ["both url and base64", { url: "https://example.com/a.png", base64: "aGk=" }, 400, "invalid_request"],
+    ["a data-URL prefix", { base64: "data:image/png;base64,aGk=" }, 400, "invalid_request"],
+    ["broken base64", { base64: "@@@@" }, 400, "invalid_request"],
+    ["an unknown model", { base64: "aGk=", model: "nobody/nothing" }, 400, "unsupported_model"],
+    ["an unknown strategy", { base64: "aGk=", strategy: "fastest" }, 400, "invalid_request"],
+    ["a bad output_format", { base64: "aGk=", options: { output_format: "xml" } }, 400, "invalid_request"],
+    ["an unknown field", { base64: "aGk=", modle: "x" }, 400, "invalid_request"],
+    ["a loopback url", { url: "http://127.0.0.1:1/x.png" }, 400, "invalid_request"],
+    ["a metadata url", { url: "http://169.254.169.254/latest/meta-data" }, 400, "invalid_request"],
+  ])("%s", async (_what, body, status, code) => {
+    const acc = await createTestAccount();
+    const r = await call(stack.edge, "POST", "/v1/ocr", acc.adminKey, body);
+    expect(r.status, JSON.stringify(r.body)).toBe(status);
+    expect(r.body.error.code).toBe(code);
+    expect(typeof r.body.error.message).toBe("string");
+  });
+
+  it("an unsupported format is unsupported_format with the supported list", async () => {
+    const acc = await createTestAccount();
+    const r = await call(stack.edge, "POST", "/v1/ocr", acc.adminKey, { base64: Buffer.from([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 200, 201]).toString("base64") });
+    expect(r.status).toBe(400);
+    expect(r.body.error.code).toBe("unsupported_format");
+    expect(r.body.error.supported_formats).toContain("PNG");
+  });
+
+  it("an office document without a conversion service is conversion_not_available", async () => {
+    const acc = await createTestAccount();
+    const rtf = Buffer.from("{\\rtf1\\ansi Hello}").toString("base64");
+    const r = await call(stack.edge, "POST", "/v1/ocr", acc.adminKey, { base64: rtf, mime_type: "application/rtf" });
+    expect(r.status).toBe(503);
+    expect(r.body.error.code).toBe("conversion_not_available");
+  });
+
+  it("402 when the credits run out in the middle of a stream of requests", async () => {
+    const acc = await createTestAccount({ creditsCents: 3 });
+    const statuses: number[] = [];
+    for (let i = 0; i < 5; i++) statuses.push((await call(stack.edge, "POST", "/v1/ocr", acc.adminKey, { base64: png(), model: "local/tesseract" })).status);
+    expect(statuses).toEqual([200, 200, 200, 402, 402]);
+    const r = await call(stack.edge, "POST", "/v1/ocr", acc.adminKey, { base64: png(), model: "local/tesseract" });
+    expect(r.body.error.code).toBe("insufficient_credits");
+    expect((await call(stack.edge, "GET", "/v1/account/balance", acc.adminKey)).body.balance_cents).toBe(0);
+  });
+
+  it("needs ocr:write", async () => {
+    const acc = await createTestAccount();
+    const created = await call(stack.edge, "POST", "/v1/api-keys", acc.adminKey, { name: "ro", permissions: ["models:read"] });
+    const r = await call(stack.edge, "POST", "/v1/ocr", created.body.key, { base64: png() });
+    expect(r.status).toBe(403);
+  });
+});
