@@ -86,7 +86,7 @@ function median(xs: readonly number[]): number {
 }
 
 /** The dedicated benchmark database on DATABASE_URL's server, created when absent. */
-async function benchDatabaseUrl(base: string): Promise<string> {
+export async function benchDatabaseUrl(base: string): Promise<string> {
   const client = new pg.Client({ connectionString: base });
   await client.connect();
   try {
@@ -108,7 +108,7 @@ async function benchDatabaseUrl(base: string): Promise<string> {
 }
 
 /** Migrates the benchmark database and creates an account no limit will refuse; returns its admin key. */
-async function prepareAccount(databaseUrl: string, redisUrl: string): Promise<{ accountId: string; key: string; email: string }> {
+export async function prepareAccount(databaseUrl: string, redisUrl: string): Promise<{ accountId: string; key: string; email: string }> {
   const handle = await openDatabase({ databaseUrl, poolSize: 2 });
   const limiter = new RedisRateLimiter(redisUrl, { onError: "deny", log: createLogger("silent") });
   try {

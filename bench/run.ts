@@ -11,6 +11,7 @@ import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import edgeAuth from "./edge-auth.ts";
 import ocrTesseract from "./ocr-tesseract.ts";
+import ocrApi from "./ocr-api.ts";
 
 export interface BenchmarkReport {
   /** Human-readable report, printed as is. */
@@ -29,7 +30,7 @@ export interface Benchmark {
 }
 
 /** Every benchmark, in the order they run. Add new ones here. */
-const benchmarks: readonly Benchmark[] = [edgeAuth, ocrTesseract];
+const benchmarks: readonly Benchmark[] = [edgeAuth, ocrTesseract, ocrApi];
 
 const ARTIFACTS = "test-artifacts";
 

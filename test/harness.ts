@@ -127,6 +127,8 @@ export async function startStack(opts: { upstream?: { baseUrl: string; apiKey: s
   const config = parseConfig(extractionSchema, {
     FOLIO_GRPC_HOST: "127.0.0.1",
     FOLIO_GRPC_PORT: "0",
+    FOLIO_METRICS_HOST: "127.0.0.1",
+    FOLIO_METRICS_PORT: "0",
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? "silent",
     ...(opts.upstream ? { FOLIO_UPSTREAM_BASE_URL: opts.upstream.baseUrl, FOLIO_UPSTREAM_API_KEY: opts.upstream.apiKey } : {}),
     ...opts.extractionEnv,

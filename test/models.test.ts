@@ -95,6 +95,16 @@ describe("GET /v1/models", () => {
     expect(Number(stats.body.listed_price_per_million_tokens.prompt.max)).toBeGreaterThan(Number(stats.body.listed_price_per_million_tokens.prompt.min));
   });
 
+  it("exports the catalog's age, staleness and size as metrics on the extraction service's own port", async () => {
+    const text = await (await fetch(stack.extraction.metricsUrl!)).text();
+    const age = /^folio_catalog_age_seconds\{[^}]*\} (\S+)$/m.exec(text);
+    expect(age, text.slice(0, 2000)).not.toBeNull();
+    expect(Number(age![1])).toBeGreaterThanOrEqual(0);
+    expect(text).toMatch(/^folio_catalog_stale\{[^}]*\} 0$/m);
+    expect(text).toMatch(/^folio_catalog_refreshes_total\{[^}]*outcome="ok"[^}]*\} [1-9]/m);
+    expect(text).toMatch(/^folio_catalog_models\{[^}]*source="local"[^}]*\} 1$/m);
+  });
+
   it("without an upstream, only local engines are listed and every strategy resolves to one", async () => {
     const r = await call(bare.edge, "GET", "/v1/models");
     expect((r.body.data as { id: string }[]).map((m) => m.id)).toEqual(["local/tesseract"]);

@@ -10,6 +10,7 @@ import type { Logger } from "../platform/log/index.ts";
 import { EdgeMetrics } from "../platform/metrics/index.ts";
 import { MemoryRateLimiter, RedisRateLimiter, type RateLimiter } from "../ratelimit/index.ts";
 import { sql } from "kysely";
+import type { Registry } from "prom-client";
 import { buildEdgeApp } from "./app.ts";
 import { ExtractionClient } from "../extraction/client.ts";
 import type { App, EdgeDeps } from "./types.ts";
@@ -29,11 +30,13 @@ export interface RunningEdge {
 export interface StartEdgeOptions {
   config: EdgeConfig;
   log: Logger;
+  /** Registries of other services in this process, served on the edge's metrics port (folio dev). */
+  alsoMetrics?: Registry[];
   /** Reuse an open database (folio dev shares one with other parts). */
   database?: DatabaseHandle;
 }
 
-export async function startEdge({ config, log, database }: StartEdgeOptions): Promise<RunningEdge> {
+export async function startEdge({ config, log, database, alsoMetrics = [] }: StartEdgeOptions): Promise<RunningEdge> {
   const ownsDb = !database;
   const handle = database ?? (await openDatabase({ databaseUrl: config.DATABASE_URL, dataDir: config.FOLIO_DATA_DIR, poolSize: config.FOLIO_DB_POOL_SIZE, log }));
   const metrics = new EdgeMetrics();
@@ -101,7 +104,7 @@ export async function startEdge({ config, log, database }: StartEdgeOptions): Pr
   };
   const app = await buildEdgeApp(deps);
   const url = await app.listen({ host: config.FOLIO_HTTP_HOST, port: config.FOLIO_HTTP_PORT });
-  const metricsServer = config.FOLIO_METRICS_ENABLED ? await metrics.serve(config.FOLIO_METRICS_HOST, config.FOLIO_METRICS_PORT) : null;
+  const metricsServer = config.FOLIO_METRICS_ENABLED ? await metrics.serve(config.FOLIO_METRICS_HOST, config.FOLIO_METRICS_PORT, alsoMetrics) : null;
   const sweeper = setInterval(() => {
     billing.releaseExpired().then(
       (n) => n > 0 && log.warn({ released: n }, "released expired credit holds"),

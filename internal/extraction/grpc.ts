@@ -64,6 +64,20 @@ export function modelFromProto(m: Model__Output): CatalogModel {
 
 export interface ExtractionGrpcHooks {
   onError?: (err: unknown, method: string) => void;
+  /** Every ExtractPage/Chat call with its model and outcome (metrics). */
+  onCall?: (method: "ExtractPage" | "Chat", model: string, outcome: "ok" | "error") => void;
+}
+
+/** Reports the outcome of `work` to hooks.onCall. */
+async function observed<T>(hooks: ExtractionGrpcHooks, method: "ExtractPage" | "Chat", model: string, work: () => Promise<T>): Promise<T> {
+  try {
+    const r = await work();
+    hooks.onCall?.(method, model, "ok");
+    return r;
+  } catch (err) {
+    hooks.onCall?.(method, model, "error");
+    throw err;
+  }
 }
 
 /** Registers the service on `server`; returns the names for the health service. */
@@ -102,7 +116,7 @@ export function registerExtraction(server: grpc.Server, svc: ExtractionService, 
       async (req, call) => {
         const signal = callSignal(call);
         const o = req.options;
-        const r = await svc.extractPage(
+        const r = await observed(hooks, "ExtractPage", req.model, () => svc.extractPage(
           req.model,
           { pageNumber: req.page_number, image: req.image, mimeType: req.mime_type },
           {
@@ -111,7 +125,7 @@ export function registerExtraction(server: grpc.Server, svc: ExtractionService, 
             outputFormat: ((o?.output_format || "text") as OutputFormat),
           },
           signal,
-        );
+        ));
         return {
           text: r.result.text,
           tables: r.result.tables.map((t) => ({ page_number: t.page_number, rows: t.rows.map((cells) => ({ cells })), markdown: t.markdown })),
@@ -130,7 +144,7 @@ export function registerExtraction(server: grpc.Server, svc: ExtractionService, 
     ),
     Chat: unary(
       async (req, call) => {
-        const r = await svc.chat(
+        const r = await observed(hooks, "Chat", req.model, () => svc.chat(
           {
             model: req.model,
             messages: req.messages.map((m) => ({
@@ -145,7 +159,7 @@ export function registerExtraction(server: grpc.Server, svc: ExtractionService, 
             maxTokens: req.max_tokens || undefined,
           },
           callSignal(call),
-        );
+        ));
         return {
           id: r.id,
           content: r.content,

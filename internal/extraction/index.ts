@@ -5,6 +5,7 @@
 import type { ExtractionConfig } from "../platform/config/index.ts";
 import { startGrpcServer, type RunningGrpcServer } from "../platform/grpc/index.ts";
 import type { Logger } from "../platform/log/index.ts";
+import { ExtractionMetrics } from "../platform/metrics/index.ts";
 import { Catalog } from "./catalog/catalog.ts";
 import { DEFAULT_STRATEGY_CONFIG, type StrategyConfig } from "./catalog/strategies.ts";
 import { TesseractEngine } from "./engines/tesseract.ts";
@@ -53,19 +54,35 @@ export interface RunningExtraction {
   service: ExtractionService;
   catalog: Catalog;
   grpc: RunningGrpcServer;
+  metrics: ExtractionMetrics;
+  metricsUrl: string | null;
   close(): Promise<void>;
 }
 
-export async function startExtraction({ config, log }: { config: ExtractionConfig; log: Logger }): Promise<RunningExtraction> {
+export interface StartExtractionOptions {
+  config: ExtractionConfig;
+  log: Logger;
+  /**
+   * Another service of this process serves the metrics (folio dev): no
+   * listener of its own and no duplicate process metrics.
+   */
+  sharedProcess?: boolean;
+}
+
+export async function startExtraction({ config, log, sharedProcess = false }: StartExtractionOptions): Promise<RunningExtraction> {
   const upstream = config.FOLIO_UPSTREAM_API_KEY ? { baseUrl: config.FOLIO_UPSTREAM_BASE_URL.replace(/\/+$/, ""), apiKey: config.FOLIO_UPSTREAM_API_KEY } : undefined;
   const local: Map<string, Engine> = new Map([[TESSERACT_MODEL_ID, new TesseractEngine()]]);
+  let catalogRef: Catalog | undefined;
+  const metrics = new ExtractionMetrics(() => catalogRef?.snapshot() ?? { ageSeconds: null, stale: false, models: [] }, !sharedProcess);
   const catalog = new Catalog({
     upstream,
     refreshMs: config.FOLIO_CATALOG_REFRESH_SECONDS * 1000,
     localModels: [tesseractModel(config.FOLIO_LOCAL_PRICE_PER_PAGE_USD)],
     strategies: strategyConfig(config),
     log,
+    onRefresh: (ok) => metrics.catalogRefreshes.inc({ outcome: ok ? "ok" : "failed" }),
   });
+  catalogRef = catalog;
   await catalog.start();
   const service = new ExtractionService({
     catalog,
@@ -79,16 +96,25 @@ export async function startExtraction({ config, log }: { config: ExtractionConfi
         const code = (err as { code?: string }).code;
         if (code === "internal_error" || code === undefined) log.error({ err, method }, "extraction call failed");
       },
+      onCall: (method, model, outcome) => {
+        const source = catalog.get(model)?.source ?? "unknown";
+        metrics.extractions.inc({ method, source, outcome });
+        if (method === "ExtractPage" && outcome === "ok") metrics.pages.inc({ source });
+      },
     }),
   );
+  const served = !sharedProcess && config.FOLIO_METRICS_ENABLED ? await metrics.serve(config.FOLIO_METRICS_HOST, config.FOLIO_METRICS_PORT) : null;
   log.info({ address: grpc.address, upstream: upstream ? upstream.baseUrl : null, models: catalog.snapshot().models.length }, "extraction service listening");
   return {
     service,
     catalog,
     grpc,
+    metrics,
+    metricsUrl: served ? `http://127.0.0.1:${served.port}/metrics` : null,
     close: async () => {
       catalog.stop();
       await grpc.close();
+      if (served) await new Promise((r) => served.server.close(r));
     },
   };
 }

@@ -4,32 +4,41 @@
  * in docs/metrics.md. Labels stay bounded: never account, key or request ids.
  */
 import { createServer, type Server } from "node:http";
-import { Counter, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 
 export class Metrics {
   readonly registry = new Registry();
   readonly prefix = "folio_";
 
-  constructor(process: string) {
+  /** @param defaultMetrics process metrics (CPU, memory, event loop); off for a second service sharing a process */
+  constructor(process: string, defaultMetrics = true) {
     this.registry.setDefaultLabels({ process });
-    collectDefaultMetrics({ register: this.registry, prefix: this.prefix });
+    if (defaultMetrics) collectDefaultMetrics({ register: this.registry, prefix: this.prefix });
   }
 
   counter<L extends string>(name: string, help: string, labelNames: readonly L[] = []): Counter<L> {
     return new Counter({ name: this.prefix + name, help, labelNames, registers: [this.registry] });
   }
 
+  gauge<L extends string>(name: string, help: string, labelNames: readonly L[] = [], collect?: (this: Gauge<L>) => void): Gauge<L> {
+    return new Gauge({ name: this.prefix + name, help, labelNames, registers: [this.registry], ...(collect ? { collect } : {}) });
+  }
+
   histogram<L extends string>(name: string, help: string, labelNames: readonly L[], buckets: number[]): Histogram<L> {
     return new Histogram({ name: this.prefix + name, help, labelNames, buckets, registers: [this.registry] });
   }
 
-  /** Serves GET /metrics on its own port (0 = let the OS pick). */
-  async serve(host: string, port: number): Promise<{ server: Server; port: number }> {
+  /**
+   * Serves GET /metrics on its own port (0 = let the OS pick). `also` adds the
+   * registries of other services running in the same process (`folio dev`).
+   */
+  async serve(host: string, port: number, also: Registry[] = []): Promise<{ server: Server; port: number }> {
+    const registry = also.length ? Registry.merge([this.registry, ...also]) : this.registry;
     const server = createServer((req, res) => {
       if (req.method === "GET" && req.url?.split("?")[0] === "/metrics") {
-        this.registry.metrics().then(
+        registry.metrics().then(
           (text) => {
-            res.writeHead(200, { "content-type": this.registry.contentType });
+            res.writeHead(200, { "content-type": registry.contentType });
             res.end(text);
           },
           (err: unknown) => {
@@ -67,5 +76,27 @@ export class EdgeMetrics extends Metrics {
 
   constructor() {
     super("edge");
+  }
+}
+
+/** The extraction service's metrics. */
+export class ExtractionMetrics extends Metrics {
+  readonly catalogRefreshes = this.counter("catalog_refreshes_total", "Upstream catalog refreshes, by outcome (ok or failed).", ["outcome"]);
+  readonly extractions = this.counter("extraction_calls_total", "ExtractPage and Chat calls, by method, model source and outcome.", ["method", "source", "outcome"]);
+  readonly pages = this.counter("pages_processed_total", "Pages extracted, by model source.", ["source"]);
+
+  constructor(catalog: () => { ageSeconds: number | null; stale: boolean; models: { source: string }[] }, defaultMetrics = true) {
+    super("extraction", defaultMetrics);
+    this.gauge("catalog_age_seconds", "Age of the upstream model list in use (-1 when never fetched).", [], function () {
+      this.set(catalog().ageSeconds ?? -1);
+    });
+    this.gauge("catalog_stale", "1 when the last catalog refresh failed and an older list is served.", [], function () {
+      this.set(catalog().stale ? 1 : 0);
+    });
+    this.gauge("catalog_models", "Models in the catalog, by source.", ["source"], function () {
+      const counts: Record<string, number> = { upstream: 0, local: 0 };
+      for (const m of catalog().models) counts[m.source] = (counts[m.source] ?? 0) + 1;
+      for (const [source, n] of Object.entries(counts)) this.set({ source }, n);
+    });
   }
 }
