@@ -16,7 +16,7 @@ export async function runDev(env: Env): Promise<void> {
   const extractionConfig = parseConfig(extractionSchema, { ...env, FOLIO_GRPC_HOST: "127.0.0.1", FOLIO_GRPC_PORT: "0" });
   const devEnv = { FOLIO_HTTP_HOST: "127.0.0.1", FOLIO_METRICS_HOST: "127.0.0.1", ...env };
   const log = createLogger(parseConfig(edgeSchema, devEnv).LOG_LEVEL);
-  const extraction = await startExtraction({ config: extractionConfig, log: log.child({ service: "extraction" }), sharedProcess: true });
+  const extraction = await startExtraction({ config: extractionConfig, log: log.child({ component: "extraction" }), sharedProcess: true });
   const config = parseConfig(edgeSchema, { ...devEnv, FOLIO_EXTRACTION_ADDRESS: extraction.grpc.address });
   const database = await openDatabase({ databaseUrl: config.DATABASE_URL, dataDir: config.FOLIO_DATA_DIR, poolSize: config.FOLIO_DB_POOL_SIZE, log });
   await migrateToLatest(database.db);
