@@ -132,6 +132,12 @@ export default function register(app: App, deps: EdgeDeps): void {
       }
       const imageCount = pending.reduce((n, p) => n + p.pages, 0);
       const parserPages = pending.reduce((n, p) => n + p.parserPages, 0);
+      if (imageCount + parserPages > deps.documents.maxPages) {
+        throw new FolioError("invalid_request", `the attachments add up to ${imageCount + parserPages} pages; the limit per request is ${deps.documents.maxPages}`, {
+          param: "messages",
+          extra: { page_count: imageCount + parserPages, max_pages: deps.documents.maxPages },
+        });
+      }
       const parserCost = unitCostCents(parserPages, PDF_PARSER_USD_PER_PAGE);
       const estimate =
         chargeComponent(estimateCostCents(resolved.model, Math.max(1, imageCount), body.max_tokens ?? resolved.maxCompletionTokens)).chargedCents +

@@ -27,20 +27,25 @@ const GRPC_STATUS: Record<ErrorCode, status> = {
   internal_error: status.INTERNAL,
 };
 
+// Text metadata must be printable ASCII; fields that carry user or provider
+// text travel as binary ("-bin") metadata, UTF-8 encoded.
 const CODE_KEY = "folio-error-code";
-const PARAM_KEY = "folio-error-param";
-const EXTRA_KEY = "folio-error-extra";
+const PARAM_KEY = "folio-error-param-bin";
+const EXTRA_KEY = "folio-error-extra-bin";
 const RETRYABLE_KEY = "folio-error-retryable";
-const HEADERS_KEY = "folio-error-headers";
+const HEADERS_KEY = "folio-error-headers-bin";
+
+const utf8 = (v: string) => Buffer.from(v, "utf8");
+const text = (v: string | Buffer | undefined) => (v === undefined ? undefined : Buffer.isBuffer(v) ? v.toString("utf8") : v);
 
 /** Server side: anything thrown by a handler → a gRPC status object. */
 export function toGrpcStatus(err: unknown): Partial<StatusObject> {
   const e = err instanceof FolioError ? err : new FolioError("internal_error", "internal error");
   const metadata = new Metadata();
   metadata.set(CODE_KEY, e.code);
-  if (e.param !== undefined) metadata.set(PARAM_KEY, e.param);
-  if (Object.keys(e.extra).length) metadata.set(EXTRA_KEY, JSON.stringify(e.extra));
-  if (Object.keys(e.headers).length) metadata.set(HEADERS_KEY, JSON.stringify(e.headers));
+  if (e.param !== undefined) metadata.set(PARAM_KEY, utf8(e.param));
+  if (Object.keys(e.extra).length) metadata.set(EXTRA_KEY, utf8(JSON.stringify(e.extra)));
+  if (Object.keys(e.headers).length) metadata.set(HEADERS_KEY, utf8(JSON.stringify(e.headers)));
   if (e.retryable) metadata.set(RETRYABLE_KEY, "1");
   return { code: GRPC_STATUS[e.code], details: e.message, metadata };
 }
@@ -49,10 +54,10 @@ export function toGrpcStatus(err: unknown): Partial<StatusObject> {
 export function fromGrpcError(err: ServiceError, what: string): FolioError {
   const md = err.metadata;
   const code = md?.get(CODE_KEY)[0];
-  if (typeof code === "string" && code in GRPC_STATUS) {
-    const param = md.get(PARAM_KEY)[0];
-    const extra = md.get(EXTRA_KEY)[0];
-    const headers = md.get(HEADERS_KEY)[0];
+  if (typeof code === "string" && Object.hasOwn(GRPC_STATUS, code)) {
+    const param = text(md.get(PARAM_KEY)[0]);
+    const extra = text(md.get(EXTRA_KEY)[0]);
+    const headers = text(md.get(HEADERS_KEY)[0]);
     return new FolioError(code as ErrorCode, err.details, {
       param: typeof param === "string" ? param : undefined,
       extra: typeof extra === "string" ? (JSON.parse(extra) as Record<string, unknown>) : undefined,

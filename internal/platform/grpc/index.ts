@@ -48,8 +48,15 @@ export function unary<Req, Res>(
     fn(call.request, call).then(
       (res) => callback(null, res),
       (err: unknown) => {
-        onError?.(err, method);
-        callback(toGrpcStatus(err) as grpc.ServiceError);
+        let st: Partial<grpc.StatusObject>;
+        try {
+          onError?.(err, method);
+          st = toGrpcStatus(err);
+        } catch {
+          // Never let the error path itself fail (an unhandled rejection would end the process).
+          st = { code: grpc.status.INTERNAL, details: "internal error" };
+        }
+        callback(st as grpc.ServiceError);
       },
     );
   };
