@@ -72,8 +72,8 @@ export interface StartExtractionOptions {
 export async function startExtraction({ config, log, sharedProcess = false }: StartExtractionOptions): Promise<RunningExtraction> {
   const upstream = config.FOLIO_UPSTREAM_API_KEY ? { baseUrl: config.FOLIO_UPSTREAM_BASE_URL.replace(/\/+$/, ""), apiKey: config.FOLIO_UPSTREAM_API_KEY } : undefined;
   const local: Map<string, Engine> = new Map([[TESSERACT_MODEL_ID, new TesseractEngine()]]);
-  let catalogRef: Catalog | undefined;
-  const metrics = new ExtractionMetrics(() => catalogRef?.snapshot() ?? { ageSeconds: null, stale: false, models: [] }, !sharedProcess);
+  // The gauges read the catalog only when scraped, after it exists.
+  const metrics = new ExtractionMetrics(() => catalog.snapshot(), !sharedProcess);
   const catalog = new Catalog({
     upstream,
     refreshMs: config.FOLIO_CATALOG_REFRESH_SECONDS * 1000,
@@ -82,7 +82,6 @@ export async function startExtraction({ config, log, sharedProcess = false }: St
     log,
     onRefresh: (ok) => metrics.catalogRefreshes.inc({ outcome: ok ? "ok" : "failed" }),
   });
-  catalogRef = catalog;
   await catalog.start();
   const service = new ExtractionService({
     catalog,
