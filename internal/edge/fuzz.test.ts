@@ -6,6 +6,7 @@
  * that field in `error.param`.
  */
 import fc from "fast-check";
+import { httpStatusOf, type ErrorCode } from "../platform/errors/index.ts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RunningEdge } from "./index.ts";
 import { call, createTestAccount, createTestKey, startTestEdge, type TestAccount } from "../../test/harness.ts";
@@ -30,19 +31,6 @@ afterAll(async () => {
 const RUNS = 150;
 const opts = { numRuns: RUNS, endOnFailure: true } as const;
 
-/** The 4xx codes of the one error table (internal/platform/errors/http.ts). */
-const STATUS_OF: Record<string, number> = {
-  invalid_request: 400,
-  unsupported_model: 400,
-  unsupported_format: 400,
-  invalid_api_key: 401,
-  insufficient_credits: 402,
-  permission_denied: 403,
-  not_found: 404,
-  payload_too_large: 413,
-  unsupported_media_type: 415,
-  rate_limit_exceeded: 429,
-};
 
 interface Sent {
   method: string;
@@ -91,7 +79,7 @@ async function exchange(req: Sent): Promise<Got> {
     expect(typeof err.code, `error.code: ${what}`).toBe("string");
     expect(typeof err.message, `error.message: ${what}`).toBe("string");
     expect(err.message.length, `empty message: ${what}`).toBeGreaterThan(0);
-    expect(STATUS_OF[err.code], `code ${err.code} with status ${res.status}: ${what}`).toBe(res.status);
+    expect(httpStatusOf(err.code as ErrorCode), `code ${err.code} with status ${res.status}: ${what}`).toBe(res.status);
     if ("param" in err) expect(typeof err.param, `error.param: ${what}`).toBe("string");
   } else {
     expect(res.status, `unexpected status: ${what}`).toBe(200);

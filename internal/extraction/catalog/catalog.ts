@@ -29,6 +29,7 @@ import {
   type StrategyResolution,
 } from "./strategies.ts";
 import { parseUpstreamModels, type ExcludedModel } from "./upstream.ts";
+import { readBounded } from "../util.ts";
 
 export interface CatalogLogger {
   warn(obj: object, msg: string): void;
@@ -199,7 +200,7 @@ export class Catalog {
       headers: { authorization: `Bearer ${upstream.apiKey}`, accept: "application/json" },
       signal: AbortSignal.timeout(this.#timeoutMs),
     });
-    const text = await readBounded(res, MAX_MODELS_BODY_BYTES);
+    const text = await readBounded(res, MAX_MODELS_BODY_BYTES, "GET /models body");
     if (!res.ok) throw new Error(`GET /models answered HTTP ${res.status}`);
     try {
       return JSON.parse(text) as unknown;
@@ -317,25 +318,3 @@ function describe(err: unknown, apiKey: string): string {
 }
 
 /** Reads a body as text, refusing more than `max` bytes. */
-async function readBounded(res: Response, max: number): Promise<string> {
-  const declared = Number(res.headers.get("content-length"));
-  if (Number.isFinite(declared) && declared > max) {
-    await res.body?.cancel();
-    throw new Error(`GET /models body is larger than ${max} bytes`);
-  }
-  if (!res.body) return "";
-  const reader = res.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > max) {
-      await reader.cancel();
-      throw new Error(`GET /models body is larger than ${max} bytes`);
-    }
-    chunks.push(value);
-  }
-  return Buffer.concat(chunks).toString("utf8");
-}

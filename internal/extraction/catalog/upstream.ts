@@ -34,6 +34,7 @@
 import { FolioError } from "../../platform/errors/index.ts";
 import { Decimal, parseDecimal, withPlatformFee } from "../../billing/index.ts";
 import type { CatalogModel, InputKind, ModelPricing } from "../types.ts";
+import { isRecord } from "../util.ts";
 
 export interface ExcludedModel {
   /** The entry's id, or `#<index>` when it has no usable id. */
@@ -246,9 +247,6 @@ export function pricingWithFee(pricing: ModelPricing): ModelPricing {
   return out;
 }
 
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === "object" && v !== null && !Array.isArray(v);
-}
 
 function stringArray(v: unknown): string[] | undefined {
   return Array.isArray(v) ? v.filter((x): x is string => typeof x === "string") : undefined;

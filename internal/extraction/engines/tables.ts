@@ -22,6 +22,7 @@
  *   anything else (a percentage, a string) is ignored.
  */
 import type { ExtractOptions, Table } from "../types.ts";
+import { isRecord, parseJson } from "../util.ts";
 
 export interface ParsedPageAnswer {
   text: string;
@@ -214,14 +215,4 @@ export function renderMarkdownTable(rows: readonly (readonly string[])[]): strin
   return [line(head), `|${" --- |".repeat(width)}`, ...body.map(line)].join("\n");
 }
 
-function parseJson(s: string): unknown {
-  try {
-    return JSON.parse(s) as unknown;
-  } catch {
-    return undefined;
-  }
-}
 
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === "object" && v !== null && !Array.isArray(v);
-}

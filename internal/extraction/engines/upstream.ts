@@ -31,6 +31,7 @@ import { FolioError } from "../../platform/errors/index.ts";
 import type { CatalogModel, Engine, ExtractOptions, PageInput, PageResult } from "../types.ts";
 import { buildPagePrompt } from "./prompts.ts";
 import { parsePageAnswer } from "./tables.ts";
+import { isRecord, parseJson, readBounded } from "../util.ts";
 
 export interface UpstreamClientOptions {
   /** e.g. `https://openrouter.ai/api/v1` (no trailing `/chat/completions`). */
@@ -324,35 +325,8 @@ function errorCode(err: unknown): string | undefined {
   return undefined;
 }
 
-function parseJson(s: string): unknown {
-  try {
-    return JSON.parse(s) as unknown;
-  } catch {
-    return undefined;
-  }
-}
 
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === "object" && v !== null && !Array.isArray(v);
-}
 
-async function readBounded(res: Response, max: number): Promise<string> {
-  if (!res.body) return "";
-  const reader = res.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > max) {
-      await reader.cancel();
-      throw new Error(`response body is larger than ${max} bytes`);
-    }
-    chunks.push(value);
-  }
-  return Buffer.concat(chunks).toString("utf8");
-}
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
