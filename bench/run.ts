@@ -12,6 +12,7 @@ import { join } from "node:path";
 import edgeAuth from "./edge-auth.ts";
 import ocrTesseract from "./ocr-tesseract.ts";
 import ocrApi from "./ocr-api.ts";
+import ocrEngines from "./ocr-engines.ts";
 
 export interface BenchmarkReport {
   /** Human-readable report, printed as is. */
@@ -30,7 +31,7 @@ export interface Benchmark {
 }
 
 /** Every benchmark, in the order they run. Add new ones here. */
-const benchmarks: readonly Benchmark[] = [edgeAuth, ocrTesseract, ocrApi];
+const benchmarks: readonly Benchmark[] = [edgeAuth, ocrTesseract, ocrApi, ocrEngines];
 
 const ARTIFACTS = "test-artifacts";
 

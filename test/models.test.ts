@@ -91,7 +91,7 @@ describe("GET /v1/models", () => {
     const stats = await call(stack.edge, "GET", "/v1/models/stats");
     expect(stats.status).toBe(200);
     expect(stats.body.total_models).toBe(list.body.data.length);
-    expect(stats.body.by_source.local).toBe(1);
+    expect(stats.body.by_source.local).toBe(2);
     expect(Number(stats.body.listed_price_per_million_tokens.prompt.max)).toBeGreaterThan(Number(stats.body.listed_price_per_million_tokens.prompt.min));
   });
 
@@ -102,12 +102,12 @@ describe("GET /v1/models", () => {
     expect(Number(age![1])).toBeGreaterThanOrEqual(0);
     expect(text).toMatch(/^folio_catalog_stale\{[^}]*\} 0$/m);
     expect(text).toMatch(/^folio_catalog_refreshes_total\{[^}]*outcome="ok"[^}]*\} [1-9]/m);
-    expect(text).toMatch(/^folio_catalog_models\{[^}]*source="local"[^}]*\} 1$/m);
+    expect(text).toMatch(/^folio_catalog_models\{[^}]*source="local"[^}]*\} 2$/m);
   });
 
   it("without an upstream, only local engines are listed and every strategy resolves to one", async () => {
     const r = await call(bare.edge, "GET", "/v1/models");
-    expect((r.body.data as { id: string }[]).map((m) => m.id)).toEqual(["local/tesseract"]);
+    expect((r.body.data as { id: string }[]).map((m) => m.id)).toEqual(["local/tesseract", "local/ppocr"]);
     expect(r.body.folio.upstream_configured).toBe(false);
     const rec = await call(bare.edge, "GET", "/v1/models/recommended");
     for (const s of rec.body.strategies) expect(s.model).toBe("local/tesseract");

@@ -93,7 +93,8 @@ export const extractionSchema = Type.Object({
   FOLIO_STRATEGY_QUALITY_MODELS: Type.String({ default: "", description: "Comma-separated model ids backing quality/accuracy, first present wins (empty: built-in defaults, docs/models.md)." }),
   FOLIO_STRATEGY_SPEED_MODELS: Type.String({ default: "", description: "Same for speed/balanced." }),
   FOLIO_STRATEGY_COST_MODELS: Type.String({ default: "", description: "Same for cost." }),
-  FOLIO_LOCAL_PRICE_PER_PAGE_USD: decimalUsd("Provider price of one page on a local engine, dollars (docs/models.md).", "0.001"),
+  FOLIO_LOCAL_PRICE_PER_PAGE_USD: decimalUsd("Provider price of one page on local/tesseract, dollars (docs/models.md).", "0.001"),
+  FOLIO_PPOCR_PRICE_PER_PAGE_USD: decimalUsd("Provider price of one page on local/ppocr, dollars (about 3x tesseract's CPU).", "0.002"),
   FOLIO_MAX_COMPLETION_TOKENS: Type.Integer({ minimum: 16, maximum: 200_000, default: 4096, description: "max_tokens sent upstream per page; holds assume it." }),
 });
 export type ExtractionConfig = Static<typeof extractionSchema>;
