@@ -13,6 +13,7 @@ import edgeAuth from "./edge-auth.ts";
 import ocrTesseract from "./ocr-tesseract.ts";
 import ocrApi from "./ocr-api.ts";
 import ocrEngines from "./ocr-engines.ts";
+import sandboxRunsc from "./sandbox-runsc.ts";
 
 export interface BenchmarkReport {
   /** Human-readable report, printed as is. */
@@ -31,7 +32,7 @@ export interface Benchmark {
 }
 
 /** Every benchmark, in the order they run. Add new ones here. */
-const benchmarks: readonly Benchmark[] = [edgeAuth, ocrTesseract, ocrApi, ocrEngines];
+const benchmarks: readonly Benchmark[] = [edgeAuth, ocrTesseract, ocrApi, ocrEngines, sandboxRunsc];
 
 const ARTIFACTS = "test-artifacts";
 

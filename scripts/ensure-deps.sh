@@ -8,7 +8,7 @@ profile="${1:-run}"
 
 # System packages per profile (Debian/Ubuntu names).
 run_pkgs=(tesseract-ocr tesseract-ocr-eng tesseract-ocr-deu poppler-utils fonts-dejavu-core)
-test_pkgs=(postgresql redis-server)
+test_pkgs=(postgresql redis-server runsc libreoffice-writer-nogui libreoffice-impress-nogui)
 case "$profile" in
   run) want=("${run_pkgs[@]}") ;;
   test) want=("${run_pkgs[@]}" "${test_pkgs[@]}") ;;

@@ -1,0 +1,139 @@
+/**
+ * What a runsc sandbox is made of, prepared once per host and reused
+ * read-only by every sandbox:
+ *
+ * - the root folder: almost empty. `bin`, `lib`, `lib64`, `sbin` are links
+ *   into `/usr` (the host's, bound read-only by the OCI config); `etc/` holds
+ *   only fonts configuration, `ld.so.cache`, a `passwd`/`group` that know
+ *   `nobody` alone, and LibreOffice's configuration; empty folders are the
+ *   mount points. No host file is in it that is not copied here on purpose.
+ * - the sandbox program: `cmd/sandbox/main.ts` bundled by esbuild into one
+ *   `.mjs` (no node_modules inside the sandbox), run by the Node 24 binary.
+ * - the prepared LibreOffice profile (`profile.ts`).
+ */
+import { execFile } from "node:child_process";
+import { access, chmod, cp, mkdir, readFile, rename, rm, stat, symlink, writeFile } from "node:fs/promises";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { SANDBOX_PATHS } from "./oci.ts";
+import { prepareProfile } from "./profile.ts";
+
+const run = promisify(execFile);
+
+/** The project's root folder (this file is internal/sandbox/assets.ts). */
+export const PROJECT_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
+
+/** Bump when the root folder's layout changes, so an old one is rebuilt. */
+const ROOTFS_VERSION = "1";
+/** Beside the root folder (not in it, where the sandbox would see it). */
+const ROOTFS_MARKER_SUFFIX = ".version";
+
+/** Host folders copied into the root folder's etc/ (configuration only, no secrets). */
+const ETC_COPIES = ["fonts", "libreoffice", "ld.so.cache"] as const;
+
+/** Empty folders (or files) that mounts are placed on. */
+const MOUNT_POINT_DIRS = [
+  "proc",
+  "dev",
+  "sys",
+  "usr",
+  "tmp",
+  "opt/folio/profile",
+  "var/cache/fontconfig",
+  SANDBOX_PATHS.job.slice(1),
+  // LibreOffice's package links point here (/usr/lib/libreoffice/share/prereg/bundled etc.).
+  "var/lib/libreoffice/share/prereg/bundled",
+  "var/spool/libreoffice/uno_packages/cache",
+];
+const MOUNT_POINT_FILES = [SANDBOX_PATHS.node.slice(1), SANDBOX_PATHS.program.slice(1)];
+
+/**
+ * Creates the sandbox root folder at `dir` unless a current one is there.
+ * Built beside and renamed into place, so a crash never leaves half a root.
+ */
+export async function prepareRootfs(dir: string): Promise<void> {
+  const marker = `${dir}${ROOTFS_MARKER_SUFFIX}`;
+  const current = await readFile(marker, "utf8").catch(() => "");
+  if (current === ROOTFS_VERSION) return;
+  const building = `${dir}.building-${process.pid}`;
+  await rm(building, { recursive: true, force: true });
+  await mkdir(join(building, "etc"), { recursive: true, mode: 0o755 });
+  for (const link of ["bin", "lib", "lib64", "sbin"]) await symlink(`usr/${link}`, join(building, link));
+  for (const name of ETC_COPIES) {
+    // verbatimSymlinks: fontconfig's conf.d links point into /usr, which the sandbox has.
+    await cp(join("/etc", name), join(building, "etc", name), { recursive: true, verbatimSymlinks: true });
+  }
+  await writeFile(join(building, "etc", "passwd"), "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n");
+  await writeFile(join(building, "etc", "group"), "nogroup:x:65534:\n");
+  await writeFile(join(building, "etc", "hostname"), "sandbox\n");
+  await writeFile(join(building, "etc", "hosts"), "127.0.0.1 localhost sandbox\n");
+  for (const d of MOUNT_POINT_DIRS) await mkdir(join(building, d), { recursive: true, mode: 0o755 });
+  await chmod(join(building, "tmp"), 0o1777);
+  for (const f of MOUNT_POINT_FILES) {
+    await mkdir(dirname(join(building, f)), { recursive: true });
+    await writeFile(join(building, f), "");
+  }
+  await rm(marker, { force: true });
+  await rm(dir, { recursive: true, force: true });
+  await rename(building, dir);
+  await writeFile(marker, ROOTFS_VERSION);
+}
+
+/** The Node binary sandboxes run: the project's Node 24 (npm package `node`), else this process's. */
+export async function resolveNodeBinary(explicit?: string): Promise<string> {
+  const candidates = explicit ? [explicit] : [join(PROJECT_ROOT, "node_modules", "node", "bin", "node"), process.execPath];
+  for (const candidate of candidates) {
+    const ok = await access(candidate).then(
+      () => true,
+      () => false,
+    );
+    if (!ok) continue;
+    const { stdout } = await run(candidate, ["--version"]);
+    const major = Number(/^v(\d+)/.exec(stdout.trim())?.[1] ?? 0);
+    if (major >= 24) return candidate;
+    if (explicit) throw new Error(`${candidate} is Node ${stdout.trim()}; the sandbox program needs Node 24 or later`);
+  }
+  throw new Error("no Node 24 binary found for the sandbox (install the project's dependencies: npm ci)");
+}
+
+/**
+ * Bundles `cmd/sandbox/main.ts` into one ES module at `outFile` with the
+ * project's esbuild. Returns `outFile`.
+ */
+export async function buildSandboxProgram(outFile: string): Promise<string> {
+  const entry = join(PROJECT_ROOT, "cmd", "sandbox", "main.ts");
+  const esbuild = join(PROJECT_ROOT, "node_modules", ".bin", "esbuild");
+  await stat(entry).catch(() => {
+    throw new Error(`the sandbox program's source ${entry} is missing; give a prebuilt bundle instead`);
+  });
+  await mkdir(dirname(outFile), { recursive: true });
+  const building = `${outFile}.building-${process.pid}`;
+  await run(esbuild, [entry, "--bundle", "--platform=node", "--format=esm", "--target=node24", "--log-level=warning", `--outfile=${building}`]);
+  await chmod(building, 0o644);
+  await rename(building, outFile);
+  return outFile;
+}
+
+export interface PreparedAssets {
+  rootfs: string;
+  program: string;
+  nodeBinary: string;
+  profileDir: string;
+}
+
+/**
+ * Prepares everything under `dir` (root folder, program bundle, profile)
+ * and resolves the Node binary. Safe to call again: finished parts are kept,
+ * except the program, which is rebuilt so it always matches the source.
+ */
+export async function prepareAssets(dir: string, options: { nodeBinary?: string; program?: string } = {}): Promise<PreparedAssets> {
+  await mkdir(dir, { recursive: true, mode: 0o711 });
+  const rootfs = join(dir, "rootfs");
+  const profileDir = join(dir, "profile");
+  await prepareRootfs(rootfs);
+  await prepareProfile(profileDir);
+  const program = options.program ?? (await buildSandboxProgram(join(dir, "sandbox.mjs")));
+  const nodeBinary = await resolveNodeBinary(options.nodeBinary);
+  return { rootfs, program, nodeBinary, profileDir };
+}

@@ -1,0 +1,101 @@
+/**
+ * A sandbox backend converts one office document into 200-DPI PNG pages in
+ * an isolated, single-use sandbox. Backends (`runsc`, `kubernetes`,
+ * `unsandboxed`) differ only in how the sandbox is made; the program inside
+ * it (`cmd/sandbox`, {@link runJob}) is the same for all of them.
+ *
+ * Errors are {@link FolioError}s: `conversion_failed` (the document could not
+ * be converted, with the sandbox's message), `timeout` (the wall-clock limit
+ * passed and the sandbox was killed), `internal_error` (the sandbox itself
+ * could not be run).
+ */
+import type { ConversionFormat } from "../documents/index.ts";
+
+export type { ConversionFormat };
+
+export interface SandboxInput {
+  /** The document's bytes, exactly as received. */
+  document: Buffer;
+  /** What the bytes were sniffed to be; decides the file extension LibreOffice sees. */
+  format: ConversionFormat;
+  /** More pages than this is `conversion_failed` (nothing is rendered). */
+  maxPages: number;
+  /** Wall-clock limit for the whole sandbox, start to exit. */
+  timeoutMs: number;
+  /** W3C trace context of the caller, handed to the sandbox program. */
+  traceparent?: string;
+}
+
+export interface SandboxResult {
+  /** One PNG per page, in page order, 200 DPI (the pHYs chunk says so). */
+  pages: Buffer[];
+  pageCount: number;
+  /** Wall time from the sandbox's start to its exit: what is billed. */
+  computeMillis: number;
+}
+
+export interface SandboxBackend {
+  /**
+   * Converts one document in a fresh sandbox that is destroyed afterwards.
+   * Aborting `signal` kills the sandbox and rejects with the signal's reason.
+   */
+  convert(input: SandboxInput, signal?: AbortSignal): Promise<SandboxResult>;
+}
+
+/** Codes the sandbox program reports in `result.json`. */
+export type JobErrorCode = "conversion_failed" | "timeout";
+
+/**
+ * `job.json`: what the host asks of the sandbox program. Paths are as the
+ * program sees them (inside the sandbox).
+ */
+export interface JobSpec {
+  format: ConversionFormat;
+  /** Always 200 today; carried so the program has no hidden constant. */
+  dpi: number;
+  maxPages: number;
+  /**
+   * A prepared LibreOffice profile (see `prepareProfile`). The program copies
+   * it to a private folder and uses the copy, unless `profileInPlace` says
+   * this folder already is a fresh copy made for this job alone.
+   */
+  profileDir: string;
+  profileInPlace?: boolean;
+  /** Milliseconds LibreOffice and poppler may take in total inside the program. */
+  timeoutMs?: number;
+  /** Largest total size of the PNG pages; past it the job fails. */
+  maxOutputBytes?: number;
+  traceparent?: string;
+  /**
+   * Test-only probe: report what the sandbox can see, write and reach instead
+   * of converting. Never set from a request; see `probe.ts`.
+   */
+  probe?: ProbeSpec;
+}
+
+export interface ProbeSpec {
+  /** Paths whose existence/readability is reported. */
+  read: string[];
+  /** Paths where writing a small marker file is attempted (and removed again). */
+  write: string[];
+  /** TCP endpoints a connection is attempted to (nothing is sent). */
+  connect: { host: string; port: number }[];
+}
+
+export interface ProbeReport {
+  uid: number;
+  gid: number;
+  read: { path: string; visible: boolean; entries?: string[]; error?: string }[];
+  write: { path: string; written: boolean; error?: string }[];
+  connect: { host: string; port: number; connected: boolean; error?: string }[];
+}
+
+/** `output/result.json`: what the sandbox program reports. */
+export interface JobResult {
+  ok: boolean;
+  pageCount: number;
+  error?: { code: JobErrorCode; message: string };
+  /** Milliseconds spent in each step inside the sandbox (for benchmarks and logs). */
+  timings?: Record<string, number>;
+  probe?: ProbeReport;
+}

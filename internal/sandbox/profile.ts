@@ -1,0 +1,159 @@
+/**
+ * The LibreOffice user profile every conversion starts from.
+ *
+ * A profile that does not exist yet makes LibreOffice create it and then
+ * exit with code 81 ("restart me") before doing any work, so the profile is
+ * prepared once, outside any sandbox, and each conversion uses its own fresh
+ * copy of it. Preparing also writes the security settings below into the
+ * profile's `registrymodifications.xcu`, which is read at start and wins over
+ * the installation's defaults.
+ *
+ * Which settings LibreOffice 7.4 (Debian 12) honours, and why each is here:
+ *
+ * - `Common/Security/Scripting/MacroSecurityLevel = 3` ("very high": only
+ *   macros from trusted locations run; there are none) and
+ *   `DisableMacrosExecution = true` (no macro of any language runs, whatever
+ *   the level or signature). Document event bindings are macros too.
+ * - `Common/Security/Scripting/BlockUntrustedRefererLinks = true`: linked
+ *   (not embedded) images and other resources whose referer is a document
+ *   outside the trusted locations are not loaded at all - covers DOCX
+ *   `r:link`, ODF `xlink:href` images, http(s) and file URLs alike.
+ * - `Writer/Content/Update/Link = 0` (sw `UpdateLinks::NEVER`): linked
+ *   sections, DDE and OLE links are never refreshed on load.
+ *   `Calc/Content/Update/Link = 1` (sc `LM_NEVER`; Calc numbers it
+ *   differently): same for spreadsheet links embedded in documents.
+ * - `Common/Security/Scripting/DisableActiveContent = true`: newer releases
+ *   (24.2+) use it to refuse OLE/DDE/active content; 7.4 does not know the
+ *   key and ignores it, so it costs nothing and holds when LibreOffice moves.
+ * - `Setup/L10N/ooSetupSystemLocale = en-GB`: documents that name no paper
+ *   size (plain text) are laid out on A4 rather than the en-US Letter default.
+ *
+ * Inside a sandbox there is no network and nothing of the host to link to,
+ * so these settings are the second line of defence there; in the
+ * `unsandboxed` development backend they are the only one.
+ */
+import { spawn } from "node:child_process";
+import { chmod, readFile, readdir, stat, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+
+export const SOFFICE_BIN = "/usr/lib/libreoffice/program/soffice.bin";
+
+/** The settings written into every prepared profile (see the module comment). */
+export const PROFILE_SETTINGS: readonly { path: string; name: string; type: "int" | "boolean" | "string"; value: string }[] = [
+  { path: "/org.openoffice.Office.Common/Security/Scripting", name: "MacroSecurityLevel", type: "int", value: "3" },
+  { path: "/org.openoffice.Office.Common/Security/Scripting", name: "DisableMacrosExecution", type: "boolean", value: "true" },
+  { path: "/org.openoffice.Office.Common/Security/Scripting", name: "BlockUntrustedRefererLinks", type: "boolean", value: "true" },
+  { path: "/org.openoffice.Office.Common/Security/Scripting", name: "DisableActiveContent", type: "boolean", value: "true" },
+  { path: "/org.openoffice.Office.Writer/Content/Update", name: "Link", type: "int", value: "0" },
+  { path: "/org.openoffice.Office.Calc/Content/Update", name: "Link", type: "int", value: "1" },
+  { path: "/org.openoffice.Setup/L10N", name: "ooSetupSystemLocale", type: "string", value: "en-GB" },
+];
+
+/** Exit code of a first start that created the profile and wants to be restarted. */
+const RESTART_EXIT_CODE = 81;
+/** Marker written last, so a half-prepared folder is never taken for a prepared one. */
+const READY_MARKER = ".folio-profile-ready";
+
+/** The `<item>` lines for {@link PROFILE_SETTINGS}. */
+export function settingsXcuItems(): string {
+  return PROFILE_SETTINGS.map(
+    (s) =>
+      `<item oor:path="${s.path}"><prop oor:name="${s.name}" oor:op="fuse">` +
+      `<value>${s.value}</value></prop></item>`,
+  ).join("\n");
+}
+
+const EMPTY_XCU =
+  '<?xml version="1.0" encoding="UTF-8"?>\n' +
+  '<oor:items xmlns:oor="http://openoffice.org/2001/registry" xmlns:xs="http://www.w3.org/2001/XMLSchema" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">\n' +
+  "</oor:items>\n";
+
+/**
+ * Adds the security settings to an existing `registrymodifications.xcu`
+ * text, dropping any item LibreOffice wrote for the same properties.
+ */
+export function applySettings(xcu: string): string {
+  let text = xcu.includes("</oor:items>") ? xcu : EMPTY_XCU;
+  for (const s of PROFILE_SETTINGS) {
+    const escaped = s.path.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
+    const item = new RegExp(`<item oor:path="${escaped}"><prop oor:name="${s.name}"[^]*?</item>\\n?`, "g");
+    text = text.replace(item, "");
+  }
+  return text.replace("</oor:items>", `${settingsXcuItems()}\n</oor:items>`);
+}
+
+/** Whether `dir` holds a profile that {@link prepareProfile} finished. */
+export async function isPreparedProfile(dir: string): Promise<boolean> {
+  return stat(join(dir, READY_MARKER)).then(
+    () => true,
+    () => false,
+  );
+}
+
+export interface PrepareProfileOptions {
+  sofficePath?: string;
+  /** Per start of LibreOffice; default 60 s. */
+  timeoutMs?: number;
+}
+
+/**
+ * Creates a LibreOffice profile in `dir` (which should be empty or absent)
+ * by starting LibreOffice headless until it stops asking for a restart, then
+ * writes the security settings and makes the folder readable by everyone
+ * (sandboxes run as `nobody` and only read it). Idempotent: a folder already
+ * prepared is left as it is.
+ */
+export async function prepareProfile(dir: string, options: PrepareProfileOptions = {}): Promise<void> {
+  if (await isPreparedProfile(dir)) return;
+  const soffice = options.sofficePath ?? SOFFICE_BIN;
+  const timeoutMs = options.timeoutMs ?? 60_000;
+  let code: number | null = RESTART_EXIT_CODE;
+  let output = "";
+  for (let attempt = 0; attempt < 3 && code === RESTART_EXIT_CODE; attempt++) {
+    ({ code, output } = await runOnce(soffice, [
+      `-env:UserInstallation=${fileUrl(dir)}`,
+      "--headless",
+      "--norestore",
+      "--nologo",
+      "--nodefault",
+      "--nolockcheck",
+      "--terminate_after_init",
+    ], timeoutMs));
+  }
+  if (code !== 0) {
+    throw new Error(`preparing the LibreOffice profile in ${dir} failed (exit ${String(code)}): ${output.trim()}`);
+  }
+  const xcuPath = join(dir, "user", "registrymodifications.xcu");
+  const existing = await readFile(xcuPath, "utf8").catch(() => EMPTY_XCU);
+  await writeFile(xcuPath, applySettings(existing));
+  await makeWorldReadable(dir);
+  await writeFile(join(dir, READY_MARKER), new Date().toISOString());
+}
+
+/** `file://` URL of an absolute path, as `-env:UserInstallation` wants it. */
+export function fileUrl(absolutePath: string): string {
+  return `file://${absolutePath.split("/").map(encodeURIComponent).join("/")}`;
+}
+
+async function makeWorldReadable(dir: string): Promise<void> {
+  await chmod(dir, 0o755);
+  for (const entry of await readdir(dir, { withFileTypes: true, recursive: true })) {
+    const path = join(entry.parentPath, entry.name);
+    if (entry.isDirectory()) await chmod(path, 0o755);
+    else if (entry.isFile()) await chmod(path, 0o644);
+  }
+}
+
+function runOnce(command: string, args: string[], timeoutMs: number): Promise<{ code: number | null; output: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { stdio: ["ignore", "pipe", "pipe"], timeout: timeoutMs, killSignal: "SIGKILL" });
+    let output = "";
+    const keep = (chunk: Buffer) => {
+      if (output.length < 8192) output += chunk.toString("utf8");
+    };
+    child.stdout.on("data", keep);
+    child.stderr.on("data", keep);
+    child.once("error", reject);
+    child.once("close", (code) => resolve({ code, output }));
+  });
+}

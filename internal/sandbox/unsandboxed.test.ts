@@ -1,0 +1,76 @@
+/**
+ * The development-only backend: same converter and profile as the sandbox,
+ * a warning on every document, and the profile's settings alone keep linked
+ * content from being fetched (here nothing else would stop it).
+ */
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { FolioError } from "../platform/errors/index.ts";
+import { PROJECT_ROOT } from "./assets.ts";
+import { canarySvg, linkedImageDocx, linkedImageOdt, pngInfo } from "./testdocs.ts";
+import { UnsandboxedBackend } from "./unsandboxed.ts";
+
+const work = mkdtempSync(join(tmpdir(), "folio-unsandboxed-test-"));
+const warnings: unknown[][] = [];
+const backend = new UnsandboxedBackend({ workDir: join(work, "backend"), logger: { warn: (...args: unknown[]) => warnings.push(args) } as never });
+
+let server: Server;
+let requests: string[] = [];
+let httpUrl = "";
+const canaryText = `CANARY${Math.floor(Math.random() * 9000 + 1000)}`;
+
+beforeAll(async () => {
+  writeFileSync(join(work, "canary.svg"), canarySvg(canaryText));
+  server = createServer((req, res) => {
+    requests.push(req.url ?? "");
+    res.setHeader("content-type", "image/svg+xml");
+    res.end(canarySvg(canaryText));
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  httpUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/canary.svg`;
+  await backend.prepare();
+}, 60_000);
+
+afterAll(async () => {
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  rmSync(work, { recursive: true, force: true });
+});
+
+describe("UnsandboxedBackend", () => {
+  it("converts with the same converter and warns on every document", async () => {
+    const before = warnings.length;
+    const document = readFileSync(join(PROJECT_ROOT, "test", "fixtures", "convert", "two-pages.docx"));
+    const result = await backend.convert({ document, format: "DOCX", maxPages: 5, timeoutMs: 60_000 });
+    expect(result.pageCount).toBe(2);
+    expect(pngInfo(result.pages[0] as Buffer)).toMatchObject({ width: 1654, height: 2339, phys: { x: 7874, y: 7874, unit: 1 } });
+    await backend.convert({ document: Buffer.from("hi\n"), format: "TXT", maxPages: 5, timeoutMs: 60_000 });
+    expect(warnings.length - before).toBe(2);
+    expect(String(warnings.at(-1)?.[1])).toMatch(/WITHOUT a sandbox/);
+  }, 60_000);
+
+  it("answers timeout when LibreOffice runs past the limit", async () => {
+    const document = readFileSync(join(PROJECT_ROOT, "test", "fixtures", "convert", "two-pages.docx"));
+    const err = await backend.convert({ document, format: "DOCX", maxPages: 5, timeoutMs: 300 }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(FolioError);
+    expect((err as FolioError).code).toBe("timeout");
+  }, 30_000);
+
+  it.each([
+    ["DOCX", () => linkedImageDocx("Visible body text", [`file://${join(work, "canary.svg")}`, httpUrl])],
+    ["ODT", () => linkedImageOdt("Visible body text", [`file://${join(work, "canary.svg")}`, httpUrl])],
+  ] as const)("never fetches linked images (%s): the profile's settings alone block file and http links", async (format, make) => {
+    requests = [];
+    const result = await backend.convert({ document: make(), format, maxPages: 5, timeoutMs: 60_000 });
+    const png = join(work, `page-${format}.png`);
+    writeFileSync(png, result.pages[0] as Buffer);
+    const text = execFileSync("tesseract", [png, "stdout"], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] });
+    expect(text).toMatch(/Visible body text/);
+    expect(text).not.toMatch(/CANARY/i);
+    expect(requests).toEqual([]);
+  }, 60_000);
+});
