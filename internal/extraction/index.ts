@@ -21,13 +21,10 @@ export type * from "./types.ts";
 
 export const TESSERACT_MODEL_ID = "local/tesseract";
 
-/** The local tesseract engine as a catalog entry, priced per page (docs/models.md). */
-export function tesseractModel(pricePerPageUsd: string): CatalogModel {
+/** A local engine as a catalog entry: reads images (and PDFs, rasterized by the edge), priced per page. */
+function localModel(m: { id: string; name: string; description: string; created: number }, pricePerPageUsd: string): CatalogModel {
   return {
-    id: TESSERACT_MODEL_ID,
-    name: "Tesseract OCR 5 (local)",
-    description: "Tesseract 5 LSTM OCR running on Folio's own machines. Plain text with a mean word confidence; no tables.",
-    created: 1_672_531_200,
+    ...m,
     ownedBy: "folio",
     source: "local",
     contextLength: 0,
@@ -38,22 +35,31 @@ export function tesseractModel(pricePerPageUsd: string): CatalogModel {
   };
 }
 
-/** The local PP-OCRv4 engine (onnxruntime in a worker thread), priced per page: it uses about 3x tesseract's CPU. */
+/** The local tesseract engine as a catalog entry, priced per page (docs/models.md). */
+export function tesseractModel(pricePerPageUsd: string): CatalogModel {
+  return localModel(
+    {
+      id: TESSERACT_MODEL_ID,
+      name: "Tesseract OCR 5 (local)",
+      description: "Tesseract 5 LSTM OCR running on Folio's own machines. Plain text with a mean word confidence; no tables.",
+      created: 1_672_531_200,
+    },
+    pricePerPageUsd,
+  );
+}
+
+/** The local PP-OCRv4 engine (onnxruntime in a worker thread): it uses about 3x tesseract's CPU per page. */
 export function ppocrModel(pricePerPageUsd: string): CatalogModel {
-  return {
-    id: PPOCR_MODEL_ID,
-    name: "PP-OCRv4 (local)",
-    description:
-      "PaddleOCR PP-OCRv4 detection and recognition models run with ONNX Runtime on Folio's own machines. More accurate than tesseract on degraded scans; English and Chinese only (no German umlauts/ß); plain text with a mean box confidence; no tables.",
-    created: 1_700_000_000,
-    ownedBy: "folio",
-    source: "local",
-    contextLength: 0,
-    maxCompletionTokens: null,
-    inputKinds: ["image", "pdf"],
-    category: "local",
-    pricing: { prompt: "0", completion: "0", page: pricePerPageUsd },
-  };
+  return localModel(
+    {
+      id: PPOCR_MODEL_ID,
+      name: "PP-OCRv4 (local)",
+      description:
+        "PaddleOCR PP-OCRv4 detection and recognition models run with ONNX Runtime on Folio's own machines. More accurate than tesseract on degraded scans; English and Chinese only (no German umlauts/ß); plain text with a mean box confidence; no tables.",
+      created: 1_700_000_000,
+    },
+    pricePerPageUsd,
+  );
 }
 
 function list(value: string, fallback: string[]): string[] {
