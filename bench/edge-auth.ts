@@ -33,6 +33,7 @@ import { migrateToLatest, openDatabase, redactUrl } from "../internal/platform/d
 import { createLogger } from "../internal/platform/log/index.ts";
 import { RedisRateLimiter } from "../internal/ratelimit/index.ts";
 import type { Benchmark, BenchmarkReport } from "./run.ts";
+import { median } from "./support.ts";
 
 const BENCH_DATABASE = "folio_bench";
 const ROUTE = "/v1/account";
@@ -79,11 +80,6 @@ function settings(): Settings {
   };
 }
 
-function median(xs: readonly number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
-}
 
 /** The dedicated benchmark database on DATABASE_URL's server, created when absent. */
 export async function benchDatabaseUrl(base: string): Promise<string> {

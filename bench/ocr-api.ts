@@ -12,7 +12,7 @@ import { startEdge } from "../internal/edge/index.ts";
 import { startExtraction } from "../internal/extraction/index.ts";
 import { edgeSchema, extractionSchema, parseConfig } from "../internal/platform/config/index.ts";
 import { createLogger } from "../internal/platform/log/index.ts";
-import { addCredits } from "./support.ts";
+import { addCredits, median } from "./support.ts";
 import { benchDatabaseUrl, prepareAccount } from "./edge-auth.ts";
 import type { Benchmark, BenchmarkReport } from "./run.ts";
 
@@ -20,11 +20,6 @@ const FIXTURES = fileURLToPath(new URL("../test/fixtures/ocr/", import.meta.url)
 const TARGET_RATIO = 1.15;
 const RUNS = Number(process.env.BENCH_OCR_RUNS ?? 7);
 
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-}
 
 function cli(image: string): Promise<void> {
   return new Promise((resolve, reject) =>

@@ -77,6 +77,7 @@ import { TesseractEngine } from "../internal/extraction/engines/tesseract.ts";
 import type { ExtractOptions } from "../internal/extraction/types.ts";
 import { cer, levenshtein } from "../test/cer.ts";
 import type { Benchmark, BenchmarkReport } from "./run.ts";
+import { median, positiveInt } from "./support.ts";
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
 const FIXTURES = fileURLToPath(new URL("../test/fixtures/ocr/", import.meta.url));
@@ -112,12 +113,6 @@ async function loadFixtures(): Promise<Fixture[]> {
 
 // ---------------------------------------------------------------- text from boxes
 
-function median(xs: readonly number[]): number {
-  if (xs.length === 0) return Number.NaN;
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
-}
 
 const mean = (xs: readonly number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : Number.NaN);
 
@@ -245,13 +240,6 @@ const CANDIDATES: readonly Candidate[] = [gutenye, ppocr];
 
 // ---------------------------------------------------------------- measuring
 
-function positiveInt(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === "") return fallback;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < 1) throw new Error(`${name} must be a positive integer, got '${raw}'`);
-  return n;
-}
 
 interface PageFigures {
   cer: number;

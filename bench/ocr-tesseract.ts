@@ -36,6 +36,7 @@ import { TesseractEngine } from "../internal/extraction/engines/tesseract.ts";
 import type { ExtractOptions } from "../internal/extraction/types.ts";
 import { cer } from "../test/cer.ts";
 import type { Benchmark, BenchmarkReport } from "./run.ts";
+import { median, positiveInt } from "./support.ts";
 
 const FIXTURES = fileURLToPath(new URL("../test/fixtures/ocr/", import.meta.url));
 const PAGE_IMAGE = `${FIXTURES}english.png`;
@@ -58,19 +59,7 @@ interface PdfRun {
   maxPageCer: number;
 }
 
-function positiveInt(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === "") return fallback;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < 1) throw new Error(`${name} must be a positive integer, got '${raw}'`);
-  return n;
-}
 
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
-}
 
 function runCli(args: string[], env: NodeJS.ProcessEnv): Promise<string> {
   return new Promise((resolve, reject) => {

@@ -18,12 +18,8 @@ import type { Benchmark, BenchmarkReport } from "./run.ts";
 import { PROJECT_ROOT } from "../internal/sandbox/assets.ts";
 import { fileUrl, prepareProfile, SOFFICE_BIN } from "../internal/sandbox/profile.ts";
 import { RunscBackend } from "../internal/sandbox/runsc.ts";
+import { median } from "./support.ts";
 
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
-}
 
 function exec(command: string, args: string[]): Promise<number | null> {
   return new Promise((resolve, reject) => {

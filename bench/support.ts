@@ -10,3 +10,20 @@ export async function addCredits(databaseUrl: string, accountId: string, cents: 
     await handle.close();
   }
 }
+
+/** The median of some figures (NaN for none). */
+export function median(xs: readonly number[]): number {
+  if (xs.length === 0) return Number.NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
+}
+
+/** A positive whole number from the environment, or `fallback` when unset. */
+export function positiveInt(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === "") return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1) throw new Error(`${name} must be a positive integer, got '${raw}'`);
+  return n;
+}

@@ -11,8 +11,8 @@ import { fileURLToPath } from "node:url";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { cer } from "../../test/cer.ts";
 import { TesseractEngine } from "../extraction/engines/tesseract.ts";
-import { FolioError } from "../platform/errors/index.ts";
 import { openPdf, pdfPageCount, rasterizePdf } from "./pdf.ts";
+import { folioFailure as failure } from "../../test/support.ts";
 
 const FIXTURES = fileURLToPath(new URL("../../test/fixtures/ocr", import.meta.url));
 const fixture = (name: string) => readFileSync(join(FIXTURES, name));
@@ -47,14 +47,6 @@ function tinyPdf(opts: { mediaBox?: string; trailerExtra?: string; extraObjects?
   return Buffer.from(body, "latin1");
 }
 
-async function failure(p: Promise<unknown>): Promise<FolioError> {
-  const err = await p.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err, "expected a FolioError").toBeInstanceOf(FolioError);
-  return err as FolioError;
-}
 
 // Every test runs with a private TMPDIR, so "nothing left behind" can be checked exactly.
 let tmp: string;

@@ -11,13 +11,13 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { FolioError } from "../platform/errors/index.ts";
 import { makeRtf } from "../../test/fixtures/convert/generate.ts";
 import { PROJECT_ROOT } from "./assets.ts";
 import type { ConversionFormat, SandboxResult } from "./interface.ts";
 import { fileUrl, SOFFICE_BIN } from "./profile.ts";
 import { RunscBackend } from "./runsc.ts";
 import { canarySvg, linkedImageDocx, linkedImageOdt, pngInfo } from "./testdocs.ts";
+import { folioFailure } from "../../test/support.ts";
 
 const FIXTURES = join(PROJECT_ROOT, "test", "fixtures", "convert");
 const manifest = JSON.parse(readFileSync(join(FIXTURES, "manifest.json"), "utf8")) as { pdfPages: Record<string, number> };
@@ -37,14 +37,6 @@ function containers(): string[] {
   return execFileSync("runsc", [`--root=${backend.stateDir}`, "list", "-quiet"], { encoding: "utf8" }).split("\n").filter(Boolean);
 }
 
-async function failure(promise: Promise<unknown>): Promise<FolioError> {
-  const err = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err, "expected the conversion to fail").toBeInstanceOf(FolioError);
-  return err as FolioError;
-}
 
 function expectPages(result: SandboxResult, pageCount: number, size?: { width: number; height: number }): void {
   expect(result.pageCount).toBe(pageCount);
@@ -102,7 +94,7 @@ describe("RunscBackend refuses", () => {
       ["truncated", docx.subarray(0, Math.floor(docx.length / 2)), "DOCX"],
       ["password-protected", fixture("password.odt"), "ODT"],
     ] as const) {
-      const err = await failure(backend.convert({ document, format, maxPages: 10, timeoutMs: 60_000 }));
+      const err = await folioFailure(backend.convert({ document, format, maxPages: 10, timeoutMs: 60_000 }));
       expect(err.code, `${label}: ${err.message}`).toBe("conversion_failed");
       expect(err.message).toMatch(/could not read the document/);
     }
@@ -110,7 +102,7 @@ describe("RunscBackend refuses", () => {
   }, 90_000);
 
   it("a document with more pages than maxPages, with conversion_failed", async () => {
-    const err = await failure(backend.convert({ document: fixture("two-pages.docx"), format: "DOCX", maxPages: 1, timeoutMs: 60_000 }));
+    const err = await folioFailure(backend.convert({ document: fixture("two-pages.docx"), format: "DOCX", maxPages: 1, timeoutMs: 60_000 }));
     expect(err.code).toBe("conversion_failed");
     expect(err.message).toMatch(/2 pages; at most 1/);
   }, 60_000);
@@ -119,7 +111,7 @@ describe("RunscBackend refuses", () => {
 describe("RunscBackend resource limits", () => {
   it("kills a sandbox that goes over its memory limit: conversion_failed, nothing left behind", async () => {
     const small = new RunscBackend({ workDir: join(work, "small"), limits: { memoryBytes: 48 * 1024 * 1024 } });
-    const err = await failure(small.convert({ document: fixture("one-page.docx"), format: "DOCX", maxPages: 10, timeoutMs: 60_000 }));
+    const err = await folioFailure(small.convert({ document: fixture("one-page.docx"), format: "DOCX", maxPages: 10, timeoutMs: 60_000 }));
     expect(err.code, err.message).toBe("conversion_failed");
     expect(err.message).toMatch(/killed/);
     expect(execFileSync("runsc", [`--root=${small.stateDir}`, "list", "-quiet"], { encoding: "utf8" }).trim()).toBe("");
@@ -129,7 +121,7 @@ describe("RunscBackend resource limits", () => {
 describe("RunscBackend time limit", () => {
   it.each([1, 500])("kills the sandbox after %d ms: timeout, and nothing left behind", async (timeoutMs) => {
     const started = Date.now();
-    const err = await failure(backend.convert({ document: fixture("two-pages.docx"), format: "DOCX", maxPages: 10, timeoutMs }));
+    const err = await folioFailure(backend.convert({ document: fixture("two-pages.docx"), format: "DOCX", maxPages: 10, timeoutMs }));
     expect(err.code, err.message).toBe("timeout");
     expect(Date.now() - started).toBeLessThan(15_000);
     expect(containers()).toEqual([]);

