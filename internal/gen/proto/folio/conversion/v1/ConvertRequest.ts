@@ -1,0 +1,50 @@
+// Original file: proto/folio/conversion/v1/conversion.proto
+
+
+export interface ConvertRequest {
+  /**
+   * The document's bytes, exactly as received.
+   */
+  'document'?: (Buffer | Uint8Array | string);
+  /**
+   * The MIME type the client declared (or the edge sniffed). It must be one
+   * of the supported conversion types, and the bytes must agree with it.
+   */
+  'mime_type'?: (string);
+  /**
+   * Echoed in logs only.
+   */
+  'filename'?: (string);
+  /**
+   * Most pages the caller accepts (0: the service's own limit).
+   */
+  'max_pages'?: (number);
+  /**
+   * The edge's request id, for logs and traces.
+   */
+  'request_id'?: (string);
+}
+
+export interface ConvertRequest__Output {
+  /**
+   * The document's bytes, exactly as received.
+   */
+  'document': (Buffer);
+  /**
+   * The MIME type the client declared (or the edge sniffed). It must be one
+   * of the supported conversion types, and the bytes must agree with it.
+   */
+  'mime_type': (string);
+  /**
+   * Echoed in logs only.
+   */
+  'filename': (string);
+  /**
+   * Most pages the caller accepts (0: the service's own limit).
+   */
+  'max_pages': (number);
+  /**
+   * The edge's request id, for logs and traces.
+   */
+  'request_id': (string);
+}

@@ -1,0 +1,41 @@
+// Original file: proto/folio/conversion/v1/conversion.proto
+
+import type { Long } from '@grpc/proto-loader';
+
+export interface JobHeader {
+  /**
+   * DOCX, PPTX, DOC, ODT, RTF, TXT
+   */
+  'format'?: (string);
+  /**
+   * 200
+   */
+  'dpi'?: (number);
+  'max_pages'?: (number);
+  /**
+   * time the program may spend converting
+   */
+  'timeout_ms'?: (number | string | Long);
+  'max_output_bytes'?: (number | string | Long);
+  'document_bytes'?: (number | string | Long);
+  'traceparent'?: (string);
+}
+
+export interface JobHeader__Output {
+  /**
+   * DOCX, PPTX, DOC, ODT, RTF, TXT
+   */
+  'format': (string);
+  /**
+   * 200
+   */
+  'dpi': (number);
+  'max_pages': (number);
+  /**
+   * time the program may spend converting
+   */
+  'timeout_ms': (number);
+  'max_output_bytes': (number);
+  'document_bytes': (number);
+  'traceparent': (string);
+}

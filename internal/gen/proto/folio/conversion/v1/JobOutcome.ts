@@ -1,0 +1,31 @@
+// Original file: proto/folio/conversion/v1/conversion.proto
+
+import type { Long } from '@grpc/proto-loader';
+
+export interface JobOutcome {
+  'ok'?: (boolean);
+  'page_count'?: (number);
+  /**
+   * conversion_failed | timeout, when !ok
+   */
+  'error_code'?: (string);
+  'error_message'?: (string);
+  /**
+   * Milliseconds per step inside the sandbox (informational).
+   */
+  'timings'?: ({[key: string]: number | string | Long});
+}
+
+export interface JobOutcome__Output {
+  'ok': (boolean);
+  'page_count': (number);
+  /**
+   * conversion_failed | timeout, when !ok
+   */
+  'error_code': (string);
+  'error_message': (string);
+  /**
+   * Milliseconds per step inside the sandbox (informational).
+   */
+  'timings': ({[key: string]: number});
+}

@@ -1,0 +1,8 @@
+// Original file: proto/folio/conversion/v1/conversion.proto
+
+
+export interface PricingRequest {
+}
+
+export interface PricingRequest__Output {
+}
