@@ -76,6 +76,7 @@ export const edgeSchema = Type.Object({
   FOLIO_FETCH_ALLOW: Type.String({ default: "", description: "Comma-separated exceptions to the private-address refusal of URL fetches: ip:port pairs or CIDRs (e.g. an internal document store)." }),
   FOLIO_PDF_TIMEOUT_SECONDS: Type.Number({ minimum: 1, maximum: 600, default: 120, description: "Time limit for rasterizing one PDF." }),
   FOLIO_EXTRACTION_DEADLINE_SECONDS: Type.Number({ minimum: 1, maximum: 3600, default: 180, description: "gRPC deadline of one page or chat call to the extraction service." }),
+  FOLIO_CONVERSION_DEADLINE_SECONDS: Type.Number({ minimum: 1, maximum: 3600, default: 180, description: "gRPC deadline of one call to the conversion service (its queue and sandbox time limit included)." }),
 });
 export type EdgeConfig = Static<typeof edgeSchema>;
 
@@ -98,6 +99,63 @@ export const extractionSchema = Type.Object({
   FOLIO_MAX_COMPLETION_TOKENS: Type.Integer({ minimum: 16, maximum: 200_000, default: 4096, description: "max_tokens sent upstream per page; holds assume it." }),
 });
 export type ExtractionConfig = Static<typeof extractionSchema>;
+
+const quantity = (description: string, def: string) => Type.String({ pattern: "^[0-9]+(\\.[0-9]+)?(m|k|Ki|Mi|Gi|Ti|M|G|T)?$", default: def, description });
+
+/** The conversion process (gRPC): sandboxes, one per document. */
+export const conversionSchema = Type.Object({
+  ...commonSchema,
+  FOLIO_GRPC_HOST: extractionSchema.properties.FOLIO_GRPC_HOST,
+  FOLIO_GRPC_PORT: port("Port of the conversion gRPC server (the edge calls it).", 50052),
+  FOLIO_SANDBOX: Type.Union([Type.Literal("runsc"), Type.Literal("kubernetes"), Type.Literal("unsandboxed")], {
+    default: "runsc",
+    description: "Sandbox backend: runsc (gVisor on this machine), kubernetes (a ConversionSandbox per document, run by the operator), unsandboxed (development only; warns on every document).",
+  }),
+  FOLIO_CONVERSION_TIMEOUT_SECONDS: Type.Number({ minimum: 1, maximum: 3600, default: 120, description: "Wall-clock limit of one sandbox, start to exit; past it the sandbox is killed and the answer is timeout." }),
+  FOLIO_CONVERSION_MAX_DOCUMENT_BYTES: Type.Integer({ minimum: 1, default: 50 * 1024 * 1024, description: "Largest document the service converts." }),
+  FOLIO_CONVERSION_MAX_PAGES: Type.Integer({ minimum: 1, maximum: 10_000, default: 100, description: "Most pages of one converted document (the edge may ask for fewer)." }),
+  FOLIO_CONVERSION_MAX_OUTPUT_BYTES: Type.Integer({ minimum: 1024, default: 256 * 1024 * 1024, description: "Largest total size of the PNG pages of one document." }),
+  FOLIO_CONVERSION_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 1000, default: 2, description: "Sandboxes running at the same time in this process." }),
+  FOLIO_CONVERSION_QUEUE_LIMIT: Type.Integer({ minimum: 0, maximum: 100_000, default: 32, description: "Conversions waiting for a sandbox slot; beyond it requests get service_unavailable (503, retryable)." }),
+  FOLIO_SANDBOX_MEMORY_MB: Type.Integer({ minimum: 64, maximum: 65_536, default: 1536, description: "Memory limit of one sandbox (runsc: cgroup; kubernetes: the operator's default applies)." }),
+  FOLIO_SANDBOX_CPUS: Type.Number({ minimum: 0.1, maximum: 64, default: 1, description: "CPUs one runsc sandbox may use." }),
+  FOLIO_SANDBOX_PIDS: Type.Integer({ minimum: 16, maximum: 100_000, default: 256, description: "Most processes/threads in one runsc sandbox." }),
+  FOLIO_RUNSC_PATH: Type.String({ minLength: 1, default: "runsc", description: "The runsc binary (runsc backend)." }),
+  FOLIO_RUNSC_PLATFORM: Type.Union([Type.Literal("ptrace"), Type.Literal("systrap"), Type.Literal("kvm")], { default: "ptrace", description: "gVisor platform of the runsc backend." }),
+  FOLIO_SANDBOX_WORK_DIR: Type.Optional(Type.String({ minLength: 1, description: "Host folder for runsc's bundles, state and job folders. Unset: a folder under the system temp dir." })),
+  FOLIO_KUBE_NAMESPACE: Type.String({ minLength: 1, default: "default", description: "Namespace of the ConversionSandbox resources (kubernetes backend)." }),
+  FOLIO_BROKER_HOST: Type.String({ default: "0.0.0.0", description: "Address of the sandbox broker listener (kubernetes backend)." }),
+  FOLIO_BROKER_PORT: port("Port of the sandbox broker: sandbox pods fetch documents and return pages here (kubernetes backend).", 50053),
+  FOLIO_BROKER_ADDRESS: Type.Optional(Type.String({ minLength: 1, description: "host:port sandbox pods dial to reach the broker, e.g. the conversion Service's DNS name (required by the kubernetes backend)." })),
+});
+export type ConversionConfig = Static<typeof conversionSchema>;
+
+/** The operator (`folio operator`): ConversionSandbox → Job. */
+export const operatorSchema = Type.Object({
+  ...commonSchema,
+  FOLIO_OPERATOR_NAMESPACE: Type.String({ minLength: 1, default: "default", description: "Namespace whose ConversionSandboxes the operator reconciles (and where its Lease lives)." }),
+  FOLIO_OPERATOR_IDENTITY: Type.Optional(Type.String({ minLength: 1, description: "Holder identity in the leader Lease. Unset: the host name plus a random suffix." })),
+  FOLIO_OPERATOR_HEALTH_PORT: port("Port of /healthz and /readyz.", 8081),
+  FOLIO_LEASE_NAME: Type.String({ minLength: 1, default: "folio-operator", description: "Name of the coordination.k8s.io Lease used for leader election." }),
+  FOLIO_LEASE_DURATION_SECONDS: Type.Integer({ minimum: 1, maximum: 3600, default: 15, description: "How long a leader's Lease lasts without renewal." }),
+  FOLIO_LEASE_RENEW_SECONDS: Type.Number({ minimum: 0.1, maximum: 3600, default: 5, description: "How often the leader renews (and a follower retries) the Lease." }),
+  FOLIO_WATCH_IDLE_SECONDS: Type.Number({ minimum: 1, maximum: 86_400, default: 300, description: "A watch silent this long (no event, no bookmark) is restarted by the watchdog." }),
+  FOLIO_SANDBOX_IMAGE: Type.String({ minLength: 1, default: "folio-sandbox:latest", description: "Image of sandbox pods (the sandbox Dockerfile)." }),
+  FOLIO_SANDBOX_RUNTIME_CLASS: Type.String({ default: "gvisor", description: "runtimeClassName of sandbox pods (empty: the cluster default runtime, not recommended)." }),
+  FOLIO_SANDBOX_CPU: quantity("CPU request and limit of a sandbox pod.", "1"),
+  FOLIO_SANDBOX_MEMORY: quantity("Memory request and limit of a sandbox pod.", "1536Mi"),
+  FOLIO_SANDBOX_TMP_SIZE: quantity("Size limit of a sandbox pod's in-memory /tmp.", "768Mi"),
+  FOLIO_SANDBOX_SERVICE_ACCOUNT: Type.String({ default: "", description: "serviceAccountName of sandbox pods (its token is never mounted). Empty: the namespace default." }),
+  FOLIO_SANDBOX_JOB_TTL_SECONDS: Type.Integer({ minimum: 0, maximum: 86_400, default: 300, description: "ttlSecondsAfterFinished of sandbox Jobs." }),
+  FOLIO_SANDBOX_RETENTION_SECONDS: Type.Integer({ minimum: 0, maximum: 86_400, default: 600, description: "Finished ConversionSandboxes older than this are deleted by the operator." }),
+  FOLIO_CONVERSION_POD_SELECTOR: Type.String({
+    minLength: 1,
+    default: "app.kubernetes.io/name=folio,app.kubernetes.io/component=conversion",
+    description: "Labels (k=v,k=v) of the conversion service's pods: the only pods sandbox pods may reach (NetworkPolicy).",
+  }),
+  FOLIO_BROKER_PORT: conversionSchema.properties.FOLIO_BROKER_PORT,
+});
+export type OperatorConfig = Static<typeof operatorSchema>;
 
 /** `folio migrate` and `folio admin …`: only what reaching the data needs. */
 export const cliSchema = Type.Object({
