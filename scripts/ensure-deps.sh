@@ -7,8 +7,9 @@ cd "$(dirname "$0")/.."
 profile="${1:-run}"
 
 # System packages per profile (Debian/Ubuntu names).
-run_pkgs=(tesseract-ocr tesseract-ocr-eng tesseract-ocr-deu poppler-utils fonts-dejavu-core)
-test_pkgs=(postgresql redis-server runsc libreoffice-writer-nogui libreoffice-impress-nogui)
+# `folio dev` converts office documents in runsc sandboxes, so run needs runsc and LibreOffice too.
+run_pkgs=(tesseract-ocr tesseract-ocr-eng tesseract-ocr-deu poppler-utils fonts-dejavu-core runsc libreoffice-writer-nogui libreoffice-impress-nogui)
+test_pkgs=(postgresql redis-server)
 case "$profile" in
   run) want=("${run_pkgs[@]}") ;;
   test) want=("${run_pkgs[@]}" "${test_pkgs[@]}") ;;

@@ -4,7 +4,8 @@
  */
 import { inject } from "vitest";
 import { startEdge, type RunningEdge } from "../internal/edge/index.ts";
-import { edgeSchema, extractionSchema, parseConfig, type Env } from "../internal/platform/config/index.ts";
+import { conversionSchema, edgeSchema, extractionSchema, parseConfig, type Env } from "../internal/platform/config/index.ts";
+import { startConversion, type RunningConversion } from "../internal/conversion/index.ts";
 import { startExtraction, type RunningExtraction } from "../internal/extraction/index.ts";
 import { openDatabase, type DatabaseHandle } from "../internal/platform/db/index.ts";
 import { createLogger } from "../internal/platform/log/index.ts";
@@ -116,14 +117,31 @@ export async function call(edge: { url: string }, method: string, path: string, 
 export interface TestStack {
   edge: RunningEdge;
   extraction: RunningExtraction;
+  /** Present when `conversion` was asked for. */
+  conversion?: RunningConversion;
   close(): Promise<void>;
+}
+
+/** Starts the conversion service on loopback with the given environment (FOLIO_SANDBOX etc.). */
+export async function startTestConversion(env: Env = {}): Promise<RunningConversion> {
+  const config = parseConfig(conversionSchema, {
+    FOLIO_GRPC_HOST: "127.0.0.1",
+    FOLIO_GRPC_PORT: "0",
+    FOLIO_METRICS_HOST: "127.0.0.1",
+    FOLIO_METRICS_PORT: "0",
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? "silent",
+    ...env,
+  });
+  return startConversion({ config, log: createLogger(config.LOG_LEVEL) });
 }
 
 /**
  * Starts the extraction service (local engines; the fake upstream when given)
  * and an edge that talks to it, like `folio dev` does.
  */
-export async function startStack(opts: { upstream?: { baseUrl: string; apiKey: string }; extractionEnv?: Env; edgeEnv?: Env } = {}): Promise<TestStack> {
+export async function startStack(
+  opts: { upstream?: { baseUrl: string; apiKey: string }; extractionEnv?: Env; edgeEnv?: Env; conversion?: Env } = {},
+): Promise<TestStack> {
   const config = parseConfig(extractionSchema, {
     FOLIO_GRPC_HOST: "127.0.0.1",
     FOLIO_GRPC_PORT: "0",
@@ -134,13 +152,18 @@ export async function startStack(opts: { upstream?: { baseUrl: string; apiKey: s
     ...opts.extractionEnv,
   });
   const extraction = await startExtraction({ config, log: createLogger(config.LOG_LEVEL) });
-  const edge = await startTestEdge({ env: { FOLIO_EXTRACTION_ADDRESS: extraction.grpc.address, ...opts.edgeEnv } });
+  const conversion = opts.conversion ? await startTestConversion(opts.conversion) : undefined;
+  const edge = await startTestEdge({
+    env: { FOLIO_EXTRACTION_ADDRESS: extraction.grpc.address, ...(conversion ? { FOLIO_CONVERSION_ADDRESS: conversion.grpc.address } : {}), ...opts.edgeEnv },
+  });
   return {
     edge,
     extraction,
+    ...(conversion ? { conversion } : {}),
     close: async () => {
       await edge.close();
       await extraction.close();
+      await conversion?.close();
     },
   };
 }

@@ -10,6 +10,7 @@ import { adminAddCredits, adminCreateAccount, adminCreateKey, adminUpdateAccount
 import { migrateToLatest } from "../../internal/platform/db/index.ts";
 import { runEdge } from "../../internal/cli/edge.ts";
 import { runExtraction } from "../../internal/cli/extraction.ts";
+import { runConversion } from "../../internal/cli/conversion.ts";
 
 function int(name: string) {
   return (v: string): number => {
@@ -37,6 +38,11 @@ program
   .command("extraction")
   .description("Run the extraction service (gRPC): model catalog, strategies, engines")
   .action(async () => runExtraction(process.env));
+
+program
+  .command("conversion")
+  .description("Run the conversion service (gRPC): office documents to 200-DPI PNG pages, one sandbox per document (FOLIO_SANDBOX)")
+  .action(async () => runConversion(process.env));
 
 program
   .command("migrate")

@@ -89,6 +89,38 @@ export class Billing {
   }
 
   /**
+   * Grows an open hold to `newAmountCents` once more of the work is known
+   * (the pages of a converted document): the same conditional UPDATE as
+   * {@link hold}, so the extra cents are there or the request stops with 402.
+   * A smaller amount than held is a no-op.
+   */
+  async raise(hold: Hold, newAmountCents: number): Promise<void> {
+    if (!Number.isInteger(newAmountCents) || newAmountCents < 0) throw new RangeError("hold amount must be a non-negative integer");
+    const extra = newAmountCents - hold.amountCents;
+    if (extra <= 0) return;
+    const raised = await this.db.transaction().execute(async (trx) => {
+      const row = await trx
+        .updateTable("accounts")
+        .set({ held_cents: sql`held_cents + ${extra}` })
+        .where("id", "=", hold.accountId)
+        .where(sql<boolean>`balance_cents - held_cents >= ${extra}`)
+        .returning(["id"])
+        .executeTakeFirst();
+      if (!row) return false;
+      const open = await trx.updateTable("holds").set({ amount_cents: newAmountCents }).where("id", "=", hold.id).where("status", "=", "held").returning(["id"]).executeTakeFirst();
+      if (!open) throw new Error(`hold ${hold.id} is not open (already settled, released or expired)`);
+      return true;
+    });
+    this.opts.events?.hold?.(raised ? "taken" : "insufficient");
+    if (!raised) {
+      throw new FolioError("insufficient_credits", `insufficient credits: this request needs ${newAmountCents} cents of available balance`, {
+        extra: { required_cents: newAmountCents },
+      });
+    }
+    hold.amountCents = newAmountCents;
+  }
+
+  /**
    * Closes the hold, charges `settlement.charge.chargedCents` (which may exceed
    * the hold: the response is the authority on cost), appends the ledger debit
    * and writes the usage log, all in one transaction.

@@ -8,6 +8,9 @@ import { pdfPageCount, rasterizePdf } from "../documents/pdf.ts";
 import { FolioError } from "../platform/errors/index.ts";
 import type { PageInput } from "../extraction/types.ts";
 import type { EdgeDeps } from "./types.ts";
+import type { ConversionClient } from "../conversion/client.ts";
+import { chargeComponent, conversionCostCents } from "../billing/index.ts";
+import type { Meter } from "./paid.ts";
 
 export interface LoadedDocument {
   bytes: Buffer;
@@ -39,8 +42,11 @@ export async function loadDocument(deps: EdgeDeps, input: { url?: string; base64
   return { bytes, sniffed, param };
 }
 
-/** How many pages the document has (cheap: no rendering). */
-export async function countPages(deps: EdgeDeps, doc: LoadedDocument): Promise<number> {
+/**
+ * How many pages the document has (cheap: no rendering), or null for an
+ * office document, whose pages are known only once it is converted.
+ */
+export async function countPages(deps: EdgeDeps, doc: LoadedDocument): Promise<number | null> {
   if (doc.sniffed.kind === "image") return 1;
   if (doc.sniffed.kind === "pdf") {
     const n = await pdfPageCount(doc.bytes);
@@ -52,17 +58,40 @@ export async function countPages(deps: EdgeDeps, doc: LoadedDocument): Promise<n
     }
     return n;
   }
-  throw conversionNotAvailable();
+  conversionOf(deps);
+  return null;
 }
 
-/** Page images of the document, in order, numbered from 1. */
-export async function pageImages(deps: EdgeDeps, doc: LoadedDocument, signal: AbortSignal): Promise<PageInput[]> {
+/**
+ * Page images of the document, in order, numbered from 1. An office document
+ * is converted by the conversion service; its compute time goes on `meter`.
+ */
+export async function pageImages(deps: EdgeDeps, doc: LoadedDocument, signal: AbortSignal, paid: { meter: Meter; requestId: string }): Promise<PageInput[]> {
   if (doc.sniffed.kind === "image") return [{ pageNumber: 1, image: doc.bytes, mimeType: doc.sniffed.mimeType }];
   if (doc.sniffed.kind === "pdf") {
     const r = await rasterizePdf(doc.bytes, { dpi: 200, maxPages: deps.documents.maxPages, timeoutMs: deps.documents.pdfTimeoutMs, signal });
     return r.pages.map((image, i) => ({ pageNumber: i + 1, image, mimeType: "image/png" }));
   }
-  throw conversionNotAvailable();
+  const converted = await conversionOf(deps).convert(
+    { document: doc.bytes, mimeType: doc.sniffed.mimeType, maxPages: deps.documents.maxPages, requestId: paid.requestId },
+    signal,
+  );
+  paid.meter.conversion(converted.computeMillis);
+  return converted.pages.map((p) => ({ pageNumber: p.pageNumber, image: p.png, mimeType: "image/png" }));
+}
+
+/** The conversion service, or `conversion_not_available` when none is configured. */
+export function conversionOf(deps: EdgeDeps): ConversionClient {
+  if (!deps.conversion) throw conversionNotAvailable();
+  return deps.conversion;
+}
+
+/**
+ * Cents held for one conversion before it runs: the price of the longest
+ * time the edge waits for it (FOLIO_CONVERSION_DEADLINE_SECONDS).
+ */
+export function conversionHoldCents(deps: EdgeDeps): number {
+  return chargeComponent(conversionCostCents(deps.conversionDeadlineMs)).chargedCents;
 }
 
 export function conversionNotAvailable(): FolioError {

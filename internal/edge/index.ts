@@ -13,6 +13,7 @@ import { sql } from "kysely";
 import type { Registry } from "prom-client";
 import { buildEdgeApp } from "./app.ts";
 import { ExtractionClient } from "../extraction/client.ts";
+import { ConversionClient } from "../conversion/client.ts";
 import type { App, EdgeDeps } from "./types.ts";
 
 export { buildEdgeApp } from "./app.ts";
@@ -81,6 +82,10 @@ export async function startEdge({ config, log, database, alsoMetrics = [] }: Sta
     extraction: config.FOLIO_EXTRACTION_ADDRESS
       ? new ExtractionClient(config.FOLIO_EXTRACTION_ADDRESS, { catalogDeadlineMs: 10_000, workDeadlineMs: config.FOLIO_EXTRACTION_DEADLINE_SECONDS * 1000 })
       : undefined,
+    conversion: config.FOLIO_CONVERSION_ADDRESS
+      ? new ConversionClient(config.FOLIO_CONVERSION_ADDRESS, { infoDeadlineMs: 10_000, convertDeadlineMs: config.FOLIO_CONVERSION_DEADLINE_SECONDS * 1000 })
+      : undefined,
+    conversionDeadlineMs: config.FOLIO_CONVERSION_DEADLINE_SECONDS * 1000,
     documents: {
       fetch: {
         maxBytes: config.FOLIO_MAX_DOCUMENT_BYTES,
@@ -122,6 +127,7 @@ export async function startEdge({ config, log, database, alsoMetrics = [] }: Sta
       clearInterval(sweeper);
       await app.close();
       deps.extraction?.close();
+      deps.conversion?.close();
       await authenticator.close();
       await limiter.close();
       if (metricsServer) await new Promise((r) => metricsServer.server.close(r));

@@ -61,6 +61,8 @@ export interface PaidRequest {
   requestId: string;
   startedAt: number;
   meter: Meter;
+  /** Grows the hold to `cents` once more of the work is known; 402 when the balance does not cover it. */
+  raiseHold(cents: number): Promise<void>;
 }
 
 export interface PaidOutcome<T> {
@@ -88,7 +90,7 @@ export async function runPaid<T>(
   const meter = new Meter(o.model);
   let result: T;
   try {
-    result = await work({ requestId, startedAt, meter });
+    result = await work({ requestId, startedAt, meter, raiseHold: (cents) => billing.raise(hold, cents) });
   } catch (err) {
     const code = err instanceof FolioError ? err.code : "internal_error";
     await billing.settle(hold, {

@@ -7,6 +7,7 @@ import type { Logger } from "../platform/log/index.ts";
 import type { EdgeMetrics } from "../platform/metrics/index.ts";
 import type { RateLimiter } from "../ratelimit/index.ts";
 import type { ExtractionClient } from "../extraction/client.ts";
+import type { ConversionClient } from "../conversion/client.ts";
 import type { FetchPolicy } from "../documents/index.ts";
 
 export type App = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, FastifyBaseLogger, TypeBoxTypeProvider>;
@@ -24,6 +25,10 @@ export interface EdgeDeps {
   trustProxy: boolean;
   /** The extraction service; absent when not configured (its routes answer 503). */
   extraction?: ExtractionClient;
+  /** The conversion service; absent when not configured (office documents get conversion_not_available). */
+  conversion?: ConversionClient;
+  /** How long the edge waits for one conversion (prices the conversion's hold). */
+  conversionDeadlineMs: number;
   /** How documents are accepted: URL fetch policy, size, page and concurrency limits. */
   documents: {
     fetch: FetchPolicy;

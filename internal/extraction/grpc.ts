@@ -3,7 +3,7 @@
  * cross with the one mapping in platform/grpc/errors.ts.
  */
 import { Decimal } from "../billing/index.ts";
-import { grpc, loadProto, unary } from "../platform/grpc/index.ts";
+import { callSignal, grpc, loadProto, unary } from "../platform/grpc/index.ts";
 import type { ProtoGrpcType } from "../gen/proto/extraction.ts";
 import type { ExtractionServiceHandlers } from "../gen/proto/folio/extraction/v1/ExtractionService.ts";
 import type { Model } from "../gen/proto/folio/extraction/v1/Model.ts";
@@ -179,16 +179,6 @@ export function registerExtraction(server: grpc.Server, svc: ExtractionService, 
   };
   server.addService(proto.folio.extraction.v1.ExtractionService.service, handlers);
   return [EXTRACTION_SERVICE_NAME];
-}
-
-/** An AbortSignal that fires when the client cancels or the deadline passes. */
-function callSignal(call: grpc.ServerUnaryCall<unknown, unknown>): AbortSignal {
-  const ac = new AbortController();
-  call.on("cancelled", () => ac.abort(new Error("call cancelled")));
-  const deadline = call.getDeadline();
-  const ms = deadline instanceof Date ? deadline.getTime() - Date.now() : typeof deadline === "number" && Number.isFinite(deadline) ? deadline - Date.now() : undefined;
-  if (ms !== undefined && ms > 0) setTimeout(() => ac.abort(new Error("deadline exceeded")), ms).unref();
-  return ac.signal;
 }
 
 export { Decimal };

@@ -15,7 +15,7 @@ import { FolioError } from "../../platform/errors/index.ts";
 import type { App, EdgeDeps } from "../types.ts";
 import { principalOf } from "../types.ts";
 import { errorResponses } from "../schemas.ts";
-import { conversionNotAvailable, pageImages, type LoadedDocument } from "../document-input.ts";
+import { conversionHoldCents, conversionOf, pageImages, type LoadedDocument } from "../document-input.ts";
 import { runPaid } from "../paid.ts";
 import { extractionOf } from "./models.shared.ts";
 
@@ -106,7 +106,7 @@ export default function register(app: App, deps: EdgeDeps): void {
       }
 
       // Gather every attachment first: sizes, types and page counts are known before the hold.
-      interface Pending { msg: number; part: Part; doc?: LoadedDocument; pages: number; parserPages: number }
+      interface Pending { msg: number; part: Part; doc?: LoadedDocument; pages: number; parserPages: number; office?: boolean }
       const pending: Pending[] = [];
       for (const [mi, m] of body.messages.entries()) {
         const parts: Part[] = typeof m.content === "string" ? [{ type: "text", text: m.content }] : (m.content as Part[]);
@@ -120,8 +120,11 @@ export default function register(app: App, deps: EdgeDeps): void {
           const { bytes, hint } = await partBytes(deps, url, param);
           const sniffed = await sniffDocument(bytes, hint);
           const doc: LoadedDocument = { bytes, sniffed, param };
-          if (sniffed.kind === "office") throw conversionNotAvailable();
-          if (sniffed.kind === "pdf") {
+          if (sniffed.kind === "office") {
+            // Converted to page images inside the paid work; counted as one page until then.
+            conversionOf(deps);
+            pending.push({ msg: mi, part, doc, pages: 1, parserPages: 0, office: true });
+          } else if (sniffed.kind === "pdf") {
             const n = await pdfPageCount(bytes);
             if (n > deps.documents.maxPages) throw new FolioError("invalid_request", `${param}: document has ${n} pages; the limit is ${deps.documents.maxPages}`, { param });
             pending.push({ msg: mi, part, doc, pages: parser ? 0 : n, parserPages: parser ? n : 0 });
@@ -139,23 +142,42 @@ export default function register(app: App, deps: EdgeDeps): void {
         });
       }
       const parserCost = unitCostCents(parserPages, PDF_PARSER_USD_PER_PAGE);
-      const estimate =
-        chargeComponent(estimateCostCents(resolved.model, Math.max(1, imageCount), body.max_tokens ?? resolved.maxCompletionTokens)).chargedCents +
-        (parserPages ? chargeComponent(parserCost).chargedCents : 0);
+      const conversions = pending.filter((p) => p.office).length;
+      const holdFor = (images: number) =>
+        chargeComponent(estimateCostCents(resolved.model, Math.max(1, images), body.max_tokens ?? resolved.maxCompletionTokens)).chargedCents +
+        (parserPages ? chargeComponent(parserCost).chargedCents : 0) +
+        conversions * conversionHoldCents(deps);
+      const estimate = holdFor(imageCount);
 
-      const outcome = await runPaid(deps.billing, principal, { endpoint: "/v1/chat/completions", model: resolved.model.id, estimateCents: estimate }, async ({ meter }) => {
+      let pagesSent = imageCount + parserPages;
+      const outcome = await runPaid(deps.billing, principal, { endpoint: "/v1/chat/completions", model: resolved.model.id, estimateCents: estimate }, async ({ meter, requestId, raiseHold }) => {
         const abort = new AbortController();
         const messages: ChatMessage[] = body.messages.map((m) => ({ role: m.role, content: [] as ChatPart[] }));
         for (const p of pending) {
           const content = messages[p.msg]!.content;
           if (p.part.type === "text") content.push({ kind: "text", text: p.part.text });
           else if (p.parserPages > 0) content.push({ kind: "file", file: { data: p.doc!.bytes, mimeType: "application/pdf", filename: p.part.type === "file" ? p.part.file.filename : undefined } });
-          else for (const page of await pageImages(deps, p.doc!, abort.signal)) content.push({ kind: "image", image: { data: page.image, mimeType: page.mimeType } });
+          else {
+            const images = await pageImages(deps, p.doc!, abort.signal, { meter, requestId });
+            if (p.office) p.pages = images.length;
+            for (const page of images) content.push({ kind: "image", image: { data: page.image, mimeType: page.mimeType } });
+          }
+        }
+        if (conversions > 0) {
+          const images = pending.reduce((n, p) => n + p.pages, 0);
+          if (images + parserPages > deps.documents.maxPages) {
+            throw new FolioError("invalid_request", `the attachments add up to ${images + parserPages} pages once converted; the limit per request is ${deps.documents.maxPages}`, {
+              param: "messages",
+              extra: { page_count: images + parserPages, max_pages: deps.documents.maxPages },
+            });
+          }
+          pagesSent = images + parserPages;
+          await raiseHold(holdFor(images));
         }
         const r = await extraction.chat({ model: resolved.model.id, messages, plugins: parser ? [{ id: parser.id, pdfEngine: parser.pdf?.engine }] : [], maxTokens: body.max_tokens }, abort.signal);
         meter.modelCall(r.providerCostCents, { prompt: r.promptTokens, completion: r.completionTokens });
         if (parserPages) meter.parserPages(parserCost);
-        meter.pages = imageCount + parserPages;
+        meter.pages = pagesSent;
         return r;
       });
 
@@ -174,7 +196,7 @@ export default function register(app: App, deps: EdgeDeps): void {
           platform_fee_cents: centsToNumber(outcome.charge.platformFeeCents),
           conversion_cost_cents: conversion,
           total_cost_cents: outcome.charge.chargedCents,
-          pages_processed: imageCount + parserPages,
+          pages_processed: pagesSent,
         },
       };
     },

@@ -16,6 +16,9 @@ import modelsCategories from "./models.categories.ts";
 import modelsGet from "./models.get.ts";
 import ocr from "./ocr.ts";
 import chatCompletions from "./chat.completions.ts";
+import convert from "./convert.ts";
+import convertEstimate from "./convert.estimate.ts";
+import convertPricing from "./convert.pricing.ts";
 
 /** Every route of the edge, one file each. */
 export const routes: ReadonlyArray<(app: App, deps: EdgeDeps) => void> = [
@@ -36,4 +39,7 @@ export const routes: ReadonlyArray<(app: App, deps: EdgeDeps) => void> = [
   modelsGet,
   ocr,
   chatCompletions,
+  convert,
+  convertEstimate,
+  convertPricing,
 ];

@@ -10,7 +10,7 @@ import { FolioError } from "../../platform/errors/index.ts";
 import type { App, EdgeDeps } from "../types.ts";
 import { principalOf } from "../types.ts";
 import { StringEnum, errorResponses } from "../schemas.ts";
-import { countPages, loadDocument, mapLimit, pageImages } from "../document-input.ts";
+import { conversionHoldCents, countPages, loadDocument, mapLimit, pageImages } from "../document-input.ts";
 import { runPaid } from "../paid.ts";
 import { extractionOf } from "./models.shared.ts";
 
@@ -99,12 +99,17 @@ export default function register(app: App, deps: EdgeDeps): void {
       const options = ocrOptions(body.options);
       const doc = await loadDocument(deps, { url: body.url, base64: body.base64, mimeType: body.mime_type });
       const pageCount = await countPages(deps, doc);
-      const estimate = chargeComponent(estimateCostCents(resolved.model, pageCount, resolved.maxCompletionTokens)).chargedCents;
+      const modelHold = (pages: number) => chargeComponent(estimateCostCents(resolved.model, pages, resolved.maxCompletionTokens)).chargedCents;
+      // An office document's pages are known once it is converted: hold for the
+      // conversion and one page, then grow the hold before extraction starts.
+      const conversionHold = pageCount === null ? conversionHoldCents(deps) : 0;
+      const estimate = modelHold(pageCount ?? 1) + conversionHold;
 
-      const outcome = await runPaid(deps.billing, principal, { endpoint: "/v1/ocr", model: resolved.model.id, estimateCents: estimate }, async ({ meter }) => {
+      const outcome = await runPaid(deps.billing, principal, { endpoint: "/v1/ocr", model: resolved.model.id, estimateCents: estimate }, async ({ meter, requestId, raiseHold }) => {
         const abort = new AbortController();
         try {
-          const pages = await pageImages(deps, doc, abort.signal);
+          const pages = await pageImages(deps, doc, abort.signal, { meter, requestId });
+          if (pageCount === null) await raiseHold(modelHold(pages.length) + conversionHold);
           return await mapLimit(pages, deps.documents.pageConcurrency, async (page) => {
             const r = await extraction.extractPage(resolved.model.id, page, options, abort.signal);
             meter.modelCall(r.providerCostCents, { prompt: r.result.usage.promptTokens, completion: r.result.usage.completionTokens });

@@ -62,6 +62,16 @@ export function unary<Req, Res>(
   };
 }
 
+/** An AbortSignal that fires when the client cancels or the call's deadline passes. */
+export function callSignal(call: { on(event: "cancelled", listener: () => void): unknown; getDeadline(): grpc.Deadline }): AbortSignal {
+  const ac = new AbortController();
+  call.on("cancelled", () => ac.abort(new Error("call cancelled")));
+  const deadline = call.getDeadline();
+  const ms = deadline instanceof Date ? deadline.getTime() - Date.now() : typeof deadline === "number" && Number.isFinite(deadline) ? deadline - Date.now() : undefined;
+  if (ms !== undefined && ms > 0) setTimeout(() => ac.abort(new Error("deadline exceeded")), ms).unref();
+  return ac.signal;
+}
+
 export interface RunningGrpcServer {
   server: grpc.Server;
   /** host:port the server listens on. */

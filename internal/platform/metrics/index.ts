@@ -100,3 +100,21 @@ export class ExtractionMetrics extends Metrics {
     });
   }
 }
+
+const CONVERSION_BUCKETS = [0.5, 1, 2, 3, 5, 7.5, 10, 15, 20, 30, 45, 60, 90, 120, 180];
+
+/** The conversion service's metrics. */
+export class ConversionMetrics extends Metrics {
+  readonly conversions = this.counter("conversions_total", "Conversions, by format and outcome (ok or the error code).", ["format", "outcome"]);
+  readonly duration = this.histogram("conversion_duration_seconds", "Conversion time seen by the caller (queue wait + sandbox), by format and outcome.", ["format", "outcome"], CONVERSION_BUCKETS);
+  readonly computeSeconds = this.counter("conversion_compute_seconds_total", "Billed sandbox compute time, by format and backend.", ["format", "backend"]);
+  readonly pages = this.counter("conversion_pages_total", "Pages rendered by conversions, by format.", ["format"]);
+  readonly sandboxesRunning = this.gauge("sandboxes_running", "Sandboxes running now, by backend.", ["backend"]);
+
+  constructor(load: () => { waiting: number }, defaultMetrics = true) {
+    super("conversion", defaultMetrics);
+    this.gauge("conversion_queue_depth", "Conversions waiting for a sandbox slot.", [], function () {
+      this.set(load().waiting);
+    });
+  }
+}

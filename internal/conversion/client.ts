@@ -1,0 +1,125 @@
+/**
+ * The edge's client of the conversion service: typed calls with deadlines,
+ * returning domain types and FolioErrors. Convert collects the streamed
+ * pages; the stream must end with exactly one summary that agrees with them.
+ */
+import { parseDecimal } from "../billing/index.ts";
+import type { ConversionFormat } from "../documents/index.ts";
+import type { ConversionServiceClient } from "../gen/proto/folio/conversion/v1/ConversionService.ts";
+import type { ConvertReply__Output } from "../gen/proto/folio/conversion/v1/ConvertReply.ts";
+import type { EstimateRequest } from "../gen/proto/folio/conversion/v1/EstimateRequest.ts";
+import type { EstimateResponse__Output } from "../gen/proto/folio/conversion/v1/EstimateResponse.ts";
+import type { PricingRequest } from "../gen/proto/folio/conversion/v1/PricingRequest.ts";
+import type { PricingResponse__Output } from "../gen/proto/folio/conversion/v1/PricingResponse.ts";
+import { FolioError } from "../platform/errors/index.ts";
+import { callUnary, clientOptions, fromGrpcError, grpc } from "../platform/grpc/index.ts";
+import type { Estimate } from "./estimates.ts";
+import { conversionProto } from "./grpc.ts";
+import type { BackendName, Conversion, ConvertRequest, ConvertedPage, PricingInfo } from "./service.ts";
+
+export interface ConversionClientOptions {
+  /** Deadline of Estimate and Pricing. */
+  infoDeadlineMs: number;
+  /** Deadline of one Convert (queue wait and the sandbox's time limit included). */
+  convertDeadlineMs: number;
+}
+
+const WHAT = "the conversion service";
+
+export class ConversionClient {
+  private readonly client: ConversionServiceClient;
+
+  constructor(address: string, private readonly opts: ConversionClientOptions) {
+    const Ctor = conversionProto().folio.conversion.v1.ConversionService;
+    this.client = new Ctor(address, grpc.credentials.createInsecure(), clientOptions);
+  }
+
+  convert(req: ConvertRequest, signal?: AbortSignal): Promise<Conversion> {
+    return new Promise((resolve, reject) => {
+      const metadata = new grpc.Metadata();
+      if (req.traceparent) metadata.set("traceparent", req.traceparent);
+      const call = this.client.Convert(
+        { document: req.document, mime_type: req.mimeType, filename: req.filename ?? "", max_pages: req.maxPages ?? 0, request_id: req.requestId ?? "" },
+        metadata,
+        { deadline: Date.now() + this.opts.convertDeadlineMs },
+      );
+      const pages: ConvertedPage[] = [];
+      let summary: ConvertReply__Output["summary"];
+      let failed = false;
+      const fail = (err: FolioError) => {
+        if (failed) return;
+        failed = true;
+        call.cancel();
+        reject(err);
+      };
+      const cancel = () => call.cancel();
+      signal?.addEventListener("abort", cancel, { once: true });
+      call.on("data", (reply: ConvertReply__Output) => {
+        if (reply.page) {
+          if (summary || reply.page.page_number !== pages.length + 1) {
+            fail(new FolioError("internal_error", `${WHAT} sent page ${reply.page.page_number} out of order`));
+            return;
+          }
+          pages.push({ pageNumber: reply.page.page_number, png: reply.page.png, width: reply.page.width, height: reply.page.height });
+        } else if (reply.summary) {
+          summary = reply.summary;
+        }
+      });
+      call.on("error", (err: grpc.ServiceError) => {
+        signal?.removeEventListener("abort", cancel);
+        if (!failed) {
+          failed = true;
+          reject(err.code === grpc.status.DEADLINE_EXCEEDED && !err.metadata?.get("folio-error-code").length
+            ? new FolioError("timeout", `the conversion did not finish within ${Math.round(this.opts.convertDeadlineMs / 1000)} s`, { cause: err })
+            : fromGrpcError(err, WHAT));
+        }
+      });
+      call.on("end", () => {
+        signal?.removeEventListener("abort", cancel);
+        if (failed) return;
+        const cost = summary ? parseDecimal(summary.provider_cost_cents) : undefined;
+        if (!summary || summary.page_count !== pages.length || !cost) {
+          failed = true;
+          reject(new FolioError("internal_error", `${WHAT} ended the stream without a consistent summary (${pages.length} pages received)`));
+          return;
+        }
+        resolve({
+          pages,
+          pageCount: pages.length,
+          computeMillis: summary.compute_millis,
+          format: summary.format as ConversionFormat,
+          backend: summary.backend as BackendName,
+          providerCostCents: cost,
+        });
+      });
+    });
+  }
+
+  async estimate(mimeType: string): Promise<Estimate> {
+    const r = await callUnary<EstimateRequest, EstimateResponse__Output>(this.client, this.client.Estimate, { mime_type: mimeType }, { deadlineMs: this.opts.infoDeadlineMs, what: WHAT });
+    return { format: r.format as ConversionFormat, costCents: r.estimated_cost_cents, seconds: r.estimated_time_seconds, basis: r.basis as Estimate["basis"], samples: r.samples };
+  }
+
+  async pricing(): Promise<PricingInfo> {
+    const r = await callUnary<PricingRequest, PricingResponse__Output>(this.client, this.client.Pricing, {}, { deadlineMs: this.opts.infoDeadlineMs, what: WHAT });
+    return {
+      baseRatePerMinute: r.base_rate_per_minute,
+      platformFeePercentage: r.platform_fee_percentage,
+      minimumCharge: r.minimum_charge,
+      examples: r.examples.map((e) => ({
+        format: e.format as ConversionFormat,
+        mimeType: e.mime_type,
+        costCents: e.estimated_cost_cents,
+        seconds: e.estimated_time_seconds,
+        basis: "default" as const,
+        samples: 0,
+      })),
+      supportedFormats: r.supported_formats,
+    };
+  }
+
+  close(): void {
+    this.client.close();
+  }
+}
+

@@ -1,0 +1,97 @@
+/**
+ * The conversion service over gRPC (the edge's side): Convert streams one
+ * page per message and then a summary, so a 100-page deck never sits in one
+ * message; Estimate and Pricing are unary. Errors cross with the one mapping
+ * in platform/grpc/errors.ts.
+ */
+import { once } from "node:events";
+import type { ProtoGrpcType } from "../gen/proto/conversion.ts";
+import type { ConversionServiceHandlers } from "../gen/proto/folio/conversion/v1/ConversionService.ts";
+import type { ConvertReply } from "../gen/proto/folio/conversion/v1/ConvertReply.ts";
+import type { ConvertRequest__Output } from "../gen/proto/folio/conversion/v1/ConvertRequest.ts";
+import { callSignal, grpc, loadProto, toGrpcStatus, unary } from "../platform/grpc/index.ts";
+import type { ConversionService } from "./service.ts";
+
+export const CONVERSION_SERVICE_NAME = "folio.conversion.v1.ConversionService";
+export const BROKER_SERVICE_NAME = "folio.conversion.v1.SandboxBroker";
+
+export function conversionProto(): ProtoGrpcType {
+  return loadProto<ProtoGrpcType>("folio/conversion/v1/conversion.proto");
+}
+
+export interface ConversionGrpcHooks {
+  onError?: (err: unknown, method: string) => void;
+}
+
+/** Registers the service on `server`; returns the names for the health service. */
+export function registerConversion(server: grpc.Server, svc: ConversionService, hooks: ConversionGrpcHooks = {}): string[] {
+  const handlers: ConversionServiceHandlers = {
+    Convert: (call: grpc.ServerWritableStream<ConvertRequest__Output, ConvertReply>) => {
+      void streamConversion(svc, call).catch((err: unknown) => {
+        let status: Partial<grpc.StatusObject>;
+        try {
+          hooks.onError?.(err, "Convert");
+          status = toGrpcStatus(err);
+        } catch {
+          status = { code: grpc.status.INTERNAL, details: "internal error" };
+        }
+        if (!call.cancelled && !call.writableEnded) call.emit("error", status);
+      });
+    },
+    Estimate: unary(
+      async (req) => {
+        const e = svc.estimate(req.mime_type);
+        return { format: e.format, estimated_cost_cents: e.costCents, estimated_time_seconds: e.seconds, basis: e.basis, samples: e.samples };
+      },
+      hooks.onError,
+      "Estimate",
+    ),
+    Pricing: unary(
+      async () => {
+        const p = svc.pricing();
+        return {
+          base_rate_per_minute: p.baseRatePerMinute,
+          platform_fee_percentage: p.platformFeePercentage,
+          minimum_charge: p.minimumCharge,
+          examples: p.examples.map((e) => ({ format: e.format, mime_type: e.mimeType, estimated_cost_cents: e.costCents, estimated_time_seconds: e.seconds })),
+          supported_formats: p.supportedFormats,
+        };
+      },
+      hooks.onError,
+      "Pricing",
+    ),
+  };
+  server.addService(conversionProto().folio.conversion.v1.ConversionService.service, handlers);
+  return [CONVERSION_SERVICE_NAME];
+}
+
+async function streamConversion(svc: ConversionService, call: grpc.ServerWritableStream<ConvertRequest__Output, ConvertReply>): Promise<void> {
+  const req = call.request;
+  const traceparent = call.metadata.get("traceparent")[0];
+  const result = await svc.convert(
+    {
+      document: req.document,
+      mimeType: req.mime_type,
+      filename: req.filename,
+      maxPages: req.max_pages,
+      requestId: req.request_id,
+      ...(typeof traceparent === "string" ? { traceparent } : {}),
+    },
+    callSignal(call),
+  );
+  for (const page of result.pages) {
+    if (call.cancelled) return;
+    // Respect flow control: a slow edge must not make this process buffer every page at once.
+    if (!call.write({ page: { page_number: page.pageNumber, png: page.png, width: page.width, height: page.height } })) await Promise.race([once(call, "drain"), once(call, "cancelled")]);
+  }
+  call.write({
+    summary: {
+      page_count: result.pageCount,
+      compute_millis: result.computeMillis,
+      format: result.format,
+      backend: result.backend,
+      provider_cost_cents: result.providerCostCents.toFixed(),
+    },
+  });
+  call.end();
+}

@@ -1,0 +1,172 @@
+/**
+ * The conversion service: checks a document against its declared format
+ * and the limits, waits for a sandbox slot, runs one single-use sandbox
+ * through the configured backend, checks what comes back, and prices the
+ * compute time. Transport-free: `grpc.ts` serves it, `client.ts` calls it.
+ */
+import { Decimal, conversionCostCents } from "../billing/index.ts";
+import { CONVERSION_FORMATS, CONVERSION_MIME_TYPES, type ConversionFormat } from "../documents/index.ts";
+import { FolioError } from "../platform/errors/index.ts";
+import type { Logger } from "../platform/log/index.ts";
+import type { ConversionMetrics } from "../platform/metrics/index.ts";
+import type { SandboxBackend } from "../sandbox/index.ts";
+import { EstimateBook, type Estimate } from "./estimates.ts";
+import { FORMAT_LABELS, checkDocumentIsFormat, formatForMimeType } from "./formats.ts";
+import { Slots } from "./slots.ts";
+
+export type BackendName = "runsc" | "kubernetes" | "unsandboxed";
+
+export interface ConversionLimits {
+  /** Wall-clock limit of one sandbox. */
+  timeoutMs: number;
+  maxDocumentBytes: number;
+  maxPages: number;
+  maxOutputBytes: number;
+  /** Sandboxes at the same time. */
+  concurrency: number;
+  /** Conversions waiting for a slot before new ones are refused. */
+  queueLimit: number;
+}
+
+export interface ConvertRequest {
+  document: Buffer;
+  mimeType: string;
+  filename?: string;
+  /** Most pages the caller accepts; the service's own limit applies as well. */
+  maxPages?: number;
+  requestId?: string;
+  traceparent?: string;
+}
+
+export interface ConvertedPage {
+  pageNumber: number;
+  png: Buffer;
+  width: number;
+  height: number;
+}
+
+export interface Conversion {
+  pages: ConvertedPage[];
+  pageCount: number;
+  computeMillis: number;
+  format: ConversionFormat;
+  backend: BackendName;
+  /** Exact provider cost of the compute time, cents (before the platform fee). */
+  providerCostCents: Decimal;
+}
+
+export interface PricingInfo {
+  baseRatePerMinute: string;
+  platformFeePercentage: string;
+  minimumCharge: string;
+  examples: (Estimate & { mimeType: string })[];
+  supportedFormats: string[];
+}
+
+export interface ConversionServiceOptions {
+  backend: SandboxBackend;
+  backendName: BackendName;
+  limits: ConversionLimits;
+  log: Logger;
+  metrics?: ConversionMetrics;
+}
+
+const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+
+export class ConversionService {
+  readonly estimates = new EstimateBook();
+  private readonly slots: Slots;
+
+  constructor(private readonly o: ConversionServiceOptions) {
+    this.slots = new Slots(o.limits.concurrency, o.limits.queueLimit);
+  }
+
+  /** Sandboxes running and conversions waiting, for metrics and readiness. */
+  load(): { running: number; waiting: number } {
+    return { running: this.slots.running, waiting: this.slots.waiting };
+  }
+
+  async convert(req: ConvertRequest, signal?: AbortSignal): Promise<Conversion> {
+    const { limits, metrics } = this.o;
+    const format = formatForMimeType(req.mimeType);
+    const started = performance.now();
+    let outcome = "error";
+    try {
+      if (req.document.length > limits.maxDocumentBytes) {
+        throw new FolioError("payload_too_large", `the document is ${req.document.length} bytes; the conversion limit is ${limits.maxDocumentBytes}`, { param: "file" });
+      }
+      await checkDocumentIsFormat(req.document, format);
+      const maxPages = Math.min(req.maxPages && req.maxPages > 0 ? req.maxPages : limits.maxPages, limits.maxPages);
+      const release = await this.slots.acquire(signal);
+      metrics?.sandboxesRunning.inc({ backend: this.o.backendName });
+      let result;
+      try {
+        result = await this.o.backend.convert(
+          { document: req.document, format, maxPages, timeoutMs: limits.timeoutMs, ...(req.traceparent ? { traceparent: req.traceparent } : {}) },
+          signal,
+        );
+      } finally {
+        metrics?.sandboxesRunning.dec({ backend: this.o.backendName });
+        release();
+      }
+      const pages = checkPages(result.pages, result.pageCount, maxPages, limits.maxOutputBytes);
+      this.estimates.record(format, result.computeMillis);
+      metrics?.computeSeconds.inc({ format, backend: this.o.backendName }, result.computeMillis / 1000);
+      metrics?.pages.inc({ format }, pages.length);
+      outcome = "ok";
+      this.o.log.info(
+        { requestId: req.requestId, format, bytes: req.document.length, pages: pages.length, computeMillis: result.computeMillis, backend: this.o.backendName },
+        "document converted",
+      );
+      return {
+        pages,
+        pageCount: pages.length,
+        computeMillis: result.computeMillis,
+        format,
+        backend: this.o.backendName,
+        providerCostCents: conversionCostCents(result.computeMillis),
+      };
+    } catch (err) {
+      outcome = err instanceof FolioError ? err.code : "internal_error";
+      if (outcome === "internal_error") this.o.log.error({ err, requestId: req.requestId, format }, "conversion failed inside the service");
+      else this.o.log.info({ requestId: req.requestId, format, code: outcome, message: (err as Error).message }, "conversion refused or failed");
+      throw err;
+    } finally {
+      metrics?.conversions.inc({ format, outcome });
+      metrics?.duration.observe({ format, outcome }, (performance.now() - started) / 1000);
+    }
+  }
+
+  estimate(mimeType: string): Estimate {
+    return this.estimates.estimate(formatForMimeType(mimeType));
+  }
+
+  pricing(): PricingInfo {
+    return {
+      baseRatePerMinute: "0.00278",
+      platformFeePercentage: "5",
+      minimumCharge: "0.01",
+      examples: CONVERSION_FORMATS.map((f) => ({ ...this.estimates.estimate(f), mimeType: CONVERSION_MIME_TYPES[f][0]! })),
+      supportedFormats: CONVERSION_FORMATS.map((f) => FORMAT_LABELS[f]),
+    };
+  }
+}
+
+/**
+ * The pages are checked again here whatever the backend: a sandbox's output
+ * is as untrusted as the document that ran in it.
+ */
+function checkPages(pages: readonly Buffer[], pageCount: number, maxPages: number, maxOutputBytes: number): ConvertedPage[] {
+  if (pages.length !== pageCount || pageCount < 1 || pageCount > maxPages) {
+    throw new FolioError("conversion_failed", `the sandbox returned ${pages.length} pages for a page count of ${pageCount} (limit ${maxPages})`);
+  }
+  let total = 0;
+  return pages.map((png, i) => {
+    total += png.length;
+    if (total > maxOutputBytes) throw new FolioError("conversion_failed", `the rendered pages exceed ${maxOutputBytes} bytes`);
+    if (png.length < 24 || !png.subarray(0, 8).equals(PNG_SIGNATURE) || png.toString("latin1", 12, 16) !== "IHDR") {
+      throw new FolioError("conversion_failed", `page ${i + 1} returned by the sandbox is not a PNG image`);
+    }
+    return { pageNumber: i + 1, png, width: png.readUInt32BE(16), height: png.readUInt32BE(20) };
+  });
+}

@@ -1,0 +1,48 @@
+/** GET /v1/convert/pricing: the conversion price list. */
+import { Type } from "typebox";
+import { formatUsd } from "../../billing/index.ts";
+import { conversionOf } from "../document-input.ts";
+import { errorResponses } from "../schemas.ts";
+import type { App, EdgeDeps } from "../types.ts";
+
+export default function register(app: App, deps: EdgeDeps): void {
+  app.get(
+    "/v1/convert/pricing",
+    {
+      config: { permissions: ["convert:write"] },
+      schema: {
+        summary: "Conversion pricing",
+        description: "0.00278 dollars per minute of sandbox compute time plus the 5% platform fee, at least 1 cent per conversion; examples per format from the current estimates.",
+        tags: ["Conversion"],
+        security: [{ bearer: [] }],
+        response: {
+          200: Type.Object({
+            object: Type.Literal("conversion.pricing"),
+            pricing: Type.Object({
+              base_rate_per_minute: Type.String({ description: "Dollars per minute of compute time, before the fee." }),
+              platform_fee_percentage: Type.String(),
+              minimum_charge: Type.String({ description: "Dollars per conversion." }),
+              examples: Type.Array(Type.Object({ format: Type.String(), estimatedCost: Type.String(), estimated_time_seconds: Type.Number() })),
+            }),
+            supported_formats: Type.Array(Type.String()),
+          }),
+          ...errorResponses,
+          503: Type.Ref("Error"),
+        },
+      },
+    },
+    async () => {
+      const p = await conversionOf(deps).pricing();
+      return {
+        object: "conversion.pricing" as const,
+        pricing: {
+          base_rate_per_minute: p.baseRatePerMinute,
+          platform_fee_percentage: p.platformFeePercentage,
+          minimum_charge: p.minimumCharge,
+          examples: p.examples.map((e) => ({ format: e.format, estimatedCost: formatUsd(e.costCents), estimated_time_seconds: e.seconds })),
+        },
+        supported_formats: p.supportedFormats,
+      };
+    },
+  );
+}

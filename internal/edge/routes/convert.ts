@@ -1,0 +1,104 @@
+/**
+ * POST /v1/convert: an office document (base64) → one 200-DPI PNG per page
+ * (the spec's conversion result), billed by sandbox compute time.
+ */
+import { Type } from "typebox";
+import { centsToNumber } from "../../billing/index.ts";
+import { formatForMimeType } from "../../conversion/formats.ts";
+import { decodeBase64Strict } from "../../documents/index.ts";
+import { FolioError } from "../../platform/errors/index.ts";
+import { conversionHoldCents, conversionOf } from "../document-input.ts";
+import { runPaid } from "../paid.ts";
+import { NO_NUL, errorResponses } from "../schemas.ts";
+import type { App, EdgeDeps } from "../types.ts";
+import { principalOf } from "../types.ts";
+
+const Body = Type.Object(
+  {
+    file: Type.String({ minLength: 1, description: "The document, base64 (no data-URL prefix)." }),
+    filename: Type.String({ minLength: 1, maxLength: 255, pattern: NO_NUL, description: "Echoed in the result." }),
+    mimeType: Type.String({ minLength: 1, maxLength: 200, description: "One of the supported conversion types (docs/conversion.md); the bytes must agree." }),
+  },
+  { additionalProperties: false },
+);
+
+const ConversionResult = Type.Object({
+  id: Type.String({ description: "req_<id>" }),
+  object: Type.Literal("conversion.result"),
+  created: Type.Integer(),
+  filename: Type.String(),
+  mime_type: Type.String(),
+  result: Type.Object({
+    page_count: Type.Integer(),
+    images: Type.Array(
+      Type.Object({
+        page_number: Type.Integer(),
+        base64: Type.String({ description: "PNG, 200 DPI." }),
+        mime_type: Type.Literal("image/png"),
+        width: Type.Integer({ description: "Pixels (an A4 page is 1654)." }),
+        height: Type.Integer({ description: "Pixels (an A4 page is 2339)." }),
+      }),
+    ),
+  }),
+  usage: Type.Object({
+    processing_time_ms: Type.Integer(),
+    compute_time_ms: Type.Integer({ description: "Sandbox start to exit: what is billed." }),
+    provider_cost_cents: Type.Number(),
+    platform_fee_cents: Type.Number(),
+    total_cost_cents: Type.Integer(),
+  }),
+});
+
+export default function register(app: App, deps: EdgeDeps): void {
+  app.post(
+    "/v1/convert",
+    {
+      config: { permissions: ["convert:write"] },
+      schema: {
+        summary: "Convert an office document to PNG page images",
+        description:
+          "DOCX, PPTX, DOC, ODT, RTF or TXT → one 200-DPI PNG per page, in a single-use gVisor sandbox. Billed: compute minutes × 0.00278 $ + 5%, rounded up to whole cents, at least 1 cent; a failed conversion is not charged.",
+        tags: ["Conversion"],
+        security: [{ bearer: [] }],
+        body: Body,
+        response: { 200: ConversionResult, ...errorResponses, 402: Type.Ref("Error"), 413: Type.Ref("Error"), 500: Type.Ref("Error"), 503: Type.Ref("Error") },
+      },
+    },
+    async (req) => {
+      const principal = principalOf(req);
+      const { file, filename, mimeType } = req.body;
+      formatForMimeType(mimeType, "mimeType");
+      const document = decodeBase64Strict(file, "file");
+      if (document.length > deps.documents.maxBytes) {
+        throw new FolioError("payload_too_large", `document is ${document.length} bytes; the limit is ${deps.documents.maxBytes}`, { param: "file" });
+      }
+      const conversion = conversionOf(deps);
+      const outcome = await runPaid(deps.billing, principal, { endpoint: "/v1/convert", model: "folio/conversion", estimateCents: conversionHoldCents(deps) }, async ({ meter, requestId }) => {
+        const abort = new AbortController();
+        const r = await conversion.convert({ document, mimeType, filename, maxPages: deps.documents.maxPages, requestId }, abort.signal);
+        meter.conversion(r.computeMillis);
+        meter.pages = r.pageCount;
+        return r;
+      });
+      const r = outcome.result;
+      return {
+        id: outcome.requestId,
+        object: "conversion.result" as const,
+        created: Math.floor(Date.now() / 1000),
+        filename,
+        mime_type: mimeType,
+        result: {
+          page_count: r.pageCount,
+          images: r.pages.map((p) => ({ page_number: p.pageNumber, base64: p.png.toString("base64"), mime_type: "image/png" as const, width: p.width, height: p.height })),
+        },
+        usage: {
+          processing_time_ms: outcome.processingTimeMs,
+          compute_time_ms: r.computeMillis,
+          provider_cost_cents: centsToNumber(outcome.charge.providerCostCents),
+          platform_fee_cents: centsToNumber(outcome.charge.platformFeeCents),
+          total_cost_cents: outcome.charge.chargedCents,
+        },
+      };
+    },
+  );
+}
