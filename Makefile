@@ -16,8 +16,9 @@ help:
 deps:
 	@scripts/ensure-deps.sh run
 
+# Tracing registers before the program (internal/platform/telemetry/register.ts); it is idle unless OTEL_* asks for export.
 run: deps
-	$(NPX) tsx cmd/folio/main.ts dev
+	$(NPX) tsx --import ./internal/platform/telemetry/register.ts cmd/folio/main.ts dev
 
 test:
 	@scripts/ensure-deps.sh test

@@ -13,6 +13,7 @@ import type { SandboxBackend } from "../sandbox/index.ts";
 import { EstimateBook, type Estimate } from "./estimates.ts";
 import { FORMAT_LABELS, checkDocumentIsFormat, formatForMimeType } from "./formats.ts";
 import { Slots } from "./slots.ts";
+import { currentTraceparent, inSpan } from "../platform/telemetry/index.ts";
 
 export type BackendName = "runsc" | "kubernetes" | "unsandboxed";
 
@@ -97,14 +98,17 @@ export class ConversionService {
       }
       await checkDocumentIsFormat(req.document, format);
       const maxPages = Math.min(req.maxPages && req.maxPages > 0 ? req.maxPages : limits.maxPages, limits.maxPages);
-      const release = await this.slots.acquire(signal);
+      const release = await inSpan("conversion.queue", { "folio.waiting": this.slots.waiting }, () => this.slots.acquire(signal));
       metrics?.sandboxesRunning.inc({ backend: this.o.backendName });
       let result;
       try {
-        result = await this.o.backend.convert(
-          { document: req.document, format, maxPages, timeoutMs: limits.timeoutMs, ...(req.traceparent ? { traceparent: req.traceparent } : {}) },
-          signal,
-        );
+        result = await inSpan("sandbox.run", { "folio.backend": this.o.backendName, "folio.format": format }, async (span) => {
+          // The sandbox's own steps belong to this span: it gets this span's trace context.
+          const traceparent = currentTraceparent() ?? req.traceparent;
+          const r = await this.o.backend.convert({ document: req.document, format, maxPages, timeoutMs: limits.timeoutMs, ...(traceparent ? { traceparent } : {}) }, signal);
+          span.setAttributes({ "folio.compute_ms": r.computeMillis, "folio.pages": r.pageCount });
+          return r;
+        });
       } finally {
         metrics?.sandboxesRunning.dec({ backend: this.o.backendName });
         release();

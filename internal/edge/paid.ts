@@ -8,6 +8,7 @@ import type { Principal } from "../auth/index.ts";
 import { Decimal, chargeComponent, conversionCostCents, sumCharges, type Billing, type ComponentCharge, type Hold } from "../billing/index.ts";
 import { FolioError } from "../platform/errors/index.ts";
 import { newId } from "../platform/ids/index.ts";
+import { inSpan } from "../platform/telemetry/index.ts";
 
 /** What the work reports as it goes; cost figures are exact provider cents. */
 export class Meter {
@@ -85,40 +86,73 @@ export async function runPaid<T>(
   work: (req: PaidRequest) => Promise<T>,
 ): Promise<PaidOutcome<T>> {
   const requestId = newId("req");
-  const hold: Hold = await billing.hold(principal.accountId, principal.keyId, Math.max(1, o.estimateCents));
+  return inSpan("folio.paid_request", { "folio.endpoint": o.endpoint, "folio.account_id": principal.accountId, "folio.request_id": requestId }, async (span) => {
+    const outcome = await paid(billing, principal, o, requestId, work);
+    span.setAttributes({
+      "folio.model": outcome.model,
+      "folio.pages": outcome.pages,
+      "folio.cost_cents": outcome.charge.chargedCents,
+      "folio.provider_cost_cents": outcome.charge.providerCostCents.toNumber(),
+    });
+    return outcome;
+  });
+}
+
+/** Billing steps show as their own spans, with their SQL under them. */
+const step = <R>(name: string, attributes: Record<string, string | number>, fn: () => Promise<R>): Promise<R> => inSpan(name, attributes, fn);
+
+async function paid<T>(
+  billing: Billing,
+  principal: Principal,
+  o: { endpoint: string; model: string; estimateCents: number },
+  requestId: string,
+  work: (req: PaidRequest) => Promise<T>,
+): Promise<PaidOutcome<T> & { model: string; pages: number }> {
+  const holdCents = Math.max(1, o.estimateCents);
+  const hold: Hold = await step("billing.hold", { "folio.hold_cents": holdCents }, () => billing.hold(principal.accountId, principal.keyId, holdCents));
   const startedAt = Date.now();
   const meter = new Meter(o.model);
   let result: T;
   try {
-    result = await work({ requestId, startedAt, meter, raiseHold: (cents) => billing.raise(hold, cents) });
+    result = await work({
+      requestId,
+      startedAt,
+      meter,
+      raiseHold: (cents) => step("billing.raise_hold", { "folio.hold_cents": cents }, () => billing.raise(hold, cents)),
+    });
   } catch (err) {
     const code = err instanceof FolioError ? err.code : "internal_error";
-    await billing.settle(hold, {
-      requestId,
-      endpoint: o.endpoint,
-      model: meter.model,
-      status: "error",
-      errorCode: code,
-      promptTokens: meter.promptTokens,
-      completionTokens: meter.completionTokens,
-      pagesProcessed: meter.pages,
-      processingTimeMs: Date.now() - startedAt,
-      charge: meter.total(),
-    });
+    const charge = meter.total();
+    await step("billing.settle", { "folio.cost_cents": charge.chargedCents, "folio.status": "error" }, () =>
+      billing.settle(hold, {
+        requestId,
+        endpoint: o.endpoint,
+        model: meter.model,
+        status: "error",
+        errorCode: code,
+        promptTokens: meter.promptTokens,
+        completionTokens: meter.completionTokens,
+        pagesProcessed: meter.pages,
+        processingTimeMs: Date.now() - startedAt,
+        charge,
+      }),
+    );
     throw err;
   }
   const processingTimeMs = Date.now() - startedAt;
   const charge = meter.total();
-  await billing.settle(hold, {
-    requestId,
-    endpoint: o.endpoint,
-    model: meter.model,
-    status: "success",
-    promptTokens: meter.promptTokens,
-    completionTokens: meter.completionTokens,
-    pagesProcessed: meter.pages,
-    processingTimeMs,
-    charge,
-  });
-  return { result, requestId, charge, components: meter.components(), processingTimeMs };
+  await step("billing.settle", { "folio.cost_cents": charge.chargedCents, "folio.status": "success" }, () =>
+    billing.settle(hold, {
+      requestId,
+      endpoint: o.endpoint,
+      model: meter.model,
+      status: "success",
+      promptTokens: meter.promptTokens,
+      completionTokens: meter.completionTokens,
+      pagesProcessed: meter.pages,
+      processingTimeMs,
+      charge,
+    }),
+  );
+  return { result, requestId, charge, components: meter.components(), processingTimeMs, model: meter.model, pages: meter.pages };
 }

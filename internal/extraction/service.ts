@@ -3,6 +3,7 @@
  * extraction and chat, with the provider cost of every call. Transport-free;
  * `grpc.ts` exposes it over gRPC.
  */
+import { inSpan } from "../platform/telemetry/index.ts";
 import { Decimal } from "../billing/index.ts";
 import { FolioError } from "../platform/errors/index.ts";
 import type { Catalog } from "./catalog/catalog.ts";
@@ -86,7 +87,20 @@ export class ExtractionService {
     return new UpstreamEngine(model, this.opts.upstream, this.opts.maxCompletionTokens);
   }
 
-  async extractPage(modelId: string, page: PageInput, options: ExtractOptions, signal: AbortSignal): Promise<PageExtraction> {
+  extractPage(modelId: string, page: PageInput, options: ExtractOptions, signal: AbortSignal): Promise<PageExtraction> {
+    return inSpan("extraction.page", { "folio.model": modelId, "folio.page": page.pageNumber }, async (span) => {
+      const r = await this.extract(modelId, page, options, signal);
+      span.setAttributes({
+        "folio.provider_cost_cents": r.providerCostCents.toNumber(),
+        "folio.cost_source": r.costSource,
+        "folio.prompt_tokens": r.result.usage.promptTokens,
+        "folio.completion_tokens": r.result.usage.completionTokens,
+      });
+      return r;
+    });
+  }
+
+  private async extract(modelId: string, page: PageInput, options: ExtractOptions, signal: AbortSignal): Promise<PageExtraction> {
     const model = this.model(modelId);
     const result = await this.engine(model).extractPage(page, options, signal);
     if (result.usage.reportedCostCents) return { result, providerCostCents: result.usage.reportedCostCents, costSource: "reported" };
