@@ -219,3 +219,22 @@ describe("office documents in /v1/ocr and /v1/chat/completions", () => {
     expect(images[0]!.image_url!.url).toMatch(/^data:image\/png;base64,/);
   });
 });
+
+describe("metrics of a conversion", () => {
+  it("count conversions, compute time and gRPC calls on both sides, and upstream calls by model", async () => {
+    const scrape = async (url: string | null) => (await fetch(url!)).text();
+    const value = (text: string, series: string) => Number(new RegExp(`^${series.replace(/[{}"/.]/g, "\\$&")} ([0-9.e+-]+)$`, "m").exec(text)?.[1] ?? NaN);
+    const conversion = await scrape(stack.conversion!.metricsUrl);
+    expect(value(conversion, 'folio_conversions_total{format="DOCX",outcome="ok",process="conversion"}'), conversion.slice(0, 2000)).toBeGreaterThanOrEqual(1);
+    expect(value(conversion, 'folio_conversions_total{format="ODT",outcome="conversion_failed",process="conversion"}')).toBeGreaterThanOrEqual(1);
+    expect(value(conversion, 'folio_conversion_compute_seconds_total{format="DOCX",backend="runsc",process="conversion"}')).toBeGreaterThan(0);
+    expect(value(conversion, 'folio_grpc_server_calls_total{method="/folio.conversion.v1.ConversionService/Convert",code="OK",process="conversion"}')).toBeGreaterThanOrEqual(1);
+    const edge = await scrape(stack.edge.metricsUrl);
+    expect(value(edge, 'folio_grpc_client_calls_total{method="/folio.conversion.v1.ConversionService/Convert",code="OK",process="edge"}'), edge.slice(0, 2000)).toBeGreaterThanOrEqual(1);
+    expect(value(edge, 'folio_grpc_client_calls_total{method="/folio.extraction.v1.ExtractionService/ExtractPage",code="OK",process="edge"}')).toBeGreaterThanOrEqual(1);
+    const extraction = await scrape(stack.extraction.metricsUrl);
+    expect(value(extraction, 'folio_upstream_calls_total{model="openai/gpt-4.1-mini",outcome="ok",process="extraction"}'), extraction.slice(0, 2000)).toBeGreaterThanOrEqual(1);
+    expect(value(extraction, 'folio_upstream_tokens_total{model="openai/gpt-4.1-mini",kind="prompt",process="extraction"}')).toBeGreaterThan(0);
+    expect(value(extraction, 'folio_upstream_cost_cents_total{model="openai/gpt-4.1-mini",process="extraction"}')).toBeGreaterThan(0);
+  });
+});

@@ -22,6 +22,8 @@ export interface ConversionClientOptions {
   infoDeadlineMs: number;
   /** Deadline of one Convert (queue wait and the sandbox's time limit included). */
   convertDeadlineMs: number;
+  /** Client interceptors (the edge's gRPC metrics). */
+  interceptors?: grpc.Interceptor[];
 }
 
 const WHAT = "the conversion service";
@@ -31,7 +33,7 @@ export class ConversionClient {
 
   constructor(address: string, private readonly opts: ConversionClientOptions) {
     const Ctor = conversionProto().folio.conversion.v1.ConversionService;
-    this.client = new Ctor(address, grpc.credentials.createInsecure(), clientOptions);
+    this.client = new Ctor(address, grpc.credentials.createInsecure(), { ...clientOptions, interceptors: opts.interceptors ?? [] });
   }
 
   convert(req: ConvertRequest, signal?: AbortSignal): Promise<Conversion> {

@@ -100,6 +100,7 @@ export async function startConversion({ config, log, sharedProcess = false }: St
         if (!(err instanceof FolioError) || err.code === "internal_error") log.error({ err, method }, "conversion call failed");
       },
     }),
+    metrics.grpc,
   );
   const served = !sharedProcess && config.FOLIO_METRICS_ENABLED ? await metrics.serve(config.FOLIO_METRICS_HOST, config.FOLIO_METRICS_PORT) : null;
   log.info({ address: grpc.address, backend: config.FOLIO_SANDBOX, concurrency: config.FOLIO_CONVERSION_CONCURRENCY }, "conversion service listening");

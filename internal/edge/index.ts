@@ -14,6 +14,7 @@ import type { Registry } from "prom-client";
 import { buildEdgeApp } from "./app.ts";
 import { ExtractionClient } from "../extraction/client.ts";
 import { ConversionClient } from "../conversion/client.ts";
+import { observingClientInterceptor } from "../platform/grpc/index.ts";
 import type { App, EdgeDeps } from "./types.ts";
 
 export { buildEdgeApp } from "./app.ts";
@@ -71,6 +72,7 @@ export async function startEdge({ config, log, database, alsoMetrics = [] }: Sta
       },
     },
   });
+  const grpcInterceptors = [observingClientInterceptor(metrics.grpc)];
   const deps: EdgeDeps = {
     db: handle.db,
     limiter,
@@ -80,10 +82,10 @@ export async function startEdge({ config, log, database, alsoMetrics = [] }: Sta
     metrics,
     log,
     extraction: config.FOLIO_EXTRACTION_ADDRESS
-      ? new ExtractionClient(config.FOLIO_EXTRACTION_ADDRESS, { catalogDeadlineMs: 10_000, workDeadlineMs: config.FOLIO_EXTRACTION_DEADLINE_SECONDS * 1000 })
+      ? new ExtractionClient(config.FOLIO_EXTRACTION_ADDRESS, { catalogDeadlineMs: 10_000, workDeadlineMs: config.FOLIO_EXTRACTION_DEADLINE_SECONDS * 1000, interceptors: grpcInterceptors })
       : undefined,
     conversion: config.FOLIO_CONVERSION_ADDRESS
-      ? new ConversionClient(config.FOLIO_CONVERSION_ADDRESS, { infoDeadlineMs: 10_000, convertDeadlineMs: config.FOLIO_CONVERSION_DEADLINE_SECONDS * 1000 })
+      ? new ConversionClient(config.FOLIO_CONVERSION_ADDRESS, { infoDeadlineMs: 10_000, convertDeadlineMs: config.FOLIO_CONVERSION_DEADLINE_SECONDS * 1000, interceptors: grpcInterceptors })
       : undefined,
     conversionDeadlineMs: config.FOLIO_CONVERSION_DEADLINE_SECONDS * 1000,
     documents: {

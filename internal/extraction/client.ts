@@ -32,6 +32,8 @@ export interface ExtractionClientOptions {
   catalogDeadlineMs: number;
   /** Deadline of one page or one chat call. */
   workDeadlineMs: number;
+  /** Client interceptors (the edge's gRPC metrics). */
+  interceptors?: grpc.Interceptor[];
 }
 
 const WHAT = "the extraction service";
@@ -41,7 +43,7 @@ export class ExtractionClient {
 
   constructor(address: string, private readonly opts: ExtractionClientOptions) {
     const Ctor = extractionProto().folio.extraction.v1.ExtractionService;
-    this.client = new Ctor(address, grpc.credentials.createInsecure(), clientOptions);
+    this.client = new Ctor(address, grpc.credentials.createInsecure(), { ...clientOptions, interceptors: opts.interceptors ?? [] });
   }
 
   async listModels(): Promise<CatalogView> {

@@ -117,6 +117,13 @@ export async function startExtraction({ config, log, sharedProcess = false }: St
     local,
     upstream: upstream ? new UpstreamClient({ ...upstream, timeoutMs: config.FOLIO_UPSTREAM_TIMEOUT_SECONDS * 1000 }) : undefined,
     maxCompletionTokens: config.FOLIO_MAX_COMPLETION_TOKENS,
+    onUpstreamCall: (c) => {
+      metrics.upstreamCalls.inc({ model: c.model, outcome: c.outcome });
+      metrics.upstreamDuration.observe({ model: c.model }, c.seconds);
+      if (c.promptTokens) metrics.upstreamTokens.inc({ model: c.model, kind: "prompt" }, c.promptTokens);
+      if (c.completionTokens) metrics.upstreamTokens.inc({ model: c.model, kind: "completion" }, c.completionTokens);
+      if (c.providerCostCents) metrics.upstreamCostCents.inc({ model: c.model }, c.providerCostCents);
+    },
   });
   const grpc = await startGrpcServer(config.FOLIO_GRPC_HOST, config.FOLIO_GRPC_PORT, (server) =>
     registerExtraction(server, service, {
@@ -130,6 +137,7 @@ export async function startExtraction({ config, log, sharedProcess = false }: St
         if (method === "ExtractPage" && outcome === "ok") metrics.pages.inc({ source });
       },
     }),
+    metrics.grpc,
   );
   const served = !sharedProcess && config.FOLIO_METRICS_ENABLED ? await metrics.serve(config.FOLIO_METRICS_HOST, config.FOLIO_METRICS_PORT) : null;
   log.info({ address: grpc.address, upstream: upstream ? upstream.baseUrl : null, models: catalog.snapshot().models.length }, "extraction service listening");

@@ -58,6 +58,17 @@ export interface ExtractionServiceOptions {
   upstream?: UpstreamClient;
   /** max_tokens sent upstream per page; also what holds assume. */
   maxCompletionTokens: number;
+  /** Told about every upstream call (metrics): model, outcome, seconds, tokens and exact provider cents. */
+  onUpstreamCall?: (call: UpstreamCallRecord) => void;
+}
+
+export interface UpstreamCallRecord {
+  model: string;
+  outcome: "ok" | "error";
+  seconds: number;
+  promptTokens: number;
+  completionTokens: number;
+  providerCostCents: number;
 }
 
 export class ExtractionService {
@@ -102,7 +113,23 @@ export class ExtractionService {
 
   private async extract(modelId: string, page: PageInput, options: ExtractOptions, signal: AbortSignal): Promise<PageExtraction> {
     const model = this.model(modelId);
-    const result = await this.engine(model).extractPage(page, options, signal);
+    if (model.source !== "upstream") return this.priced(model, await this.engine(model).extractPage(page, options, signal));
+    const started = performance.now();
+    try {
+      const r = this.priced(model, await this.engine(model).extractPage(page, options, signal));
+      this.upstreamCall(model.id, "ok", started, r.result.usage.promptTokens, r.result.usage.completionTokens, r.providerCostCents.toNumber());
+      return r;
+    } catch (err) {
+      this.upstreamCall(model.id, "error", started, 0, 0, 0);
+      throw err;
+    }
+  }
+
+  private upstreamCall(model: string, outcome: "ok" | "error", started: number, promptTokens: number, completionTokens: number, providerCostCents: number): void {
+    this.opts.onUpstreamCall?.({ model, outcome, seconds: (performance.now() - started) / 1000, promptTokens, completionTokens, providerCostCents });
+  }
+
+  private priced(model: CatalogModel, result: PageResult): PageExtraction {
     if (result.usage.reportedCostCents) return { result, providerCostCents: result.usage.reportedCostCents, costSource: "reported" };
     const local = model.source === "local";
     const providerCostCents = computedCostCents(model, {
@@ -125,9 +152,15 @@ export class ExtractionService {
       max_tokens: input.maxTokens && input.maxTokens > 0 ? input.maxTokens : this.opts.maxCompletionTokens,
     };
     if (input.plugins.length) body.plugins = input.plugins.map((p) => ({ id: p.id, ...(p.pdfEngine ? { pdf: { engine: p.pdfEngine } } : {}) }));
-    const r = await this.opts.upstream.chatCompletion(body, signal);
+    const started = performance.now();
+    const r = await this.opts.upstream.chatCompletion(body, signal).catch((err: unknown) => {
+      this.upstreamCall(model.id, "error", started, 0, 0, 0);
+      throw err;
+    });
     const images = input.messages.reduce((n, m) => n + m.content.filter((c) => c.kind === "image").length, 0);
     const reported = r.reportedCostCents;
+    const providerCostCents = reported ?? computedCostCents(model, { promptTokens: r.promptTokens, completionTokens: r.completionTokens, images, requests: 1, pages: 0 });
+    this.upstreamCall(model.id, "ok", started, r.promptTokens, r.completionTokens, providerCostCents.toNumber());
     return {
       id: r.id,
       model: model.id,
@@ -135,7 +168,7 @@ export class ExtractionService {
       finishReason: r.finishReason,
       promptTokens: r.promptTokens,
       completionTokens: r.completionTokens,
-      providerCostCents: reported ?? computedCostCents(model, { promptTokens: r.promptTokens, completionTokens: r.completionTokens, images, requests: 1, pages: 0 }),
+      providerCostCents,
       costSource: reported ? "reported" : "computed",
     };
   }

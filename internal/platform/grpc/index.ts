@@ -80,15 +80,58 @@ export interface RunningGrpcServer {
   close(): Promise<void>;
 }
 
+/** What metrics see of each gRPC call (see GrpcObserver in platform/metrics). */
+export interface CallObserver {
+  observe(method: string, code: string, seconds: number): void;
+}
+
+const codeName = (code: grpc.status): string => grpc.status[code] ?? String(code);
+
+/** A server interceptor reporting every call's method, status code and duration. */
+export function observingServerInterceptor(observer: CallObserver): grpc.ServerInterceptor {
+  return (method, call) => {
+    const started = performance.now();
+    return new grpc.ServerInterceptingCall(call, {
+      sendStatus: (status, next) => {
+        observer.observe(method.path, codeName(status.code), (performance.now() - started) / 1000);
+        next(status);
+      },
+    });
+  };
+}
+
+/** A client interceptor reporting every call's method, status code and duration. */
+export function observingClientInterceptor(observer: CallObserver): grpc.Interceptor {
+  return (options, nextCall) => {
+    const started = performance.now();
+    const method = options.method_definition.path;
+    return new grpc.InterceptingCall(nextCall(options), {
+      start: (metadata, listener, next) => {
+        next(
+          metadata,
+          new grpc.ListenerBuilder()
+            .withOnReceiveStatus((status, nextStatus) => {
+              observer.observe(method, codeName(status.code), (performance.now() - started) / 1000);
+              nextStatus(status);
+            })
+            .build(),
+        );
+      },
+    });
+  };
+}
+
 /** Starts a server with the given services plus grpc.health.v1, marked SERVING. */
 export async function startGrpcServer(
   host: string,
   port: number,
   register: (server: grpc.Server) => string[],
+  observer?: CallObserver,
 ): Promise<RunningGrpcServer> {
   const server = new grpc.Server({
     "grpc.max_receive_message_length": MAX_MESSAGE_BYTES,
     "grpc.max_send_message_length": MAX_MESSAGE_BYTES,
+    ...(observer ? { interceptors: [observingServerInterceptor(observer)] } : {}),
   });
   const names = register(server);
   const health = new HealthImplementation(Object.fromEntries([["", "SERVING"], ...names.map((n) => [n, "SERVING"])]));

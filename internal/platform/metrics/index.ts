@@ -60,6 +60,27 @@ export class Metrics {
   }
 }
 
+/**
+ * gRPC calls seen by a process, server side (extraction, conversion) or
+ * client side (the edge), by full method name and status code name.
+ */
+export interface GrpcObserver {
+  observe(method: string, code: string, seconds: number): void;
+}
+
+const GRPC_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 180];
+
+function grpcObserver(m: Metrics, side: "server" | "client"): GrpcObserver {
+  const calls = m.counter(`grpc_${side}_calls_total`, `gRPC calls ${side === "server" ? "handled" : "made"}, by method and status code.`, ["method", "code"]);
+  const duration = m.histogram(`grpc_${side}_call_duration_seconds`, `gRPC call duration (${side} side), by method.`, ["method"], GRPC_BUCKETS);
+  return {
+    observe: (method, code, seconds) => {
+      calls.inc({ method, code });
+      duration.observe({ method }, seconds);
+    },
+  };
+}
+
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
 
 /** The edge's metrics. */
@@ -73,6 +94,7 @@ export class EdgeMetrics extends Metrics {
   readonly settlements = this.counter("billing_settlements_total", "Holds settled, by usage status (success or error).", ["status"]);
   readonly insufficientCredits = this.counter("billing_insufficient_credits_total", "Requests refused with 402 insufficient_credits.");
   readonly chargedCents = this.counter("billing_charged_cents_total", "Whole cents charged, by endpoint.", ["endpoint"]);
+  readonly grpc = grpcObserver(this, "client");
 
   constructor() {
     super("edge");
@@ -84,6 +106,11 @@ export class ExtractionMetrics extends Metrics {
   readonly catalogRefreshes = this.counter("catalog_refreshes_total", "Upstream catalog refreshes, by outcome (ok or failed).", ["outcome"]);
   readonly extractions = this.counter("extraction_calls_total", "ExtractPage and Chat calls, by method, model source and outcome.", ["method", "source", "outcome"]);
   readonly pages = this.counter("pages_processed_total", "Pages extracted, by model source.", ["source"]);
+  readonly upstreamCalls = this.counter("upstream_calls_total", "Calls to the upstream model API, by model and outcome (ok or error).", ["model", "outcome"]);
+  readonly upstreamDuration = this.histogram("upstream_call_duration_seconds", "Upstream call latency, by model.", ["model"], [0.25, 0.5, 1, 2, 3, 5, 7.5, 10, 15, 20, 30, 45, 60, 90, 120]);
+  readonly upstreamTokens = this.counter("upstream_tokens_total", "Tokens billed by the upstream, by model and kind (prompt or completion).", ["model", "kind"]);
+  readonly upstreamCostCents = this.counter("upstream_cost_cents_total", "Exact provider cost of upstream calls in cents (before the platform fee), by model.", ["model"]);
+  readonly grpc = grpcObserver(this, "server");
 
   constructor(catalog: () => { ageSeconds: number | null; stale: boolean; models: { source: string }[] }, defaultMetrics = true) {
     super("extraction", defaultMetrics);
@@ -110,6 +137,7 @@ export class ConversionMetrics extends Metrics {
   readonly computeSeconds = this.counter("conversion_compute_seconds_total", "Billed sandbox compute time, by format and backend.", ["format", "backend"]);
   readonly pages = this.counter("conversion_pages_total", "Pages rendered by conversions, by format.", ["format"]);
   readonly sandboxesRunning = this.gauge("sandboxes_running", "Sandboxes running now, by backend.", ["backend"]);
+  readonly grpc = grpcObserver(this, "server");
 
   constructor(load: () => { waiting: number }, defaultMetrics = true) {
     super("conversion", defaultMetrics);
