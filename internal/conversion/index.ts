@@ -9,7 +9,7 @@ import { startGrpcServer, type RunningGrpcServer } from "../platform/grpc/index.
 import type { Logger } from "../platform/log/index.ts";
 import { ConversionMetrics } from "../platform/metrics/index.ts";
 import { RunscBackend, UnsandboxedBackend, type SandboxBackend } from "../sandbox/index.ts";
-import { registerConversion } from "./grpc.ts";
+import { BROKER_SERVICE_NAME, registerConversion } from "./grpc.ts";
 import { ConversionService, type BackendName, type ConversionLimits } from "./service.ts";
 
 export { ConversionClient } from "./client.ts";
@@ -83,8 +83,28 @@ async function kubernetesBackend(config: ConversionConfig, log: Logger): Promise
   if (!config.FOLIO_BROKER_ADDRESS) {
     throw new FolioError("internal_error", "configuration: FOLIO_BROKER_ADDRESS: required by FOLIO_SANDBOX=kubernetes (the address sandbox pods dial, e.g. folio-conversion.folio.svc:50053)");
   }
-  void log;
-  throw new FolioError("internal_error", "the kubernetes sandbox backend is not built yet");
+  const [{ KubeConfig }, { KubernetesBackend }, { SandboxBroker, registerBroker }] = await Promise.all([
+    import("@kubernetes/client-node"),
+    import("./kubernetes.ts"),
+    import("./broker.ts"),
+  ]);
+  const kubeConfig = new KubeConfig();
+  kubeConfig.loadFromDefault();
+  const broker = new SandboxBroker({ log: log.child({ component: "broker" }) });
+  const server = await startGrpcServer(config.FOLIO_BROKER_HOST, config.FOLIO_BROKER_PORT, (s) => {
+    registerBroker(s, broker);
+    return [BROKER_SERVICE_NAME];
+  });
+  log.info({ address: server.address }, "sandbox broker listening");
+  const backend = new KubernetesBackend({
+    kubeConfig,
+    namespace: config.FOLIO_KUBE_NAMESPACE,
+    brokerAddress: config.FOLIO_BROKER_ADDRESS,
+    broker,
+    maxOutputBytes: config.FOLIO_CONVERSION_MAX_OUTPUT_BYTES,
+    log,
+  });
+  return { backend, close: () => server.close() };
 }
 
 export async function startConversion({ config, log, sharedProcess = false }: StartConversionOptions): Promise<RunningConversion> {

@@ -1,0 +1,244 @@
+/**
+ * The sandbox broker over real gRPC on loopback: the one-time token (one
+ * fetch, one submit, refused alike when unknown, expired, reused or out of
+ * order), the checks on what a sandbox sends back (page order, PNG, size,
+ * count, a missing outcome), cancellation, and logs that never carry the
+ * token or the document.
+ */
+import { randomBytes } from "node:crypto";
+import { Writable } from "node:stream";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { ProtoGrpcType } from "../gen/proto/conversion.ts";
+import type { JobHeader__Output } from "../gen/proto/folio/conversion/v1/JobHeader.ts";
+import type { ResultChunk } from "../gen/proto/folio/conversion/v1/ResultChunk.ts";
+import type { SandboxBrokerClient } from "../gen/proto/folio/conversion/v1/SandboxBroker.ts";
+import { FolioError } from "../platform/errors/index.ts";
+import { clientOptions, fromGrpcError, grpc, loadProto, startGrpcServer, type RunningGrpcServer } from "../platform/grpc/index.ts";
+import { createLogger } from "../platform/log/index.ts";
+import { SandboxBroker, registerBroker, type BrokerJobInput } from "./broker.ts";
+
+const logLines: string[] = [];
+const logSink = new Writable({
+  write(chunk: Buffer, _enc, cb) {
+    logLines.push(chunk.toString("utf8"));
+    cb();
+  },
+});
+const broker = new SandboxBroker({ log: createLogger("debug", logSink), chunkBytes: 1000 });
+let server: RunningGrpcServer;
+let client: SandboxBrokerClient;
+
+beforeAll(async () => {
+  server = await startGrpcServer("127.0.0.1", 0, (s) => {
+    registerBroker(s, broker);
+    return [];
+  });
+  const proto = loadProto<ProtoGrpcType>("folio/conversion/v1/conversion.proto");
+  client = new proto.folio.conversion.v1.SandboxBroker(server.address, grpc.credentials.createInsecure(), clientOptions);
+});
+
+afterAll(async () => {
+  client.close();
+  await server.close();
+});
+
+const PNG_SIGNATURE = Buffer.from("89504e470d0a1a0a", "hex");
+/** Enough of a PNG for the broker, which checks the signature only. */
+const png = (n: number) => Buffer.concat([PNG_SIGNATURE, Buffer.from(`page ${n} `.repeat(20))]);
+
+function job(overrides: Partial<BrokerJobInput> = {}): BrokerJobInput {
+  return {
+    document: randomBytes(4500),
+    format: "DOCX",
+    maxPages: 5,
+    timeoutMs: 10_000,
+    maxOutputBytes: 10_000,
+    expiresAt: Date.now() + 60_000,
+    ...overrides,
+  };
+}
+
+/** FetchJob as a sandbox does it: the header, then the document's chunks. */
+function fetchJob(token: string): Promise<{ header: JobHeader__Output | undefined; document: Buffer; chunks: number }> {
+  return new Promise((resolve, reject) => {
+    const call = client.FetchJob({ token }, { deadline: Date.now() + 10_000 });
+    let header: JobHeader__Output | undefined;
+    const data: Buffer[] = [];
+    call.on("data", (chunk: { item?: string; header?: JobHeader__Output | null; data?: Buffer }) => {
+      if (chunk.item === "header" && chunk.header) header = chunk.header;
+      else if (chunk.item === "data" && chunk.data) data.push(chunk.data);
+    });
+    call.on("error", (err: grpc.ServiceError) => reject(fromGrpcError(err, "broker")));
+    call.on("end", () => resolve({ header, document: Buffer.concat(data), chunks: data.length }));
+  });
+}
+
+/** SubmitResult with the given messages (the first normally `start`). */
+function submit(messages: ResultChunk[]): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const call = client.SubmitResult({ deadline: Date.now() + 10_000 }, (err) => (err ? reject(fromGrpcError(err, "broker")) : resolve()));
+    for (const m of messages) call.write(m);
+    call.end();
+  });
+}
+
+const start = (token: string): ResultChunk => ({ start: { token } });
+const page = (n: number, bytes = png(n)): ResultChunk => ({ page: { page_number: n, png: bytes, width: 10, height: 10 } });
+const outcome = (pageCount: number, ok = true, extra: { error_code?: string; error_message?: string } = {}): ResultChunk => ({
+  result: { ok, page_count: pageCount, timings: { soffice: 12, total: 34 }, ...extra },
+});
+
+/** Awaits a rejection and returns it as a FolioError (failing, with what it got, otherwise). */
+async function folioError(p: Promise<unknown>): Promise<FolioError> {
+  const got = await p.then(
+    (value) => ({ resolved: value }),
+    (err: unknown) => err,
+  );
+  if (!(got instanceof FolioError)) throw new Error(`expected a FolioError, got ${(JSON.stringify(got) ?? String(got)).slice(0, 300)}`);
+  return got;
+}
+
+describe("SandboxBroker", () => {
+  it("hands out the job once and takes the pages back once", async () => {
+    const input = job({ traceparent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01" });
+    const reg = broker.register(input);
+    expect(reg.token).toMatch(/^[A-Za-z0-9_-]{43,}$/);
+    expect(broker.pending()).toBe(1);
+
+    const fetched = await fetchJob(reg.token);
+    expect(fetched.header).toMatchObject({ format: "DOCX", dpi: 200, max_pages: 5, timeout_ms: 10_000, max_output_bytes: 10_000, document_bytes: 4500, traceparent: input.traceparent });
+    expect(fetched.chunks).toBe(5);
+    expect(fetched.document.equals(input.document)).toBe(true);
+
+    await submit([start(reg.token), page(1), page(2), outcome(2)]);
+    const result = await reg.result;
+    expect(result.pageCount).toBe(2);
+    expect(result.pages.map((p) => p.toString("latin1"))).toEqual([png(1).toString("latin1"), png(2).toString("latin1")]);
+    expect(result.outcome).toEqual({ ok: true, timings: { soffice: 12, total: 34 } });
+    expect(result.fetchedAtMs).toBeLessThanOrEqual(result.submittedAtMs);
+    expect(broker.pending()).toBe(0);
+  });
+
+  it("refuses a second fetch and a second submit with permission_denied", async () => {
+    const reg = broker.register(job());
+    await fetchJob(reg.token);
+    const again = await folioError(fetchJob(reg.token));
+    expect(again.code).toBe("permission_denied");
+
+    await submit([start(reg.token), page(1), outcome(1)]);
+    await reg.result;
+    const twice = await folioError(submit([start(reg.token), page(1), outcome(1)]));
+    expect(twice.code).toBe("permission_denied");
+  });
+
+  it("refuses unknown, expired and not-yet-fetched tokens with the same message", async () => {
+    const unknown = await folioError(fetchJob(randomBytes(32).toString("base64url")));
+    const empty = await folioError(fetchJob(""));
+
+    const expiring = broker.register(job({ expiresAt: Date.now() + 50 }));
+    await expect.poll(() => broker.pending(), { timeout: 5000 }).toBe(0);
+    const expired = await folioError(fetchJob(expiring.token));
+    const expiredResult = await folioError(expiring.result);
+    expect(expiredResult.code).toBe("timeout");
+
+    const unfetched = broker.register(job());
+    const early = await folioError(submit([start(unfetched.token), outcome(0, false)]));
+    const noStart = await folioError(submit([page(1), outcome(1)]));
+
+    const errors = { unknown, empty, expired, early, noStart };
+    for (const [name, err] of Object.entries(errors)) {
+      expect({ name, code: err.code, message: err.message }).toEqual({ name, code: "permission_denied", message: unknown.message });
+    }
+    // The refusal did not use up the unfetched token: its sandbox can still fetch and submit.
+    await fetchJob(unfetched.token);
+    await submit([start(unfetched.token), page(1), outcome(1)]);
+    expect((await unfetched.result).pageCount).toBe(1);
+  });
+
+  it.each([
+    ["a page out of order", [page(2), page(1), outcome(2)], /returned page 2 where page 1 was expected/],
+    ["a page that is not a PNG", [page(1), page(2, Buffer.from("GIF89a not a png at all")), outcome(2)], /returned page 2 that is not a PNG/],
+    ["more bytes than allowed", [page(1, Buffer.concat([PNG_SIGNATURE, Buffer.alloc(6000)])), page(2, Buffer.concat([PNG_SIGNATURE, Buffer.alloc(6000)])), outcome(2)], /larger than 10000 bytes/],
+    ["more pages than allowed", [1, 2, 3, 4, 5, 6].map((n) => page(n)).concat(outcome(6)), /more than the 5 pages allowed/],
+    ["a page count that does not match", [page(1), page(2), outcome(3)], /outcome of 3 pages after sending 2/],
+    ["a stream without an outcome", [page(1), page(2)], /stream ended without an outcome/],
+    ["success without pages", [outcome(0)], /no pages for a successful conversion/],
+  ] as const)("fails the job as conversion_failed on %s", async (_name, messages, message) => {
+    const reg = broker.register(job());
+    await fetchJob(reg.token);
+    const answered = await folioError(submit([start(reg.token), ...messages]));
+    const failed = await folioError(reg.result);
+    expect({ code: failed.code, message: failed.message }).toMatchObject({ code: "conversion_failed", message: expect.stringMatching(message) });
+    expect(answered.code).toBe("conversion_failed");
+    expect(broker.pending()).toBe(0);
+  });
+
+  it("passes a failed conversion through as an outcome", async () => {
+    const reg = broker.register(job());
+    await fetchJob(reg.token);
+    await submit([start(reg.token), outcome(0, false, { error_code: "timeout", error_message: "the conversion ran out of time" })]);
+    const result = await reg.result;
+    expect(result).toMatchObject({ pageCount: 0, pages: [], outcome: { ok: false, errorCode: "timeout", errorMessage: "the conversion ran out of time" } });
+  });
+
+  it("fails the job when the sandbox's result stream breaks off", async () => {
+    const reg = broker.register(job());
+    await fetchJob(reg.token);
+    const call = client.SubmitResult({ deadline: Date.now() + 10_000 }, () => undefined);
+    call.write(start(reg.token));
+    call.write(page(1));
+    // Wait until the broker has taken the start message, then cut the stream.
+    await expect.poll(() => logLines.some((l) => l.includes(reg.id) && l.includes("started submitting")), { timeout: 5000 }).toBe(true);
+    call.cancel();
+    const failed = await folioError(reg.result);
+    expect(failed.code).toBe("conversion_failed");
+  });
+
+  it("cancel kills the token and rejects the result with the reason", async () => {
+    const reg = broker.register(job());
+    const reason = new FolioError("timeout", "gave up");
+    reg.cancel(reason);
+    await expect(reg.result).rejects.toBe(reason);
+    expect(broker.pending()).toBe(0);
+    expect((await folioError(fetchJob(reg.token))).code).toBe("permission_denied");
+    reg.cancel(new Error("twice is harmless"));
+  });
+
+  it("stops a running fetch when the registration is cancelled", async () => {
+    const size = 8 * 1024 * 1024;
+    const reg = broker.register(job({ document: randomBytes(size) }));
+    const call = client.FetchJob({ token: reg.token }, { deadline: Date.now() + 10_000 });
+    let received = 0;
+    const ended = new Promise<unknown>((resolve) => {
+      call.on("data", (chunk: { item?: string; data?: Buffer }) => {
+        if (chunk.item === "header") {
+          // Stop reading so the broker blocks on flow control, then cancel under it.
+          call.pause();
+          reg.cancel(new FolioError("timeout", "gave up"));
+          setImmediate(() => call.resume());
+        } else received += chunk.data?.length ?? 0;
+      });
+      call.on("error", (err: grpc.ServiceError) => resolve(fromGrpcError(err, "broker")));
+      call.on("end", () => resolve("ended"));
+    });
+    const err = await ended;
+    expect({ code: (err as FolioError).code, cutShort: received < size }).toEqual({ code: "permission_denied", cutShort: true });
+  });
+
+  it("never logs a token or the document", async () => {
+    const input = job({ document: Buffer.from("SECRET-DOCUMENT-CONTENT ".repeat(50)) });
+    const reg = broker.register(input);
+    await folioError(fetchJob(`${reg.token}x`));
+    await fetchJob(reg.token);
+    await fetchJob(reg.token).catch(() => undefined);
+    await submit([start(reg.token), page(1), outcome(1)]);
+    await reg.result;
+    const logs = logLines.join("");
+    expect(logs).toContain("sandbox fetched its job");
+    expect(logs).toContain("sandbox broker refused a token");
+    expect(logs).not.toContain(reg.token);
+    expect(logs).not.toContain(reg.token.slice(0, 16));
+    expect(logs).not.toContain("SECRET-DOCUMENT");
+    expect(logs).not.toContain(input.document.toString("base64").slice(0, 40));
+  });
+});

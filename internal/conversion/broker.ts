@@ -1,0 +1,359 @@
+/**
+ * The sandbox broker: how a `kubernetes` sandbox pod gets its document and
+ * returns its pages. Neither ever goes through the Kubernetes API (a
+ * ConversionSandbox carries only a one-time token): the pod calls this gRPC
+ * service (`folio.conversion.v1.SandboxBroker`) on a port of its own.
+ *
+ * Tokens. {@link SandboxBroker.register} makes a token of 32 random bytes
+ * (base64url) per document. It allows exactly one FetchJob and then one
+ * SubmitResult, until its expiry. Only a SHA-256 hash of it is kept, and
+ * registrations are looked up by that hash: a presented token is hashed and
+ * the hash used as a map key, so nothing ever compares the secret itself byte
+ * by byte (no timing leak), and a memory dump holds no usable token. An
+ * unknown, expired, used or cancelled token is refused alike with
+ * `permission_denied` and the same message, so a caller learns nothing about
+ * which case it hit.
+ *
+ * What the sandbox sends back is as untrusted as the document that ran in
+ * it: pages must arrive numbered 1..n in order, n ≤ maxPages, each a PNG,
+ * together ≤ maxOutputBytes, and the final outcome's page count must equal
+ * the pages received. Anything else fails the job as `conversion_failed`
+ * ("the sandbox returned ..."), and so does a result stream that ends
+ * without its outcome.
+ *
+ * Neither the token nor the document is ever logged.
+ */
+import { createHash, randomBytes, randomUUID } from "node:crypto";
+import type { ConversionFormat } from "../documents/index.ts";
+import type { ProtoGrpcType } from "../gen/proto/conversion.ts";
+import type { JobChunk } from "../gen/proto/folio/conversion/v1/JobChunk.ts";
+import type { FetchJobRequest__Output } from "../gen/proto/folio/conversion/v1/FetchJobRequest.ts";
+import type { ResultChunk__Output } from "../gen/proto/folio/conversion/v1/ResultChunk.ts";
+import type { SandboxBrokerHandlers } from "../gen/proto/folio/conversion/v1/SandboxBroker.ts";
+import type { SubmitResultResponse } from "../gen/proto/folio/conversion/v1/SubmitResultResponse.ts";
+import { FolioError } from "../platform/errors/index.ts";
+import { grpc, loadProto, toGrpcStatus } from "../platform/grpc/index.ts";
+import type { Logger } from "../platform/log/index.ts";
+
+/** Resolution the sandbox renders at; the spec fixes it. */
+const PAGE_DPI = 200;
+/** Random bytes in a token: 256 bits, beyond guessing. */
+const TOKEN_BYTES = 32;
+/**
+ * Document bytes per FetchJob message. Far below MAX_MESSAGE_BYTES so a
+ * large document streams under HTTP/2 flow control instead of sitting in one
+ * message in both processes' memory.
+ */
+const DEFAULT_CHUNK_BYTES = 1024 * 1024;
+const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+/** The one message for every refused token (see the module comment). */
+const REFUSED = "the sandbox token is not valid";
+
+export interface BrokerJobInput {
+  document: Buffer;
+  format: ConversionFormat;
+  maxPages: number;
+  /** ms the program may spend converting */
+  timeoutMs: number;
+  maxOutputBytes: number;
+  traceparent?: string;
+  /** epoch ms after which the token is dead */
+  expiresAt: number;
+}
+
+export interface BrokerOutcome {
+  ok: boolean;
+  /** `conversion_failed` or `timeout` when not ok (as the sandbox said: check it before use). */
+  errorCode?: string;
+  errorMessage?: string;
+  /** Milliseconds per step inside the sandbox (informational). */
+  timings: Record<string, number>;
+}
+
+export interface BrokerResult {
+  /** The pages, checked: numbered 1..pageCount in order, each a PNG, within the byte limit. */
+  pages: Buffer[];
+  pageCount: number;
+  outcome: BrokerOutcome;
+  /** Epoch ms when the sandbox fetched its job. */
+  fetchedAtMs: number;
+  /** Epoch ms when the sandbox's outcome arrived. */
+  submittedAtMs: number;
+}
+
+export interface BrokerRegistration {
+  /** The one-time token for the ConversionSandbox's `spec.broker.token`. */
+  token: string;
+  /** A non-secret id of this registration, for log lines on both sides. */
+  id: string;
+  /**
+   * What the sandbox submits (an outcome that is not ok included). Rejects
+   * with a FolioError when the sandbox broke the protocol (`conversion_failed`),
+   * the token expired unused (`timeout`), or on {@link cancel}.
+   */
+  result: Promise<BrokerResult>;
+  /** Ends the registration: the token is dead and `result` rejects with `reason` (no-op once settled). */
+  cancel(reason: Error): void;
+}
+
+interface Registration {
+  id: string;
+  job: BrokerJobInput;
+  fetchedAtMs: number | undefined;
+  submitStarted: boolean;
+  settled: boolean;
+  /** Aborted when the registration ends, so streams still running for it stop. */
+  ended: AbortController;
+  expiry: NodeJS.Timeout;
+  resolve(result: BrokerResult): void;
+  reject(err: Error): void;
+}
+
+export class SandboxBroker {
+  private readonly log: Logger;
+  private readonly chunkBytes: number;
+  /** Open registrations by the SHA-256 (hex) of their token. */
+  private readonly byHash = new Map<string, Registration>();
+
+  constructor(opts: { log: Logger; chunkBytes?: number }) {
+    this.log = opts.log;
+    this.chunkBytes = opts.chunkBytes ?? DEFAULT_CHUNK_BYTES;
+    if (!(this.chunkBytes >= 1)) throw new FolioError("internal_error", "the broker's chunkBytes must be at least 1");
+  }
+
+  /** A fresh one-time token (>= 32 random bytes, base64url) and the promise of what the sandbox submits. */
+  register(job: BrokerJobInput): BrokerRegistration {
+    const token = randomBytes(TOKEN_BYTES).toString("base64url");
+    const hash = hashToken(token);
+    const { promise, resolve, reject } = Promise.withResolvers<BrokerResult>();
+    // The caller may never await `result` (it cancels after a failure seen
+    // elsewhere); a rejection nobody listens to must not crash the process.
+    promise.catch(() => undefined);
+    const reg: Registration = {
+      id: randomUUID(),
+      job,
+      fetchedAtMs: undefined,
+      submitStarted: false,
+      settled: false,
+      ended: new AbortController(),
+      expiry: setTimeout(
+        () => this.settle(hash, reg, new FolioError("timeout", "the sandbox did not return a result before its token expired")),
+        Math.max(0, job.expiresAt - Date.now()),
+      ),
+      resolve,
+      reject,
+    };
+    // A pending expiry must not keep a process alive that is otherwise done.
+    reg.expiry.unref();
+    this.byHash.set(hash, reg);
+    return { token, id: reg.id, result: promise, cancel: (reason: Error) => this.settle(hash, reg, reason) };
+  }
+
+  /** Registrations whose result is still open. */
+  pending(): number {
+    return this.byHash.size;
+  }
+
+  /** The gRPC handlers; {@link registerBroker} adds them to a server. */
+  handlers(): SandboxBrokerHandlers {
+    // Both handle their own errors; these catches are for the unforeseen, so
+    // a bug ends one call with INTERNAL instead of the process.
+    return {
+      FetchJob: (call) => {
+        this.fetchJob(call).catch((err: unknown) => {
+          this.log.error({ err }, "sandbox broker FetchJob failed");
+          if (!call.cancelled && !call.writableEnded) call.emit("error", toGrpcStatus(new FolioError("internal_error", "internal error")));
+        });
+      },
+      SubmitResult: (call, callback) => {
+        this.submitResult(call, callback).catch((err: unknown) => {
+          this.log.error({ err }, "sandbox broker SubmitResult failed");
+        });
+      },
+    };
+  }
+
+  /**
+   * Claims one use of a token. Every refusal throws the same error: which of
+   * unknown, expired, used or out of order it was is only logged (without
+   * the token).
+   */
+  private claim(token: unknown, use: "fetch" | "submit", peer: string): { hash: string; reg: Registration } {
+    const hash = typeof token === "string" && token.length > 0 ? hashToken(token) : "";
+    const reg = hash ? this.byHash.get(hash) : undefined;
+    let why: string | undefined;
+    if (!reg) why = "unknown";
+    else if (Date.now() >= reg.job.expiresAt) why = "expired";
+    else if (use === "fetch" && reg.fetchedAtMs !== undefined) why = "fetched twice";
+    else if (use === "submit" && reg.fetchedAtMs === undefined) why = "submitted before fetching";
+    else if (use === "submit" && reg.submitStarted) why = "submitted twice";
+    if (why !== undefined || !reg) {
+      this.log.warn({ job: reg?.id, use, why, peer }, "sandbox broker refused a token");
+      throw new FolioError("permission_denied", REFUSED);
+    }
+    if (use === "fetch") reg.fetchedAtMs = Date.now();
+    else reg.submitStarted = true;
+    return { hash, reg };
+  }
+
+  private async fetchJob(call: grpc.ServerWritableStream<FetchJobRequest__Output, JobChunk>): Promise<void> {
+    let claimed: { hash: string; reg: Registration };
+    try {
+      claimed = this.claim(call.request.token, "fetch", call.getPeer());
+    } catch (err) {
+      call.emit("error", toGrpcStatus(err));
+      return;
+    }
+    const { hash, reg } = claimed;
+    const { job } = reg;
+    const stopped = () => call.cancelled || reg.ended.signal.aborted;
+    const onCancel = () => {
+      // The token is spent: a sandbox that lost its document cannot ask again,
+      // so waiting for its result would only run into the timeout.
+      this.settle(hash, reg, new FolioError("internal_error", "the sandbox stopped fetching its document", { retryable: true }));
+    };
+    call.on("cancelled", onCancel);
+    try {
+      call.write({
+        header: {
+          format: job.format,
+          dpi: PAGE_DPI,
+          max_pages: job.maxPages,
+          timeout_ms: job.timeoutMs,
+          max_output_bytes: job.maxOutputBytes,
+          document_bytes: job.document.length,
+          traceparent: job.traceparent ?? "",
+        },
+      });
+      for (let offset = 0; offset < job.document.length; offset += this.chunkBytes) {
+        if (stopped()) break;
+        const more = call.write({ data: job.document.subarray(offset, offset + this.chunkBytes) });
+        if (!more) await drained(call, reg.ended.signal);
+      }
+      if (stopped()) {
+        if (!call.cancelled) call.emit("error", toGrpcStatus(new FolioError("permission_denied", REFUSED)));
+        return;
+      }
+      call.end();
+      this.log.info({ job: reg.id, format: job.format, bytes: job.document.length }, "sandbox fetched its job");
+    } finally {
+      call.off("cancelled", onCancel);
+    }
+  }
+
+  private async submitResult(
+    call: grpc.ServerReadableStream<ResultChunk__Output, SubmitResultResponse>,
+    callback: grpc.sendUnaryData<SubmitResultResponse>,
+  ): Promise<void> {
+    let answered = false;
+    const answer = (err: FolioError | null) => {
+      if (answered) return;
+      answered = true;
+      if (err) callback(toGrpcStatus(err) as grpc.ServiceError);
+      else callback(null, {});
+    };
+    let claimed: { hash: string; reg: Registration } | undefined;
+    const pages: Buffer[] = [];
+    let bytes = 0;
+    let outcome: BrokerOutcome | undefined;
+    let pageCount = 0;
+    let submittedAtMs = 0;
+    try {
+      for await (const chunk of call as AsyncIterable<ResultChunk__Output>) {
+        if (!claimed) {
+          // The first message must carry the token; anything else is refused like a bad token.
+          claimed = this.claim(chunk.item === "start" ? chunk.start?.token : undefined, "submit", call.getPeer());
+          this.log.debug({ job: claimed.reg.id }, "sandbox started submitting its result");
+          continue;
+        }
+        const { job } = claimed.reg;
+        if (claimed.reg.settled) throw new FolioError("permission_denied", REFUSED);
+        if (outcome) throw returned("more messages after its result");
+        if (chunk.item === "page" && chunk.page) {
+          const expected = pages.length + 1;
+          const png = chunk.page.png ?? Buffer.alloc(0);
+          if (chunk.page.page_number !== expected) throw returned(`page ${chunk.page.page_number} where page ${expected} was expected`);
+          if (expected > job.maxPages) throw returned(`more than the ${job.maxPages} pages allowed`);
+          if (png.length < PNG_SIGNATURE.length || !png.subarray(0, PNG_SIGNATURE.length).equals(PNG_SIGNATURE)) {
+            throw returned(`page ${expected} that is not a PNG`);
+          }
+          bytes += png.length;
+          if (bytes > job.maxOutputBytes) throw returned(`pages larger than ${job.maxOutputBytes} bytes in total`);
+          pages.push(png);
+        } else if (chunk.item === "result" && chunk.result) {
+          const r = chunk.result;
+          if (r.page_count !== pages.length) throw returned(`an outcome of ${r.page_count} pages after sending ${pages.length}`);
+          if (r.ok && pages.length === 0) throw returned("no pages for a successful conversion");
+          if (!r.ok && pages.length > 0) throw returned("pages for a failed conversion");
+          submittedAtMs = Date.now();
+          pageCount = r.page_count;
+          outcome = {
+            ok: r.ok,
+            ...(r.ok ? {} : { errorCode: r.error_code || "conversion_failed", errorMessage: (r.error_message || "the conversion failed").slice(0, 1000) }),
+            timings: Object.fromEntries(Object.entries(r.timings ?? {}).map(([k, v]) => [k, Number(v)])),
+          };
+        } else {
+          throw returned(`a message of an unknown kind (${String(chunk.item)})`);
+        }
+      }
+      if (!claimed) throw new FolioError("permission_denied", REFUSED);
+      if (claimed.reg.settled) throw new FolioError("permission_denied", REFUSED);
+      if (!outcome) throw returned("no result: its stream ended without an outcome");
+      const { reg, hash } = claimed;
+      this.log.info({ job: reg.id, ok: outcome.ok, pageCount, bytes, errorCode: outcome.errorCode }, "sandbox submitted its result");
+      this.settle(hash, reg, { pages, pageCount, outcome, fetchedAtMs: reg.fetchedAtMs ?? submittedAtMs, submittedAtMs });
+      answer(null);
+    } catch (err) {
+      // A cancelled or broken stream is a stream without an outcome.
+      const error = err instanceof FolioError ? err : returned("no result: its stream broke off without an outcome");
+      if (claimed && error.code !== "permission_denied") {
+        this.log.warn({ job: claimed.reg.id, error: error.message, pagesReceived: pages.length }, "sandbox result refused");
+        this.settle(claimed.hash, claimed.reg, error);
+      }
+      answer(error);
+    }
+  }
+
+  /** Ends a registration once: resolves or rejects its result and forgets its token. */
+  private settle(hash: string, reg: Registration, outcome: BrokerResult | Error): void {
+    if (reg.settled) return;
+    reg.settled = true;
+    clearTimeout(reg.expiry);
+    reg.ended.abort();
+    if (this.byHash.get(hash) === reg) this.byHash.delete(hash);
+    if (outcome instanceof Error) reg.reject(outcome);
+    else reg.resolve(outcome);
+  }
+}
+
+/** Adds the SandboxBroker service to `server`. */
+export function registerBroker(server: grpc.Server, broker: SandboxBroker): void {
+  const proto = loadProto<ProtoGrpcType>("folio/conversion/v1/conversion.proto");
+  server.addService(proto.folio.conversion.v1.SandboxBroker.service, broker.handlers());
+}
+
+function hashToken(token: string): string {
+  return createHash("sha256").update(token, "utf8").digest("hex");
+}
+
+/** The error for a result that breaks the protocol: the sandbox's output is untrusted. */
+function returned(what: string): FolioError {
+  return new FolioError("conversion_failed", `the sandbox returned ${what}`);
+}
+
+/** Resolves when `stream` can take more, is cancelled, or `signal` aborts. */
+function drained(stream: grpc.ServerWritableStream<unknown, unknown>, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      stream.off("drain", done);
+      stream.off("cancelled", done);
+      stream.off("close", done);
+      signal.removeEventListener("abort", done);
+      resolve();
+    };
+    stream.once("drain", done);
+    stream.once("cancelled", done);
+    stream.once("close", done);
+    signal.addEventListener("abort", done, { once: true });
+  });
+}

@@ -1,0 +1,332 @@
+/**
+ * Broker mode of the sandbox program: how a `kubernetes` sandbox pod gets
+ * its document and returns its pages. The pod holds nothing but the broker's
+ * address and a one-time token (env FOLIO_BROKER_ADDRESS, FOLIO_BROKER_TOKEN):
+ *
+ * 1. FetchJob(token) → the job header, then the document in chunks;
+ * 2. the document and `job.json` go into a private job folder under TMPDIR
+ *    (the pod's tmpfs) and {@link runJob} converts it, exactly as in the
+ *    job-folder mode the `runsc` backend uses;
+ * 3. SubmitResult: `start{token}`, one `page` per PNG in order, `result`;
+ * 4. the {@link TerminationMessage} goes to FOLIO_TERMINATION_LOG
+ *    (`/dev/termination-log`), where the operator reads it from the pod's
+ *    status.
+ *
+ * Exit code 0 once the result was submitted, conversion failures included
+ * (the failure travelled in the result); 1 when the exchange with the broker
+ * failed. Every gRPC call has a deadline.
+ *
+ * This module is bundled into the sandbox program by esbuild, where the
+ * `.proto` files are not at hand: the SandboxBroker service is described by
+ * {@link BROKER_PROTO_JSON} below, a protobufjs JSON copy of its part of
+ * `proto/folio/conversion/v1/conversion.proto`, loaded with proto-loader's
+ * `fromJSON`. `remote.test.ts` fails when the copy and the file differ. The
+ * program imports this module only in broker mode, so the job-folder mode
+ * never loads gRPC.
+ */
+import { once } from "node:events";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import * as grpc from "@grpc/grpc-js";
+import { fromJSON } from "@grpc/proto-loader";
+import type { JobHeader__Output } from "../gen/proto/folio/conversion/v1/JobHeader.ts";
+import type { ResultChunk } from "../gen/proto/folio/conversion/v1/ResultChunk.ts";
+import type { SandboxBrokerClient } from "../gen/proto/folio/conversion/v1/SandboxBroker.ts";
+// types.ts, not the operator's index.ts: the bundle must not pull in the Kubernetes client.
+import { SANDBOX_ENV, type TerminationMessage } from "../operator/types.ts";
+import { FORMAT_EXTENSIONS, PAGE_DPI, runJob } from "./converter.ts";
+import type { ConversionFormat, JobResult } from "./interface.ts";
+import { readPages, writeJob } from "./jobdir.ts";
+
+/** The SandboxBroker service and its messages, as protobufjs JSON (see the module comment). */
+export const BROKER_PROTO_JSON = {
+  nested: {
+    folio: {
+      nested: {
+        conversion: {
+          nested: {
+            v1: {
+              nested: {
+                SandboxBroker: {
+                  methods: {
+                    FetchJob: { requestType: "FetchJobRequest", responseType: "JobChunk", responseStream: true },
+                    SubmitResult: { requestType: "ResultChunk", requestStream: true, responseType: "SubmitResultResponse" },
+                  },
+                },
+                FetchJobRequest: { fields: { token: { type: "string", id: 1 } } },
+                JobHeader: {
+                  fields: {
+                    format: { type: "string", id: 1 },
+                    dpi: { type: "uint32", id: 2 },
+                    max_pages: { type: "uint32", id: 3 },
+                    timeout_ms: { type: "uint64", id: 4 },
+                    max_output_bytes: { type: "uint64", id: 5 },
+                    document_bytes: { type: "uint64", id: 6 },
+                    traceparent: { type: "string", id: 7 },
+                  },
+                },
+                JobChunk: {
+                  oneofs: { item: { oneof: ["header", "data"] } },
+                  fields: { header: { type: "JobHeader", id: 1 }, data: { type: "bytes", id: 2 } },
+                },
+                ResultStart: { fields: { token: { type: "string", id: 1 } } },
+                Page: {
+                  fields: {
+                    page_number: { type: "uint32", id: 1 },
+                    png: { type: "bytes", id: 2 },
+                    width: { type: "uint32", id: 3 },
+                    height: { type: "uint32", id: 4 },
+                  },
+                },
+                JobOutcome: {
+                  fields: {
+                    ok: { type: "bool", id: 1 },
+                    page_count: { type: "uint32", id: 2 },
+                    error_code: { type: "string", id: 3 },
+                    error_message: { type: "string", id: 4 },
+                    timings: { keyType: "string", type: "uint64", id: 5 },
+                  },
+                },
+                ResultChunk: {
+                  oneofs: { item: { oneof: ["start", "page", "result"] } },
+                  fields: { start: { type: "ResultStart", id: 1 }, page: { type: "Page", id: 2 }, result: { type: "JobOutcome", id: 3 } },
+                },
+                SubmitResultResponse: { fields: {} },
+              },
+            },
+          },
+        },
+      },
+    },
+  },
+};
+
+/** The same load options as `loadProto`, so the generated types fit. */
+const LOAD_OPTIONS = { keepCase: true, longs: Number, enums: String, defaults: true, oneofs: true };
+/** Largest message either way; pages are one message each. Same as the server's MAX_MESSAGE_BYTES. */
+const MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
+/** FetchJob, connection included: the pod's network may take a moment to come up. */
+const DEFAULT_FETCH_DEADLINE_MS = 60_000;
+/** SubmitResult: up to FOLIO_CONVERSION_MAX_OUTPUT_BYTES of pages over the cluster network. */
+const DEFAULT_SUBMIT_DEADLINE_MS = 120_000;
+/** The kubelet keeps at most 4096 bytes of a termination message; messages are cut well below. */
+const MESSAGE_CHARS = 1000;
+
+export interface BrokerModeOptions {
+  /** host:port of the broker. */
+  address: string;
+  token: string;
+  /** The prepared LibreOffice profile (read only; each job uses a copy). */
+  profileDir: string;
+  terminationLog: string;
+  /** Where the private job folder goes (the pod's tmpfs). */
+  scratchDir: string;
+  /** Used when the job header carries none. */
+  traceparent?: string;
+  fetchDeadlineMs?: number;
+  submitDeadlineMs?: number;
+  /** One structured line per step; never given the token or the document. */
+  log?: (fields: Record<string, unknown>) => void;
+}
+
+/** Reads the broker mode's settings from the environment (see `cmd/sandbox`). */
+export function brokerModeOptions(env: Record<string, string | undefined>): BrokerModeOptions {
+  const traceparent = env[SANDBOX_ENV.traceparent];
+  return {
+    address: env[SANDBOX_ENV.brokerAddress] ?? "",
+    token: env[SANDBOX_ENV.brokerToken] ?? "",
+    profileDir: env.FOLIO_PROFILE_DIR || "/opt/folio/profile",
+    terminationLog: env.FOLIO_TERMINATION_LOG || "/dev/termination-log",
+    scratchDir: env.TMPDIR || "/tmp",
+    ...(traceparent ? { traceparent } : {}),
+  };
+}
+
+/** A failure of the exchange with the broker (as opposed to a conversion failure, which is a result). */
+class BrokerExchangeError extends Error {}
+
+/**
+ * Fetches, converts, submits and writes the termination message. Never
+ * throws: every failure ends in the returned exit code and message.
+ */
+export async function runBrokerMode(options: BrokerModeOptions): Promise<{ exitCode: 0 | 1; message: TerminationMessage }> {
+  const started = performance.now();
+  const log = options.log ?? (() => undefined);
+  let message: TerminationMessage;
+  let exitCode: 0 | 1;
+  let client: SandboxBrokerClient | undefined;
+  let work: string | undefined;
+  try {
+    if (!options.address || !options.token) {
+      throw new BrokerExchangeError(`${SANDBOX_ENV.brokerAddress} and ${SANDBOX_ENV.brokerToken} must both be set`);
+    }
+    client = brokerClient(options.address);
+    const { header, document } = await fetchJob(client, options.token, options.fetchDeadlineMs ?? DEFAULT_FETCH_DEADLINE_MS);
+    const format = header.format as ConversionFormat;
+    log({ msg: "sandbox fetched its job", format, bytes: document.length, maxPages: header.max_pages });
+
+    work = await mkdtemp(join(options.scratchDir, "folio-broker-"));
+    const { result, pages } = await convert(work, document, format, header, options);
+    log({ msg: "sandbox converted", ok: result.ok, pageCount: result.pageCount, error: result.error?.code, timings: result.timings });
+
+    await submitResult(client, options.token, pages, result, options.submitDeadlineMs ?? DEFAULT_SUBMIT_DEADLINE_MS);
+    log({ msg: "sandbox submitted its result" });
+    exitCode = 0;
+    message = {
+      ok: result.ok,
+      pageCount: result.ok ? result.pageCount : 0,
+      ...(result.error ? { errorCode: result.error.code, message: result.error.message.slice(0, MESSAGE_CHARS) } : {}),
+    };
+  } catch (err) {
+    const text = err instanceof Error ? err.message : String(err);
+    log({ msg: "sandbox broker exchange failed", error: text });
+    exitCode = 1;
+    message = { ok: false, pageCount: 0, errorCode: "broker_error", message: text.slice(0, MESSAGE_CHARS) };
+  } finally {
+    client?.close();
+    if (work) await rm(work, { recursive: true, force: true }).catch(() => undefined);
+  }
+  message.computeMillis = Math.round(performance.now() - started);
+  await writeFile(options.terminationLog, JSON.stringify(message)).catch((err: unknown) => {
+    // The operator then falls back on the exit code; the result is already with the broker.
+    log({ msg: "could not write the termination message", path: options.terminationLog, error: (err as Error).message });
+  });
+  return { exitCode, message };
+}
+
+function brokerClient(address: string): SandboxBrokerClient {
+  // protobufjs's declared JSON types are stricter than what it reads (they
+  // demand method comments, and know no map fields); remote.test.ts checks
+  // the object against the real .proto instead.
+  const json = BROKER_PROTO_JSON as unknown as Parameters<typeof fromJSON>[0];
+  const loaded = grpc.loadPackageDefinition(fromJSON(json, LOAD_OPTIONS)) as unknown as {
+    folio: { conversion: { v1: { SandboxBroker: new (address: string, credentials: grpc.ChannelCredentials, options: grpc.ChannelOptions) => SandboxBrokerClient } } };
+  };
+  // Plain HTTP/2 inside the cluster: the NetworkPolicy lets sandbox pods reach
+  // the conversion pods' broker port and nothing else, and the token is one-time.
+  return new loaded.folio.conversion.v1.SandboxBroker(address, grpc.credentials.createInsecure(), {
+    "grpc.max_receive_message_length": MAX_MESSAGE_BYTES,
+    "grpc.max_send_message_length": MAX_MESSAGE_BYTES,
+  });
+}
+
+/** What went wrong in a call, without the token (grpc-js messages never carry request fields). */
+function callError(what: string, err: unknown): BrokerExchangeError {
+  const e = err as Partial<grpc.ServiceError>;
+  const status = e.code !== undefined ? grpc.status[e.code] : undefined;
+  return new BrokerExchangeError(`${what} failed${status ? ` (${status})` : ""}: ${e.details || e.message || String(err)}`);
+}
+
+async function fetchJob(client: SandboxBrokerClient, token: string, deadlineMs: number): Promise<{ header: JobHeader__Output; document: Buffer }> {
+  const metadata = new grpc.Metadata();
+  // Wait for the connection up to the deadline instead of failing at once
+  // while the pod's network is still being set up. Safe: the token is spent
+  // only when the broker receives the call.
+  metadata.setOptions({ waitForReady: true });
+  const call = client.FetchJob({ token }, metadata, { deadline: Date.now() + deadlineMs });
+  let header: JobHeader__Output | undefined;
+  const parts: Buffer[] = [];
+  let bytes = 0;
+  try {
+    for await (const chunk of call as AsyncIterable<{ item?: string; header?: JobHeader__Output | null; data?: Buffer }>) {
+      if (chunk.item === "header" && chunk.header && !header) {
+        header = chunk.header;
+        checkHeader(header);
+      } else if (chunk.item === "data" && chunk.data && header) {
+        bytes += chunk.data.length;
+        if (bytes > header.document_bytes) throw new BrokerExchangeError(`the broker sent more than the ${header.document_bytes} bytes it announced`);
+        parts.push(chunk.data);
+      } else {
+        throw new BrokerExchangeError("the broker's job stream is out of order");
+      }
+    }
+  } catch (err) {
+    call.cancel();
+    throw err instanceof BrokerExchangeError ? err : callError("FetchJob", err);
+  }
+  if (!header) throw new BrokerExchangeError("the broker sent no job");
+  if (bytes !== header.document_bytes) throw new BrokerExchangeError(`the broker sent ${bytes} of ${header.document_bytes} document bytes`);
+  return { header, document: Buffer.concat(parts, bytes) };
+}
+
+function checkHeader(header: JobHeader__Output): void {
+  if (!Object.hasOwn(FORMAT_EXTENSIONS, header.format)) throw new BrokerExchangeError(`the broker asked for an unknown format ${JSON.stringify(header.format)}`);
+  if (header.dpi !== PAGE_DPI) throw new BrokerExchangeError(`the broker asked for ${header.dpi} DPI; this program renders ${PAGE_DPI}`);
+  if (!(header.max_pages >= 1)) throw new BrokerExchangeError("the broker's job has no page limit");
+  if (!(header.document_bytes >= 1)) throw new BrokerExchangeError("the broker's job has an empty document");
+}
+
+/** Runs the converter on a job folder in `work`; conversion problems come back in the result. */
+async function convert(
+  work: string,
+  document: Buffer,
+  format: ConversionFormat,
+  header: JobHeader__Output,
+  options: BrokerModeOptions,
+): Promise<{ result: JobResult; pages: Buffer[] }> {
+  const jobDir = join(work, "job");
+  const traceparent = header.traceparent || options.traceparent;
+  const maxOutputBytes = header.max_output_bytes || undefined;
+  await writeJob(
+    jobDir,
+    { document, format, maxPages: header.max_pages, timeoutMs: header.timeout_ms, ...(traceparent ? { traceparent } : {}) },
+    { profileDir: options.profileDir, ...(header.timeout_ms ? { timeoutMs: header.timeout_ms } : {}), ...(maxOutputBytes ? { maxOutputBytes } : {}) },
+    { chownOutput: false },
+  );
+  let result: JobResult;
+  try {
+    result = await runJob(jobDir, { scratchDir: work });
+  } catch (err) {
+    result = { ok: false, pageCount: 0, error: { code: "conversion_failed", message: `the sandbox could not run the job: ${(err as Error).message}` } };
+  }
+  if (!result.ok) return { result, pages: [] };
+  try {
+    return { result, pages: await readPages(jobDir, result.pageCount, maxOutputBytes) };
+  } catch (err) {
+    return { result: { ok: false, pageCount: 0, error: { code: "conversion_failed", message: (err as Error).message }, ...(result.timings ? { timings: result.timings } : {}) }, pages: [] };
+  }
+}
+
+async function submitResult(client: SandboxBrokerClient, token: string, pages: Buffer[], result: JobResult, deadlineMs: number): Promise<void> {
+  let finished = false;
+  let call: grpc.ClientWritableStream<ResultChunk> | undefined;
+  const answered = new Promise<void>((resolve, reject) => {
+    call = client.SubmitResult({ deadline: Date.now() + deadlineMs }, (err) => {
+      finished = true;
+      if (err) reject(callError("SubmitResult", err));
+      else resolve();
+    });
+  });
+  // The broker may refuse before everything is written; that rejection is
+  // awaited at the end, and must not count as unhandled in between.
+  answered.catch(() => undefined);
+  const stream = call as grpc.ClientWritableStream<ResultChunk>;
+  /** Writes one message, waiting while the stream's buffer is full (a page can be megabytes). */
+  const send = async (message: ResultChunk) => {
+    if (finished) return;
+    if (!stream.write(message)) await Promise.race([once(stream, "drain"), answered.catch(() => undefined)]);
+  };
+  await send({ start: { token } });
+  for (const [i, png] of pages.entries()) {
+    const { width, height } = pngSize(png);
+    await send({ page: { page_number: i + 1, png, width, height } });
+  }
+  const timings = Object.fromEntries(Object.entries(result.timings ?? {}).map(([k, v]) => [k, Math.max(0, Math.round(v))]));
+  await send({
+    result: {
+      ok: result.ok,
+      page_count: result.ok ? pages.length : 0,
+      error_code: result.error?.code ?? "",
+      error_message: result.error?.message.slice(0, MESSAGE_CHARS) ?? "",
+      timings,
+    },
+  });
+  if (!finished) stream.end();
+  await answered;
+}
+
+/** Width and height from a PNG's IHDR (0 when it has none: the broker checks pages anyway). */
+function pngSize(png: Buffer): { width: number; height: number } {
+  if (png.length < 24 || png.toString("latin1", 12, 16) !== "IHDR") return { width: 0, height: 0 };
+  return { width: png.readUInt32BE(16), height: png.readUInt32BE(20) };
+}

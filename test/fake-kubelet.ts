@@ -1,0 +1,248 @@
+/**
+ * TEST DOUBLE — never used in production.
+ *
+ * A test kubelet for the fake Kubernetes API server (`fake-kube-api.ts`),
+ * together with the status half of the Job controller that the fake leaves
+ * out. It stands in for a node running gVisor pods: when the fake's Job
+ * controller creates a sandbox pod, this kubelet
+ *
+ * 1. marks it Running (container state `running`, `startedAt`), as the
+ *    kubelet does once the container started;
+ * 2. runs the bundled sandbox program (`cmd/sandbox`, built with
+ *    `buildSandboxProgram`) as a local process with the pod's environment
+ *    plus FOLIO_PROFILE_DIR, FOLIO_TERMINATION_LOG and a private TMPDIR.
+ *    UNSANDBOXED: no gVisor, no network policy, no resource limits — what it
+ *    exercises is the broker exchange and the status flow, not isolation;
+ * 3. when the process exits, writes the container's `terminated` state
+ *    (exitCode, reason Completed/Error, startedAt/finishedAt at second
+ *    resolution like the real kubelet, message = the termination log) and
+ *    the pod phase Succeeded/Failed; then, as the Job controller would, the
+ *    Job's `Complete` or `Failed` condition, counts and completion time.
+ *
+ * A pod deleted while its process runs has the process killed, as a real
+ * kubelet would. Per pod, `behaviour` can instead simulate an OOM kill (the
+ * container ends with reason OOMKilled, exit 137, without running anything)
+ * or a pod that never starts (it stays Pending, container waiting in
+ * ContainerCreating).
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import type { FakeKubeApi, KubeObject } from "./fake-kube-api.ts";
+
+export type PodBehaviour = "run" | "oom" | "never-start";
+
+export interface FakeKubeletOptions {
+  api: FakeKubeApi;
+  /** The bundled sandbox program (one .mjs). */
+  program: string;
+  /** A Node 24 binary to run it with. */
+  nodeBinary: string;
+  /** A prepared LibreOffice profile (FOLIO_PROFILE_DIR). */
+  profileDir: string;
+  /** Where each pod gets its private TMPDIR and termination log. */
+  workDir: string;
+  /** What happens to a new pod; default: run it. */
+  behaviour?: (pod: KubeObject) => PodBehaviour;
+}
+
+export interface PodRun {
+  pod: string;
+  behaviour: PodBehaviour;
+  exitCode?: number | null;
+  signal?: NodeJS.Signals | null;
+  /** The program's stderr (its JSON log lines), the last 8 KB. */
+  stderr: string;
+  /** The environment the pod asked for (as the API server stored it). */
+  env: Record<string, string>;
+}
+
+export interface FakeKubelet {
+  /** Every pod this kubelet has seen, in order. */
+  readonly runs: PodRun[];
+  /** Processes still running. */
+  running(): number;
+  /** Kills what still runs and stops reacting to pods. */
+  close(): Promise<void>;
+}
+
+type Obj = Record<string, unknown>;
+const isObj = (v: unknown): v is Obj => typeof v === "object" && v !== null && !Array.isArray(v);
+/** Kubernetes reports container times with second resolution. */
+const kubeTime = (ms = Date.now()) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, "Z");
+/** The image the container status reports (informational only). */
+const IMAGE = "folio-sandbox:test";
+
+export function startFakeKubelet(options: FakeKubeletOptions): FakeKubelet {
+  const { api } = options;
+  const runs: PodRun[] = [];
+  const children = new Map<string, ChildProcess>();
+  let closed = false;
+
+  const key = (pod: KubeObject) => `${pod.metadata.namespace ?? "default"}/${pod.metadata.name}`;
+
+  /** setStatus, tolerating an object deleted in the meantime (its Job or pod was cleaned up). */
+  const setStatus = (resource: "pods" | "jobs", namespace: string, name: string, status: Obj) => {
+    if (!api.get(resource, namespace, name)) return;
+    try {
+      api.setStatus(resource, namespace, name, status);
+    } catch {
+      // deleted between the check and the write
+    }
+  };
+
+  const containerName = (pod: KubeObject): string => {
+    const containers = isObj(pod.spec) && Array.isArray(pod.spec.containers) ? pod.spec.containers : [];
+    const first = containers[0];
+    return isObj(first) && typeof first.name === "string" ? first.name : "sandbox";
+  };
+
+  const podEnv = (pod: KubeObject): Record<string, string> => {
+    const containers = isObj(pod.spec) && Array.isArray(pod.spec.containers) ? pod.spec.containers : [];
+    const first = containers[0];
+    const env = isObj(first) && Array.isArray(first.env) ? first.env : [];
+    const out: Record<string, string> = {};
+    for (const e of env) if (isObj(e) && typeof e.name === "string" && typeof e.value === "string") out[e.name] = e.value;
+    return out;
+  };
+
+  const jobOf = (pod: KubeObject): string | undefined => {
+    const labels = isObj(pod.metadata.labels) ? pod.metadata.labels : {};
+    const name = labels["job-name"];
+    return typeof name === "string" ? name : undefined;
+  };
+
+  /** The Job controller's part: the Job's conditions once its only pod ended. */
+  const finishJob = (pod: KubeObject, succeeded: boolean, reason: string, message: string) => {
+    const job = jobOf(pod);
+    if (!job) return;
+    const now = kubeTime();
+    const namespace = pod.metadata.namespace ?? "default";
+    setStatus("jobs", namespace, job, {
+      active: 0,
+      ...(succeeded ? { succeeded: 1, completionTime: now } : { failed: 1 }),
+      conditions: succeeded
+        ? [
+            { type: "SuccessCriteriaMet", status: "True", reason: "CompletionsReached", message: "Reached expected number of succeeded pods", lastProbeTime: now, lastTransitionTime: now },
+            { type: "Complete", status: "True", reason: "CompletionsReached", message: "Reached expected number of succeeded pods", lastProbeTime: now, lastTransitionTime: now },
+          ]
+        : [
+            { type: "FailureTarget", status: "True", reason, message, lastProbeTime: now, lastTransitionTime: now },
+            { type: "Failed", status: "True", reason, message, lastProbeTime: now, lastTransitionTime: now },
+          ],
+    });
+  };
+
+  const terminate = (pod: KubeObject, startedAt: string, exitCode: number, reason: string, message: string | undefined) => {
+    const namespace = pod.metadata.namespace ?? "default";
+    const succeeded = exitCode === 0;
+    setStatus("pods", namespace, pod.metadata.name, {
+      phase: succeeded ? "Succeeded" : "Failed",
+      containerStatuses: [
+        {
+          name: containerName(pod),
+          image: IMAGE,
+          imageID: IMAGE,
+          ready: false,
+          restartCount: 0,
+          started: false,
+          state: { terminated: { exitCode, reason, startedAt, finishedAt: kubeTime(), ...(message ? { message } : {}) } },
+        },
+      ],
+    });
+    finishJob(pod, succeeded, "BackoffLimitExceeded", "Job has reached the specified backoff limit");
+  };
+
+  const markRunning = (pod: KubeObject): string => {
+    const startedAt = kubeTime();
+    setStatus("pods", pod.metadata.namespace ?? "default", pod.metadata.name, {
+      phase: "Running",
+      startTime: startedAt,
+      containerStatuses: [
+        { name: containerName(pod), image: IMAGE, imageID: IMAGE, ready: true, started: true, restartCount: 0, state: { running: { startedAt } } },
+      ],
+    });
+    return startedAt;
+  };
+
+  const start = (pod: KubeObject) => {
+    const behaviour = options.behaviour?.(pod) ?? "run";
+    const env = podEnv(pod);
+    const run: PodRun = { pod: pod.metadata.name, behaviour, stderr: "", env };
+    runs.push(run);
+
+    if (behaviour === "never-start") {
+      setStatus("pods", pod.metadata.namespace ?? "default", pod.metadata.name, {
+        phase: "Pending",
+        containerStatuses: [{ name: containerName(pod), image: IMAGE, imageID: "", ready: false, started: false, restartCount: 0, state: { waiting: { reason: "ContainerCreating" } } }],
+      });
+      return;
+    }
+    const startedAt = markRunning(pod);
+    if (behaviour === "oom") {
+      run.exitCode = 137;
+      setImmediate(() => terminate(pod, startedAt, 137, "OOMKilled", undefined));
+      return;
+    }
+
+    const dir = mkdtempSync(join(options.workDir, `${pod.metadata.name}-`));
+    const terminationLog = join(dir, "termination-log");
+    const child = spawn(options.nodeBinary, [options.program], {
+      env: {
+        ...env,
+        PATH: "/usr/bin:/bin",
+        // The pod's /tmp is its own memory-backed volume: here, a private folder.
+        HOME: dir,
+        TMPDIR: dir,
+        FOLIO_PROFILE_DIR: options.profileDir,
+        FOLIO_TERMINATION_LOG: terminationLog,
+      },
+      stdio: ["ignore", "ignore", "pipe"],
+    });
+    children.set(key(pod), child);
+    child.stderr?.on("data", (c: Buffer) => {
+      run.stderr = (run.stderr + c.toString("utf8")).slice(-8192);
+    });
+    child.once("close", (code, signal) => {
+      children.delete(key(pod));
+      run.exitCode = code;
+      run.signal = signal;
+      let message: string | undefined;
+      try {
+        // The kubelet keeps at most 4096 bytes of a termination message.
+        message = readFileSync(terminationLog, "utf8").slice(0, 4096);
+      } catch {
+        message = undefined;
+      }
+      rmSync(dir, { recursive: true, force: true });
+      if (closed) return;
+      const exitCode = code ?? 128 + 9;
+      terminate(pod, startedAt, exitCode, exitCode === 0 ? "Completed" : "Error", message);
+    });
+  };
+
+  const unsubscribe = api.onChange((event) => {
+    if (closed || event.resource !== "pods") return;
+    if (event.type === "ADDED") {
+      // The watch listener runs inside the fake's request handling: start the pod after it.
+      const pod = event.object;
+      setImmediate(() => {
+        if (!closed) start(pod);
+      });
+    } else if (event.type === "DELETED") {
+      children.get(key(event.object))?.kill("SIGKILL");
+    }
+  });
+
+  return {
+    runs,
+    running: () => children.size,
+    close: async () => {
+      closed = true;
+      unsubscribe();
+      const exits = [...children.values()].map((c) => new Promise((resolve) => c.once("close", resolve)));
+      for (const c of children.values()) c.kill("SIGKILL");
+      await Promise.all(exits);
+    },
+  };
+}
