@@ -4,7 +4,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 NPX := npx --no-install
 
-.PHONY: help deps run test lint typecheck build bench clean generate
+.PHONY: help deps run test lint typecheck build bench clean generate k8s-validate
 
 help:
 	@echo "make run    - install what is missing and start folio dev on :8080"
@@ -12,6 +12,7 @@ help:
 	@echo "make lint   - typecheck + eslint"
 	@echo "make build  - compile to dist/ (then: npx folio --help)"
 	@echo "make bench  - benchmarks (docs/benchmarks.md)"
+	@echo "make k8s-validate - helm lint/template, kustomize and schema checks of deploy/ (no cluster needed)"
 
 deps:
 	@scripts/ensure-deps.sh run
@@ -27,6 +28,7 @@ test:
 lint: deps typecheck
 	$(NPX) eslint . --max-warnings=0
 	@scripts/gen-proto.sh --check
+	@$(NPX) tsx scripts/gen-crd.ts --check
 
 generate: deps
 	scripts/gen-proto.sh
@@ -39,6 +41,13 @@ build: deps
 	$(NPX) tsc -p tsconfig.build.json
 	cp -r proto dist/proto
 	chmod +x dist/cmd/folio/main.js
+
+# The Helm chart, kustomize overlays, CRD, dashboard and Dockerfiles, checked
+# without a cluster by test/deploy.test.ts (also part of `make test`); helm and
+# kubectl come from scripts/k8s-tools.sh into .tools/ (docs/operations.md).
+k8s-validate: deps
+	@scripts/k8s-tools.sh >/dev/null
+	@eval "$$(scripts/test-services.sh)" && $(NPX) vitest run test/deploy.test.ts
 
 bench:
 	@scripts/ensure-deps.sh test

@@ -9,7 +9,8 @@ profile="${1:-run}"
 # System packages per profile (Debian/Ubuntu names).
 # `folio dev` converts office documents in runsc sandboxes, so run needs runsc and LibreOffice too.
 run_pkgs=(tesseract-ocr tesseract-ocr-eng tesseract-ocr-deu poppler-utils fonts-dejavu-core runsc libreoffice-writer-nogui libreoffice-impress-nogui)
-test_pkgs=(postgresql redis-server)
+# chromium: the playground's browser tests drive Debian's build through playwright-core (test/playground.e2e.test.ts).
+test_pkgs=(postgresql redis-server chromium unzip)
 case "$profile" in
   run) want=("${run_pkgs[@]}") ;;
   test) want=("${run_pkgs[@]}" "${test_pkgs[@]}") ;;

@@ -11,6 +11,7 @@ import { migrateToLatest } from "../../internal/platform/db/index.ts";
 import { runEdge } from "../../internal/cli/edge.ts";
 import { runExtraction } from "../../internal/cli/extraction.ts";
 import { runConversion } from "../../internal/cli/conversion.ts";
+import { runOperator } from "../../internal/cli/operator.ts";
 
 function int(name: string) {
   return (v: string): number => {
@@ -43,6 +44,11 @@ program
   .command("conversion")
   .description("Run the conversion service (gRPC): office documents to 200-DPI PNG pages, one sandbox per document (FOLIO_SANDBOX)")
   .action(async () => runConversion(process.env));
+
+program
+  .command("operator")
+  .description("Run the Kubernetes operator: ConversionSandbox resources become sandbox Jobs (in cluster, or KUBECONFIG)")
+  .action(async () => runOperator(process.env));
 
 program
   .command("migrate")

@@ -141,7 +141,7 @@ export const operatorSchema = Type.Object({
   FOLIO_LEASE_RENEW_SECONDS: Type.Number({ minimum: 0.1, maximum: 3600, default: 5, description: "How often the leader renews (and a follower retries) the Lease." }),
   FOLIO_WATCH_IDLE_SECONDS: Type.Number({ minimum: 1, maximum: 86_400, default: 300, description: "A watch silent this long (no event, no bookmark) is restarted by the watchdog." }),
   FOLIO_SANDBOX_IMAGE: Type.String({ minLength: 1, default: "folio-sandbox:latest", description: "Image of sandbox pods (the sandbox Dockerfile)." }),
-  FOLIO_SANDBOX_RUNTIME_CLASS: Type.String({ default: "gvisor", description: "runtimeClassName of sandbox pods (empty: the cluster default runtime, not recommended)." }),
+  FOLIO_SANDBOX_RUNTIME_CLASS: Type.String({ minLength: 1, default: "gvisor", description: "runtimeClassName of sandbox pods (`none`: the cluster default runtime, not recommended)." }),
   FOLIO_SANDBOX_CPU: quantity("CPU request and limit of a sandbox pod.", "1"),
   FOLIO_SANDBOX_MEMORY: quantity("Memory request and limit of a sandbox pod.", "1536Mi"),
   FOLIO_SANDBOX_TMP_SIZE: quantity("Size limit of a sandbox pod's in-memory /tmp.", "768Mi"),

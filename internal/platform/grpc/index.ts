@@ -159,6 +159,9 @@ export async function startGrpcServer(
 export const clientOptions: grpc.ChannelOptions = {
   "grpc.max_receive_message_length": MAX_MESSAGE_BYTES,
   "grpc.max_send_message_length": MAX_MESSAGE_BYTES,
+  // Spread calls over every address the name resolves to (a headless Service
+  // gives one per pod); the default pick_first would pin one replica.
+  "grpc.service_config": JSON.stringify({ loadBalancingConfig: [{ round_robin: {} }] }),
 };
 
 type UnaryMethod<Req, Res> = (req: Req, md: grpc.Metadata, opts: grpc.CallOptions, cb: grpc.requestCallback<Res>) => grpc.ClientUnaryCall;

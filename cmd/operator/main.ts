@@ -1,0 +1,7 @@
+/** The operator process (container entry point): reconciles ConversionSandboxes into sandbox Jobs. */
+import { runOperator } from "../../internal/cli/operator.ts";
+
+runOperator(process.env).catch((err: unknown) => {
+  console.error(`folio operator: ${err instanceof Error ? err.message : String(err)}`);
+  process.exit(1);
+});

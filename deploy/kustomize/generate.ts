@@ -1,0 +1,252 @@
+/**
+ * The kustomize base is the Helm chart rendered with its default values, so
+ * the two cannot drift: this script writes `base/` (and the monitoring
+ * component, the chart's ServiceMonitor and PrometheusRule) from
+ * `helm template`, minus what only Helm understands (its labels, hook and
+ * checksum annotations) and minus namespaces (kustomize sets them). It also
+ * copies the ConversionSandbox CRD that scripts/gen-crd.ts generates
+ * (deploy/crds) into the chart's crds/ and the base. test/deploy.test.ts
+ * fails when any of these files differs from a fresh run.
+ *
+ *   npx tsx deploy/kustomize/generate.ts           rewrite the generated files
+ *   npx tsx deploy/kustomize/generate.ts --check   exit 1 when they are out of date
+ *
+ * helm and kubectl come from scripts/k8s-tools.sh (.tools/k8s/bin). The
+ * functions below are also what the test renders the chart with.
+ */
+import { execFileSync } from "node:child_process";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseAllDocuments, stringify } from "yaml";
+
+export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
+export const CHART_DIR = join(ROOT, "deploy", "helm", "folio");
+export const KUSTOMIZE_DIR = join(ROOT, "deploy", "kustomize");
+/** Release name and namespace the base is rendered with (the base's kustomization sets the namespace again). */
+export const BASE_RELEASE = "folio";
+export const BASE_NAMESPACE = "folio";
+/** Lets `helm template` render the Prometheus Operator's objects as if the cluster served them. */
+export const MONITORING_API_VERSIONS = ["monitoring.coreos.com/v1/ServiceMonitor", "monitoring.coreos.com/v1/PrometheusRule"];
+
+/** A Kubernetes object as rendered (only the fields every object has are typed). */
+export interface K8sObject {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string; labels?: Record<string, string>; annotations?: Record<string, string>; [key: string]: unknown };
+  [key: string]: unknown;
+}
+
+export class CommandError extends Error {
+  constructor(
+    readonly command: string,
+    readonly stderr: string,
+  ) {
+    super(`${command} failed: ${stderr.trim()}`);
+    this.name = "CommandError";
+  }
+}
+
+let tools: { helm: string; kubectl: string; env: NodeJS.ProcessEnv } | undefined;
+
+/** helm and kubectl from .tools/k8s/bin (installed by scripts/k8s-tools.sh on first use). */
+export function k8sTools(): { helm: string; kubectl: string; env: NodeJS.ProcessEnv } {
+  if (tools) return tools;
+  const bin = execFileSync("bash", [join(ROOT, "scripts", "k8s-tools.sh")], { cwd: ROOT, encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] }).trim();
+  // helm keeps caches and configuration under HOME: kept inside .tools so nothing outside the project is touched.
+  const home = join(ROOT, ".tools", "helm");
+  tools = {
+    helm: join(bin, "helm"),
+    kubectl: join(bin, "kubectl"),
+    env: { ...process.env, HELM_CACHE_HOME: join(home, "cache"), HELM_CONFIG_HOME: join(home, "config"), HELM_DATA_HOME: join(home, "data") },
+  };
+  return tools;
+}
+
+function run(binary: "helm" | "kubectl", args: string[]): string {
+  const t = k8sTools();
+  try {
+    return execFileSync(t[binary], args, { cwd: ROOT, env: t.env, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"], maxBuffer: 64 * 1024 * 1024 });
+  } catch (err) {
+    const e = err as { stderr?: string; message: string };
+    throw new CommandError(`${binary} ${args.join(" ")}`, e.stderr || e.message);
+  }
+}
+
+export const helm = (args: string[]): string => run("helm", args);
+export const kubectl = (args: string[]): string => run("kubectl", args);
+
+/** Every non-empty document of a multi-document YAML text. */
+export function parseObjects(text: string): K8sObject[] {
+  const out: K8sObject[] = [];
+  for (const doc of parseAllDocuments(text)) {
+    if (doc.errors.length) throw new Error(`unparsable YAML: ${doc.errors[0]!.message}`);
+    const value = doc.toJS() as K8sObject | null;
+    if (value) out.push(value);
+  }
+  return out;
+}
+
+export interface RenderOptions {
+  /** Values files, relative to the repository root. */
+  values?: string[];
+  /** --set pairs. */
+  set?: string[];
+  apiVersions?: string[];
+  release?: string;
+  namespace?: string;
+  includeCrds?: boolean;
+}
+
+/** The arguments of `helm template` for `opts`. */
+export function templateArgs(opts: RenderOptions = {}): string[] {
+  const args = ["template", opts.release ?? BASE_RELEASE, CHART_DIR, "--namespace", opts.namespace ?? BASE_NAMESPACE];
+  for (const f of opts.values ?? []) args.push("--values", join(ROOT, f));
+  for (const s of opts.set ?? []) args.push("--set", s);
+  for (const v of opts.apiVersions ?? []) args.push("--api-versions", v);
+  if (opts.includeCrds) args.push("--include-crds");
+  return args;
+}
+
+/** `helm template` of the chart, parsed. */
+export function renderChart(opts: RenderOptions = {}): K8sObject[] {
+  return parseObjects(helm(templateArgs(opts)));
+}
+
+const HELM_ONLY_LABELS = ["helm.sh/chart"];
+const HELM_ONLY_ANNOTATION = /^(helm\.sh\/|checksum\/)/;
+
+function stripMetadata(meta: { labels?: Record<string, string>; annotations?: Record<string, string> } | undefined): void {
+  if (!meta) return;
+  if (meta.labels) {
+    for (const key of HELM_ONLY_LABELS) delete meta.labels[key];
+    // Only Helm's own value: sandbox selectors carry managed-by=folio-operator, which must stay.
+    if (meta.labels["app.kubernetes.io/managed-by"] === "Helm") delete meta.labels["app.kubernetes.io/managed-by"];
+  }
+  if (meta.annotations) {
+    for (const key of Object.keys(meta.annotations)) if (HELM_ONLY_ANNOTATION.test(key)) delete meta.annotations[key];
+    if (Object.keys(meta.annotations).length === 0) delete meta.annotations;
+  }
+}
+
+/**
+ * An object of `helm template` as the kustomize base holds it: Helm's labels,
+ * hook and checksum annotations and the namespace removed (a copy).
+ */
+export function forKustomize(obj: K8sObject): K8sObject {
+  const copy = structuredClone(obj);
+  delete copy.metadata.namespace;
+  stripMetadata(copy.metadata);
+  const template = (copy.spec as { template?: { metadata?: { labels?: Record<string, string>; annotations?: Record<string, string> } } } | undefined)?.template;
+  if (template?.metadata) {
+    stripMetadata(template.metadata);
+    if (template.metadata.annotations === undefined) delete template.metadata.annotations;
+  }
+  return copy;
+}
+
+const KIND_ORDER = [
+  "CustomResourceDefinition",
+  "RuntimeClass",
+  "ServiceAccount",
+  "Secret",
+  "ConfigMap",
+  "Role",
+  "RoleBinding",
+  "Service",
+  "Deployment",
+  "Job",
+  "HorizontalPodAutoscaler",
+  "PodDisruptionBudget",
+  "NetworkPolicy",
+  "Ingress",
+  "ServiceMonitor",
+  "PrometheusRule",
+];
+
+/** Objects in a stable order: by kind (dependencies first), then name. */
+export function sortObjects(objects: K8sObject[]): K8sObject[] {
+  const rank = (k: string) => (KIND_ORDER.includes(k) ? KIND_ORDER.indexOf(k) : KIND_ORDER.length);
+  return [...objects].sort((a, b) => rank(a.kind) - rank(b.kind) || a.kind.localeCompare(b.kind) || a.metadata.name.localeCompare(b.metadata.name));
+}
+
+function toYamlStream(header: string, objects: K8sObject[]): string {
+  return header + objects.map((o) => stringify(o, { lineWidth: 0 })).join("---\n");
+}
+
+const CRD_SOURCE = join("deploy", "crds");
+const GENERATED = "# Generated by deploy/kustomize/generate.ts from `helm template` of deploy/helm/folio: do not edit by hand.\n";
+const CRD_FILE = "conversionsandboxes.folio.dev.yaml";
+
+/** Every generated file, relative to the repository root, with its content. */
+export function generatedFiles(): Map<string, string> {
+  const files = new Map<string, string>();
+  // The CRD byte for byte as scripts/gen-crd.ts writes it: Helm installs it from crds/, kustomize from the base.
+  const crd = readFileSync(join(ROOT, CRD_SOURCE, CRD_FILE), "utf8");
+  files.set(join("deploy", "helm", "folio", "crds", CRD_FILE), crd);
+  files.set(join("deploy", "kustomize", "base", "crds", CRD_FILE), crd);
+  const defaults = sortObjects(renderChart().map(forKustomize));
+  files.set(
+    "deploy/kustomize/base/kustomization.yaml",
+    GENERATED +
+      "# The chart's objects with its default values (deploy/helm/folio/values.yaml); overlays change them.\n" +
+      stringify(
+        {
+          apiVersion: "kustomize.config.k8s.io/v1beta1",
+          kind: "Kustomization",
+          namespace: BASE_NAMESPACE,
+          resources: [`crds/${CRD_FILE}`, "folio.yaml"],
+        },
+        { lineWidth: 0 },
+      ),
+  );
+  files.set("deploy/kustomize/base/folio.yaml", toYamlStream(GENERATED, defaults));
+
+  const defaultKeys = new Set(defaults.map((o) => `${o.kind}/${o.metadata.name}`));
+  const monitoring = sortObjects(
+    renderChart({ apiVersions: MONITORING_API_VERSIONS })
+      .map(forKustomize)
+      .filter((o) => !defaultKeys.has(`${o.kind}/${o.metadata.name}`)),
+  );
+  files.set(
+    "deploy/kustomize/components/monitoring/kustomization.yaml",
+    GENERATED +
+      "# The ServiceMonitor and PrometheusRule the chart renders when the Prometheus Operator's CRDs exist.\n" +
+      stringify({ apiVersion: "kustomize.config.k8s.io/v1alpha1", kind: "Component", resources: ["monitoring.yaml"] }, { lineWidth: 0 }),
+  );
+  files.set("deploy/kustomize/components/monitoring/monitoring.yaml", toYamlStream(GENERATED, monitoring));
+  return files;
+}
+
+/** Paths of generated files whose content on disk differs from `files`. */
+export function staleFiles(files: Map<string, string>): string[] {
+  const stale: string[] = [];
+  for (const [rel, content] of files) {
+    let current: string | undefined;
+    try {
+      current = readFileSync(join(ROOT, rel), "utf8");
+    } catch {
+      current = undefined;
+    }
+    if (current !== content) stale.push(rel);
+  }
+  return stale;
+}
+
+if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const files = generatedFiles();
+  if (process.argv.includes("--check")) {
+    const stale = staleFiles(files);
+    if (stale.length) {
+      console.error(`out of date: ${stale.join(", ")}; run \`npx tsx deploy/kustomize/generate.ts\``);
+      process.exit(1);
+    }
+    console.log("deploy/kustomize and the chart's CRD are up to date");
+  } else {
+    for (const [rel, content] of files) {
+      mkdirSync(dirname(join(ROOT, rel)), { recursive: true });
+      writeFileSync(join(ROOT, rel), content);
+      console.log(`wrote ${rel}`);
+    }
+  }
+}
