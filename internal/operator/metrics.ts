@@ -22,6 +22,11 @@ export class OperatorMetrics extends Metrics {
     ["resource", "reason"],
   );
   readonly jobsCreated = this.counter("operator_jobs_created_total", "Sandbox Jobs created.");
+  readonly sandboxOutcomes = this.counter(
+    "operator_sandbox_outcomes_total",
+    "Sandboxes that finished, by phase (Succeeded, Failed) and failure reason (DeadlineExceeded, OOMKilled, ImagePullFailed, ConversionFailed, PodFailed, JobFailed, ...; empty when Succeeded).",
+    ["phase", "reason"],
+  );
   readonly sandboxesDeleted = this.counter("operator_sandboxes_deleted_total", "Finished ConversionSandboxes deleted after the retention period.");
   readonly leader = this.gauge("operator_leader", "1 while this replica holds the leader Lease, else 0.");
   /** Read at scrape time; set by the running operator ({@link OperatorMetrics.observe}). */

@@ -200,6 +200,11 @@ export class Reconciler {
     const patch = statusPatch(sandbox.status, next);
     if (!patch) return;
     const updated = await this.options.client.mergePatch("conversionsandboxes", this.options.namespace, sandbox.metadata.name, { status: patch }, "status");
+    // Counted once, when the phase first becomes terminal (a terminal status never changes again).
+    const terminal = (p: string | undefined) => p === "Succeeded" || p === "Failed";
+    if (terminal(next.phase) && !terminal(sandbox.status?.phase)) {
+      this.options.metrics.sandboxOutcomes.inc({ phase: next.phase!, reason: next.phase === "Succeeded" ? "" : (next.reason ?? "Unknown") });
+    }
     // Later steps of this reconcile see what was written.
     sandbox.status = updated.status ?? { ...sandbox.status, ...next };
   }
