@@ -4,7 +4,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 NPX := npx --no-install
 
-.PHONY: help deps run test lint typecheck build bench clean generate k8s-validate
+.PHONY: help deps run test lint typecheck build bench clean generate k8s-validate e2e-kind
 
 help:
 	@echo "make run    - install what is missing and start folio dev on :8080"
@@ -13,6 +13,7 @@ help:
 	@echo "make build  - compile to dist/ (then: npx folio --help)"
 	@echo "make bench  - benchmarks (docs/benchmarks.md)"
 	@echo "make k8s-validate - helm lint/template, kustomize and schema checks of deploy/ (no cluster needed)"
+	@echo "make e2e-kind - install on a kind cluster with gVisor and convert a DOCX (docs/e2e-kind.md)"
 
 deps:
 	@scripts/ensure-deps.sh run
@@ -48,6 +49,10 @@ build: deps
 k8s-validate: deps
 	@scripts/k8s-tools.sh >/dev/null
 	@eval "$$(scripts/test-services.sh)" && $(NPX) vitest run test/deploy.test.ts
+
+# Folio on a real kind cluster with gVisor sandboxes (docs/e2e-kind.md); needs docker, kind, kubectl, helm and gVisor on the host.
+e2e-kind:
+	scripts/e2e-kind.sh
 
 bench:
 	@scripts/ensure-deps.sh test
