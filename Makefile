@@ -4,13 +4,14 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 NPX := npx --no-install
 
-.PHONY: help deps run test lint typecheck build bench clean generate k8s-validate e2e-kind
+.PHONY: help deps run test lint typecheck build web bench clean generate k8s-validate e2e-kind
 
 help:
 	@echo "make run    - install what is missing and start folio dev on :8080"
 	@echo "make test   - install what is missing, start Postgres/Redis if needed, run every test"
 	@echo "make lint   - typecheck + eslint"
 	@echo "make build  - compile to dist/ (then: npx folio --help)"
+	@echo "make web    - build the playground page (web/playground -> dist/web/playground)"
 	@echo "make bench  - benchmarks (docs/benchmarks.md)"
 	@echo "make k8s-validate - helm lint/template, kustomize and schema checks of deploy/ (no cluster needed)"
 	@echo "make e2e-kind - install on a kind cluster with gVisor and convert a DOCX (docs/e2e-kind.md)"
@@ -18,12 +19,25 @@ help:
 deps:
 	@scripts/ensure-deps.sh run
 
+# The playground page the edge serves at /playground (docs/playground.md):
+# typechecked, built by Vite, and rebuilt by run/test when its sources change.
+WEB_PAGE := dist/web/playground/index.html
+WEB_SRC := $(shell find web/playground -type f -not -path '*/node_modules/*' 2>/dev/null)
+WEB_BUILD := $(NPX) tsc -p web/playground/tsconfig.json && $(NPX) vite build web/playground --logLevel warn
+
+web: deps
+	$(WEB_BUILD)
+
+$(WEB_PAGE): $(WEB_SRC)
+	@$(MAKE) --no-print-directory web
+
 # Tracing registers before the program (internal/platform/telemetry/register.ts); it is idle unless OTEL_* asks for export.
-run: deps
+run: deps $(WEB_PAGE)
 	$(NPX) tsx --import ./internal/platform/telemetry/register.ts cmd/folio/main.ts dev
 
 test:
 	@scripts/ensure-deps.sh test
+	@$(MAKE) --no-print-directory $(WEB_PAGE)
 	@eval "$$(scripts/test-services.sh)" && scripts/run-tests.sh
 
 lint: deps typecheck
@@ -36,12 +50,14 @@ generate: deps
 
 typecheck: deps
 	$(NPX) tsc -p tsconfig.json --noEmit
+	$(NPX) tsc -p web/playground/tsconfig.json
 
 build: deps
 	rm -rf dist
 	$(NPX) tsc -p tsconfig.build.json
 	cp -r proto dist/proto
 	chmod +x dist/cmd/folio/main.js
+	$(WEB_BUILD)
 
 # The Helm chart, kustomize overlays, CRD, dashboard and Dockerfiles, checked
 # without a cluster by test/deploy.test.ts (also part of `make test`); helm and

@@ -12,6 +12,7 @@ import { runEdge } from "../../internal/cli/edge.ts";
 import { runExtraction } from "../../internal/cli/extraction.ts";
 import { runConversion } from "../../internal/cli/conversion.ts";
 import { runOperator } from "../../internal/cli/operator.ts";
+import { registerClientCommands } from "../../internal/cli/client-commands.ts";
 
 function int(name: string) {
   return (v: string): number => {
@@ -122,6 +123,9 @@ admin
       console.log(JSON.stringify(await adminCreateKey(ctx, { accountId: o.account, name: o.name, permissions }), null, 2));
     }),
   );
+
+// `folio ocr` and `folio convert`: clients of a running Folio (FOLIO_BASE_URL, FOLIO_API_KEY).
+registerClientCommands(program);
 
 program.parseAsync(process.argv).catch((err: unknown) => {
   const e = err as { name?: string; message?: string; code?: string };

@@ -19,6 +19,8 @@ import chatCompletions from "./chat.completions.ts";
 import convert from "./convert.ts";
 import convertEstimate from "./convert.estimate.ts";
 import convertPricing from "./convert.pricing.ts";
+import playgroundProcess from "./playground.process.ts";
+import playgroundPage from "./playground.page.ts";
 
 /** Every route of the edge, one file each. */
 export const routes: ReadonlyArray<(app: App, deps: EdgeDeps) => void> = [
@@ -42,4 +44,6 @@ export const routes: ReadonlyArray<(app: App, deps: EdgeDeps) => void> = [
   convert,
   convertEstimate,
   convertPricing,
+  playgroundProcess,
+  playgroundPage,
 ];

@@ -4,7 +4,7 @@
  * in docs/metrics.md. Labels stay bounded: never account, key or request ids.
  */
 import { createServer, type Server } from "node:http";
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import { AggregatorRegistry, Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 
 export class Metrics {
   readonly registry = new Registry();
@@ -33,12 +33,20 @@ export class Metrics {
    * registries of other services running in the same process (`folio dev`).
    */
   async serve(host: string, port: number, also: Registry[] = []): Promise<{ server: Server; port: number }> {
-    const registry = also.length ? Registry.merge([this.registry, ...also]) : this.registry;
+    // Services sharing a process (folio dev) register some of the same names
+    // (folio_grpc_server_calls_total in extraction and conversion), which
+    // Registry.merge refuses; their series differ by the `process` label, so
+    // families are aggregated per scrape instead.
+    const render = async (): Promise<string> => {
+      if (!also.length) return this.registry.metrics();
+      const all = await Promise.all([this.registry, ...also].map((r) => r.getMetricsAsJSON()));
+      return AggregatorRegistry.aggregate(all).metrics();
+    };
     const server = createServer((req, res) => {
       if (req.method === "GET" && req.url?.split("?")[0] === "/metrics") {
-        registry.metrics().then(
+        render().then(
           (text) => {
-            res.writeHead(200, { "content-type": registry.contentType });
+            res.writeHead(200, { "content-type": this.registry.contentType });
             res.end(text);
           },
           (err: unknown) => {

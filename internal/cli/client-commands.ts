@@ -1,0 +1,40 @@
+/**
+ * The client commands of `folio`: `folio ocr` and `folio convert`, which talk
+ * to a running Folio over its HTTP API (internal/cli/ocr.ts does the work).
+ * Failures throw a ClientError; the entry point prints `folio: <message>` and
+ * exits 1.
+ */
+import { Option, type Command } from "commander";
+import { DEFAULT_BASE_URL, OUTPUT_FORMATS, STRATEGIES, runConvert, runOcr, type ConvertOptions, type OcrOptions } from "./ocr.ts";
+
+function connectionOptions(cmd: Command): Command {
+  return cmd
+    .option("--base-url <url>", `Folio's address (default: FOLIO_BASE_URL, else ${DEFAULT_BASE_URL})`)
+    .option("--api-key <key>", "API key (default: FOLIO_API_KEY; prefer the variable, arguments are visible to other users of the machine)");
+}
+
+export function registerClientCommands(program: Command): void {
+  connectionOptions(
+    program
+      .command("ocr")
+      .description("Read a document (file or URL) through a running Folio: text on stdout, cost on stderr")
+      .argument("<file-or-url>", "a local file, or an http(s) URL the server fetches")
+      .option("--model <id>", "a catalog model id, e.g. local/tesseract (wins over --strategy)")
+      .addOption(new Option("--strategy <name>", "routing strategy when no model is given").choices(STRATEGIES))
+      .option("--tables", "ask the model for tables")
+      .option("--language <code>", "language hint, ISO 639-1 (en, de)")
+      .addOption(new Option("--format <format>", "text or markdown on stdout; json prints the whole result").choices(OUTPUT_FORMATS).default("text"))
+      .option("--out <dir>", "also save each page image (page-001.png, …) into this folder")
+      .option("--progress", "show progress even when stderr is not a terminal")
+      .option("--no-progress", "never show progress"),
+  ).action(async (target: string, o: OcrOptions) => runOcr(target, o));
+
+  connectionOptions(
+    program
+      .command("convert")
+      .description("Convert an office document to 200-DPI PNG pages through a running Folio (POST /v1/convert)")
+      .argument("<file>", "DOCX, PPTX, DOC, ODT, RTF or TXT")
+      .requiredOption("--out <dir>", "folder for the pages (page-001.png, …)")
+      .option("--mime-type <type>", "the document's MIME type, when its extension does not say"),
+  ).action(async (file: string, o: ConvertOptions) => runConvert(file, o));
+}

@@ -1,0 +1,138 @@
+/**
+ * Calls POST /v1/playground/process with XMLHttpRequest: it is the browser
+ * API that reports upload progress, and its responseText grows while the
+ * NDJSON progress events arrive.
+ */
+import type { ApiError, PlaygroundResult, ProgressEvent, StreamEvent } from "./types.ts";
+
+export const PROCESS_PATH = "/v1/playground/process";
+
+export interface ProcessRequest {
+  key: string;
+  file?: File;
+  url?: string;
+  model?: string;
+  strategy?: string;
+  extractTables: boolean;
+  language?: string;
+  outputFormat: "text" | "json" | "markdown";
+}
+
+/** A failed request, from the API (status > 0) or the network (status 0). */
+export class RequestFailed extends Error {
+  constructor(
+    readonly status: number,
+    readonly error: ApiError,
+    /** Seconds from the Retry-After header, when there was one. */
+    readonly retryAfterSeconds?: number,
+  ) {
+    super(error.message);
+  }
+}
+
+export interface Handlers {
+  uploadProgress(loaded: number, total: number): void;
+  uploaded(): void;
+  event(e: ProgressEvent): void;
+}
+
+export interface Running {
+  done: Promise<PlaygroundResult>;
+  cancel(): void;
+}
+
+export function processDocument(req: ProcessRequest, on: Handlers): Running {
+  const xhr = new XMLHttpRequest();
+  let settled = false;
+  const done = new Promise<PlaygroundResult>((resolve, reject) => {
+    const fail = (e: RequestFailed) => {
+      if (!settled) {
+        settled = true;
+        reject(e);
+      }
+    };
+    xhr.open("POST", PROCESS_PATH);
+    xhr.setRequestHeader("authorization", `Bearer ${req.key}`);
+    xhr.setRequestHeader("accept", "application/x-ndjson");
+    xhr.upload.addEventListener("progress", (e) => {
+      if (e.lengthComputable) on.uploadProgress(e.loaded, e.total);
+    });
+    xhr.upload.addEventListener("load", () => on.uploaded());
+
+    let consumed = 0;
+    let result: PlaygroundResult | undefined;
+    let streamError: RequestFailed | undefined;
+    const drain = (final: boolean) => {
+      if (xhr.status !== 200) return;
+      const text = xhr.responseText;
+      let nl: number;
+      while ((nl = text.indexOf("\n", consumed)) >= 0 || (final && consumed < text.length)) {
+        const end = nl >= 0 ? nl : text.length;
+        const line = text.slice(consumed, end).trim();
+        consumed = end + 1;
+        if (!line) continue;
+        let ev: StreamEvent;
+        try {
+          ev = JSON.parse(line) as StreamEvent;
+        } catch {
+          streamError = new RequestFailed(0, { code: "bad_response", message: "the server sent a line that is not JSON" });
+          continue;
+        }
+        if (ev.event === "result") result = ev.result;
+        else if (ev.event === "error") streamError = new RequestFailed(ev.status, ev.error);
+        else on.event(ev);
+      }
+    };
+    xhr.addEventListener("progress", () => drain(false));
+    xhr.addEventListener("load", () => {
+      if (xhr.status === 200) {
+        drain(true);
+        if (streamError) return fail(streamError);
+        if (result) {
+          settled = true;
+          return resolve(result);
+        }
+        return fail(new RequestFailed(0, { code: "bad_response", message: "the answer ended without a result" }));
+      }
+      fail(errorFromResponse(xhr));
+    });
+    xhr.addEventListener("error", () => fail(new RequestFailed(0, { code: "network_error", message: "the server could not be reached" })));
+    xhr.addEventListener("abort", () => fail(new RequestFailed(0, { code: "cancelled", message: "cancelled" })));
+    const payload = body(req);
+    if (typeof payload === "string") xhr.setRequestHeader("content-type", "application/json");
+    xhr.send(payload);
+  });
+  return { done, cancel: () => xhr.abort() };
+}
+
+/** A file goes as multipart (no base64 inflation); a URL as JSON. */
+function body(req: ProcessRequest): FormData | string {
+  if (req.file) {
+    const form = new FormData();
+    form.append("file", req.file, req.file.name);
+    if (req.model) form.append("model", req.model);
+    if (req.strategy) form.append("strategy", req.strategy);
+    if (req.extractTables) form.append("extract_tables", "true");
+    if (req.language) form.append("language", req.language);
+    form.append("output_format", req.outputFormat);
+    return form;
+  }
+  return JSON.stringify({
+    url: req.url,
+    ...(req.model ? { model: req.model } : {}),
+    ...(req.strategy ? { strategy: req.strategy } : {}),
+    options: { extract_tables: req.extractTables, output_format: req.outputFormat, ...(req.language ? { language: req.language } : {}) },
+  });
+}
+
+function errorFromResponse(xhr: XMLHttpRequest): RequestFailed {
+  const retry = Number(xhr.getResponseHeader("retry-after"));
+  const retryAfter = Number.isFinite(retry) && retry > 0 ? retry : undefined;
+  try {
+    const parsed = JSON.parse(xhr.responseText) as { error?: ApiError };
+    if (parsed.error && typeof parsed.error.code === "string") return new RequestFailed(xhr.status, parsed.error, retryAfter);
+  } catch {
+    /* not the error shape: described below */
+  }
+  return new RequestFailed(xhr.status, { code: "http_error", message: `the server answered HTTP ${xhr.status}` }, retryAfter);
+}
