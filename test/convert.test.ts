@@ -21,7 +21,7 @@ const SUPPORTED = ["DOCX", "PPTX", "DOC", "ODT", "RTF", "TXT"];
 let upstream: FakeUpstream;
 /** runsc sandboxes, one at a time and nobody waiting: a second concurrent conversion is refused. */
 let stack: TestStack;
-/** A stack whose conversion service has a 1-second time limit. */
+/** A stack whose conversion service has a 1-second time limit (cold sandboxes). */
 let slow: TestStack;
 /** An edge with no conversion service. */
 let bare: RunningEdge;
@@ -29,7 +29,8 @@ let bare: RunningEdge;
 beforeAll(async () => {
   upstream = await startFakeUpstream();
   stack = await startStack({ upstream, conversion: { FOLIO_SANDBOX: "runsc", FOLIO_CONVERSION_CONCURRENCY: "1", FOLIO_CONVERSION_QUEUE_LIMIT: "0" } });
-  slow = await startStack({ conversion: { FOLIO_SANDBOX: "runsc", FOLIO_CONVERSION_TIMEOUT_SECONDS: "1" } });
+  // Cold sandboxes: a pre-started one converts the deck within the 1-second limit (its timeouts are tested in runsc.prestart.test.ts).
+  slow = await startStack({ conversion: { FOLIO_SANDBOX: "runsc", FOLIO_CONVERSION_TIMEOUT_SECONDS: "1", FOLIO_RUNSC_PRESTART: "false" } });
   bare = await startTestEdge();
 });
 afterAll(async () => {

@@ -65,8 +65,11 @@ async function makeBackend(config: ConversionConfig, log: Logger): Promise<Backe
         limits: { memoryBytes: config.FOLIO_SANDBOX_MEMORY_MB * 1024 * 1024, cpus: config.FOLIO_SANDBOX_CPUS, pids: config.FOLIO_SANDBOX_PIDS },
         maxOutputBytes,
         logger: log,
+        // Pre-started sandboxes take LibreOffice's start off the request's path (docs/sandbox.md).
+        prestart: config.FOLIO_RUNSC_PRESTART,
+        prestartPool: config.FOLIO_CONVERSION_CONCURRENCY,
       });
-      return { backend, prepare: () => backend.prepare() };
+      return { backend, prepare: () => backend.prepare(), close: () => backend.close() };
     }
     case "unsandboxed": {
       log.warn("FOLIO_SANDBOX=unsandboxed: office documents will be opened WITHOUT a sandbox; development only");

@@ -10,7 +10,9 @@
  * - the sandbox program: `cmd/sandbox/main.ts` bundled by esbuild into one
  *   `.mjs` (no node_modules inside the sandbox), run by the Node 24 binary.
  * - the prepared LibreOffice profile (`profile.ts`).
+ * - an empty file bound over the host programs in {@link MASKED_PROGRAMS}.
  */
+import { existsSync } from "node:fs";
 import { execFile } from "node:child_process";
 import { access, chmod, cp, mkdir, readFile, rename, rm, stat, symlink, writeFile } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
@@ -23,6 +25,8 @@ const run = promisify(execFile);
 
 /** The project's root folder (this file is internal/sandbox/assets.ts). */
 export const PROJECT_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
+/** Where node_modules is: the project root, also when running compiled from dist/. */
+const MODULES_ROOT = existsSync(join(PROJECT_ROOT, "node_modules")) ? PROJECT_ROOT : resolve(PROJECT_ROOT, "..");
 
 /** Bump when the root folder's layout changes, so an old one is rebuilt. */
 const ROOTFS_VERSION = "1";
@@ -47,6 +51,16 @@ const MOUNT_POINT_DIRS = [
   "var/spool/libreoffice/uno_packages/cache",
 ];
 const MOUNT_POINT_FILES = [SANDBOX_PATHS.node.slice(1), SANDBOX_PATHS.program.slice(1)];
+
+/**
+ * Host programs hidden inside the sandbox (an empty non-executable file is
+ * bound over each that exists). LibreOffice 7.4 starts GnuPG five times per
+ * conversion (gpgme probing `gpgconf --list-dirs`, `gpg --version`, …) to
+ * offer document signing; a conversion needs none of it, each start is a
+ * fork and exec of a dynamically linked program (slow under gVisor), and a
+ * document gets one program fewer to drive.
+ */
+export const MASKED_PROGRAMS: readonly string[] = ["/usr/bin/gpg", "/usr/bin/gpg2", "/usr/bin/gpgconf", "/usr/bin/gpgsm", "/usr/bin/gpg-agent"];
 
 /**
  * Creates the sandbox root folder at `dir` unless a current one is there.
@@ -82,7 +96,7 @@ export async function prepareRootfs(dir: string): Promise<void> {
 
 /** The Node binary sandboxes run: the project's Node 24 (npm package `node`), else this process's. */
 export async function resolveNodeBinary(explicit?: string): Promise<string> {
-  const candidates = explicit ? [explicit] : [join(PROJECT_ROOT, "node_modules", "node", "bin", "node"), process.execPath];
+  const candidates = explicit ? [explicit] : [join(MODULES_ROOT, "node_modules", "node", "bin", "node"), process.execPath];
   for (const candidate of candidates) {
     const ok = await access(candidate).then(
       () => true,
@@ -102,11 +116,12 @@ export async function resolveNodeBinary(explicit?: string): Promise<string> {
  * project's esbuild. Returns `outFile`.
  */
 export async function buildSandboxProgram(outFile: string): Promise<string> {
-  const entry = join(PROJECT_ROOT, "cmd", "sandbox", "main.ts");
-  const esbuild = join(PROJECT_ROOT, "node_modules", ".bin", "esbuild");
-  await stat(entry).catch(() => {
-    throw new Error(`the sandbox program's source ${entry} is missing; give a prebuilt bundle instead`);
-  });
+  // From the sources (tsx) or from the compiled tree (`make build`: dist/cmd/sandbox/main.js).
+  const candidates = ["main.ts", "main.js"].map((f) => join(PROJECT_ROOT, "cmd", "sandbox", f));
+  const found = await Promise.all(candidates.map((c) => stat(c).then(() => c, () => undefined)));
+  const entry = found.find((c) => c !== undefined);
+  if (!entry) throw new Error(`the sandbox program's source (${candidates.join(" or ")}) is missing; give a prebuilt bundle instead`);
+  const esbuild = join(MODULES_ROOT, "node_modules", ".bin", "esbuild");
   await mkdir(dirname(outFile), { recursive: true });
   const building = `${outFile}.building-${process.pid}`;
   await run(esbuild, [entry, "--bundle", "--platform=node", "--format=esm", "--target=node24", "--log-level=warning", `--outfile=${building}`]);
@@ -120,6 +135,10 @@ export interface PreparedAssets {
   program: string;
   nodeBinary: string;
   profileDir: string;
+  /** An empty read-only file (host path) bound over {@link maskedFiles}. */
+  emptyFile: string;
+  /** Those of {@link MASKED_PROGRAMS} that exist on this host. */
+  maskedFiles: string[];
 }
 
 /**
@@ -135,5 +154,11 @@ export async function prepareAssets(dir: string, options: { nodeBinary?: string;
   await prepareProfile(profileDir);
   const program = options.program ?? (await buildSandboxProgram(join(dir, "sandbox.mjs")));
   const nodeBinary = await resolveNodeBinary(options.nodeBinary);
-  return { rootfs, program, nodeBinary, profileDir };
+  const emptyFile = join(dir, "empty");
+  await writeFile(emptyFile, "", { mode: 0o444 });
+  const maskedFiles: string[] = [];
+  for (const file of MASKED_PROGRAMS) {
+    if (await stat(file).then((s) => s.isFile(), () => false)) maskedFiles.push(file);
+  }
+  return { rootfs, program, nodeBinary, profileDir, emptyFile, maskedFiles };
 }

@@ -18,12 +18,24 @@
  * document (corrupt, truncated, password-protected): the missing PDF is what
  * marks that case.
  *
+ * Pre-started mode: when the job folder holds `prestart.json`
+ * ({@link PrestartSpec}) instead of `job.json`, the sandbox was started before
+ * its document existed. The program then copies the profile, starts
+ * LibreOffice (headless, no document) and waits for the host to hand the job
+ * in (a line on stdin, by default); the conversion is then sent to the
+ * running LibreOffice over its own single-instance pipe ({@link officeRequest})
+ * instead of starting it. Still one document per program, and LibreOffice is
+ * killed afterwards.
+ *
  * This module is bundled into the sandbox program: it may import only Node's
  * built-ins and types.
  */
 import { spawn } from "node:child_process";
+import { createHash } from "node:crypto";
 import { copyFile, cp, mkdir, mkdtemp, readFile, readdir, rm, stat, writeFile } from "node:fs/promises";
+import { createConnection } from "node:net";
 import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import type { ConversionFormat, JobErrorCode, JobResult, JobSpec } from "./interface.ts";
 import { runProbe } from "./probe.ts";
 import { SOFFICE_BIN, fileUrl } from "./profile.ts";
@@ -46,6 +58,45 @@ const DEFAULT_MAX_OUTPUT_BYTES = 512 * 1024 * 1024;
 /** Bytes of a tool's stderr kept for an error message. */
 const MESSAGE_BYTES = 2000;
 
+/**
+ * glibc malloc settings for the tools: allocations under 256 MiB come from
+ * the heap (not a mapping of their own), and the heap is not trimmed until
+ * 256 MiB of it are free. At start LibreOffice (headless, svp) allocates,
+ * clears and frees large pixel buffers over and over; with glibc's defaults
+ * every round goes through mmap/munmap or a heap trim, so the pages are
+ * faulted in afresh each time: about 293,000 page faults per start, against
+ * 47,000 with these settings (LibreOffice 7.4, any document; 0.81 → 0.49 s
+ * on the host). Under gVisor's ptrace platform a page fault is a round trip
+ * through the sandbox kernel, so there it was the largest single cost of a
+ * conversion (docs/benchmarks.md). Either setting alone does not help. The
+ * processes live for one document, so keeping their peak heap (about 50 MB
+ * more) costs nothing.
+ */
+export const MALLOC_ENV = Object.freeze({ MALLOC_MMAP_THRESHOLD_: String(256 * 1024 * 1024), MALLOC_TRIM_THRESHOLD_: String(256 * 1024 * 1024) });
+
+/** Name of the file that puts the program into pre-started mode. */
+export const PRESTART_FILE = "prestart.json";
+/** Line the program writes on stdout in pre-started mode once LibreOffice listens. */
+export const READY_LINE = "folio-sandbox-ready";
+/**
+ * How long a pre-started LibreOffice may take to start (0.5 s on the host,
+ * about 1.5 s under gVisor). Past it the document gets a LibreOffice of its
+ * own.
+ */
+const OFFICE_START_MS = 60_000;
+/** Poll interval while waiting for LibreOffice's pipe to appear. */
+const OFFICE_POLL_MS = 25;
+
+/**
+ * `prestart.json`: written by the host into the job folder of a sandbox that
+ * starts before its document exists (then without job.json). Paths are as
+ * the program sees them.
+ */
+export interface PrestartSpec {
+  /** The prepared LibreOffice profile; the program copies it and starts LibreOffice on the copy. */
+  profileDir: string;
+}
+
 export interface ConverterOptions {
   /** Where private scratch folders go (the sandbox's tmpfs). Default `/tmp`. */
   scratchDir?: string;
@@ -54,6 +105,15 @@ export interface ConverterOptions {
   pdftoppmPath?: string;
   /** Aborting kills the running tool; the job ends as `timeout`. */
   signal?: AbortSignal;
+  /**
+   * Pre-started mode: resolves true once the host has written `job.json`
+   * and the document, false when it never will (the program then exits
+   * without a result). Default: true on a line on stdin, false when stdin
+   * ends.
+   */
+  handIn?: () => Promise<boolean>;
+  /** Pre-started mode: called once LibreOffice listens. Default: writes {@link READY_LINE} on stdout. */
+  onReady?: () => void;
 }
 
 /** A failure the job reports in result.json (never thrown past {@link runJob}). */
@@ -82,6 +142,8 @@ export async function readJobSpec(jobDir: string): Promise<JobSpec> {
  * job folder itself is unusable.
  */
 export async function runJob(jobDir: string, options: ConverterOptions = {}): Promise<JobResult> {
+  const prestart = await readPrestartSpec(jobDir);
+  if (prestart) return runPrestartedJob(jobDir, prestart, options);
   const spec = await readJobSpec(jobDir);
   const outputDir = join(jobDir, "output");
   await mkdir(outputDir, { recursive: true });
@@ -95,17 +157,91 @@ export async function runJob(jobDir: string, options: ConverterOptions = {}): Pr
   return result;
 }
 
-async function convertJob(jobDir: string, spec: JobSpec, options: ConverterOptions): Promise<JobResult> {
+/** Reads `prestart.json` when the job folder has one. */
+async function readPrestartSpec(jobDir: string): Promise<PrestartSpec | undefined> {
+  const text = await readFile(join(jobDir, PRESTART_FILE), "utf8").catch((err: NodeJS.ErrnoException) => {
+    if (err.code === "ENOENT") return undefined;
+    throw err;
+  });
+  if (text === undefined) return undefined;
+  const spec = JSON.parse(text) as Partial<PrestartSpec>;
+  if (typeof spec.profileDir !== "string" || !spec.profileDir.startsWith("/")) throw new Error(`${PRESTART_FILE}: profileDir must be an absolute path`);
+  return spec as PrestartSpec;
+}
+
+/**
+ * Pre-started mode: LibreOffice is started before the job exists, then the
+ * job is converted exactly as {@link convertJob} does, through the running
+ * LibreOffice. The time limit counts from the hand-in.
+ */
+async function runPrestartedJob(jobDir: string, prestart: PrestartSpec, options: ConverterOptions): Promise<JobResult> {
+  const scratch = await mkdtemp(join(options.scratchDir ?? "/tmp", "folio-job-"));
+  let office: WarmOffice | undefined;
+  try {
+    const profile = join(scratch, "profile");
+    await cp(prestart.profileDir, profile, { recursive: true });
+    office = startOffice(profile, scratch, options);
+    void office.listening.then((socket) => {
+      if (socket) (options.onReady ?? (() => process.stdout.write(`${READY_LINE}\n`)))();
+    });
+    const handedIn = await (options.handIn ?? stdinHandIn)();
+    if (!handedIn) return { ok: false, pageCount: 0, error: { code: "conversion_failed", message: "no job was handed in" } };
+    const spec = await readJobSpec(jobDir);
+    const outputDir = join(jobDir, "output");
+    await mkdir(outputDir, { recursive: true });
+    const result: JobResult = spec.probe
+      ? { ok: true, pageCount: 0, probe: await runProbe(spec.probe) }
+      : await convertJob(jobDir, spec, options, { scratch, profile, office });
+    await writeFile(join(outputDir, "result.json"), JSON.stringify(result));
+    return result;
+  } finally {
+    office?.kill();
+    await rm(scratch, { recursive: true, force: true }).catch(() => undefined);
+  }
+}
+
+/** The default hand-in: a line on stdin means the job is there; stdin ending means it never will be. */
+function stdinHandIn(): Promise<boolean> {
+  return new Promise((resolve) => {
+    const stdin = process.stdin;
+    let seen = "";
+    const finish = (handedIn: boolean) => {
+      stdin.off("data", onData);
+      stdin.off("end", onEnd);
+      stdin.off("error", onEnd);
+      // Not read again: let the process exit when the job is done.
+      stdin.destroy();
+      resolve(handedIn);
+    };
+    const onData = (chunk: Buffer) => {
+      seen += chunk.toString("utf8");
+      if (seen.includes("\n")) finish(true);
+    };
+    const onEnd = () => finish(false);
+    stdin.on("data", onData);
+    stdin.once("end", onEnd);
+    stdin.once("error", onEnd);
+  });
+}
+
+/** What a pre-started job brings along: its scratch folder, the profile copy and the running LibreOffice. */
+interface Prestarted {
+  scratch: string;
+  profile: string;
+  office: WarmOffice;
+}
+
+async function convertJob(jobDir: string, spec: JobSpec, options: ConverterOptions, prestarted?: Prestarted): Promise<JobResult> {
   const timings: Record<string, number> = {};
   const started = Date.now();
   const deadline = started + (spec.timeoutMs ?? DEFAULT_TIMEOUT_MS);
-  const scratch = await mkdtemp(join(options.scratchDir ?? "/tmp", "folio-job-"));
+  const scratch = prestarted?.scratch ?? (await mkdtemp(join(options.scratchDir ?? "/tmp", "folio-job-")));
   try {
     const lap = (name: string, since: number) => (timings[name] = Date.now() - since);
 
     let t = Date.now();
-    let profile = spec.profileDir;
-    if (!spec.profileInPlace) {
+    let profile = prestarted?.profile ?? spec.profileDir;
+    if (!prestarted && !spec.profileInPlace) {
       profile = join(scratch, "profile");
       await cp(spec.profileDir, profile, { recursive: true });
     }
@@ -114,7 +250,15 @@ async function convertJob(jobDir: string, spec: JobSpec, options: ConverterOptio
     t = Date.now();
     const document = join(jobDir, "input", `document.${FORMAT_EXTENSIONS[spec.format]}`);
     const pdfDir = join(scratch, "pdf");
-    const pdf = await toPdf(document, spec.format, profile, pdfDir, scratch, deadline, options);
+    let pdf: string;
+    if (prestarted) {
+      const warm = await toPdfWarm(prestarted.office, document, spec.format, profile, pdfDir, scratch, deadline, options);
+      pdf = warm.pdf;
+      // 1 when the running LibreOffice converted it, 0 when it had to be started after all.
+      timings.warmOffice = warm.warm ? 1 : 0;
+    } else {
+      pdf = await toPdf(document, spec.format, profile, pdfDir, scratch, deadline, options);
+    }
     lap("soffice", t);
 
     t = Date.now();
@@ -134,8 +278,69 @@ async function convertJob(jobDir: string, spec: JobSpec, options: ConverterOptio
     if (err instanceof JobError) return { ok: false, pageCount: 0, error: { code: err.code, message: err.message }, timings };
     return { ok: false, pageCount: 0, error: { code: "conversion_failed", message: `conversion failed: ${String((err as Error)?.message ?? err)}` }, timings };
   } finally {
-    await rm(scratch, { recursive: true, force: true }).catch(() => undefined);
+    if (!prestarted) await rm(scratch, { recursive: true, force: true }).catch(() => undefined);
   }
+}
+
+/** The arguments of a conversion to PDF (after the profile and the start options). */
+function conversionArgs(document: string, format: ConversionFormat, pdfDir: string): string[] {
+  const args: string[] = [];
+  // Plain text is UTF-8 (the edge checked it); say so rather than let LibreOffice guess.
+  if (format === "TXT") args.push("--infilter=Text (encoded):UTF8,LF,,,");
+  args.push("--convert-to", "pdf", "--outdir", pdfDir, document);
+  return args;
+}
+
+/** LibreOffice's options for every start: no window, no recovery, no first-start dialog, no lock. */
+const OFFICE_FLAGS = ["--headless", "--norestore", "--nologo", "--nodefault", "--nolockcheck"] as const;
+
+/** The PDF LibreOffice wrote, or the job error that explains why there is none. */
+async function madePdf(pdfDir: string, format: ConversionFormat, code: number | null, output: string): Promise<string> {
+  const pdf = join(pdfDir, "document.pdf");
+  const made = await stat(pdf).then(
+    (s) => s.size > 0,
+    () => false,
+  );
+  if (made) return pdf;
+  if (code === 81) throw new JobError("conversion_failed", "LibreOffice asked for a restart: the profile was not prepared");
+  const said = output.trim().split("\n").filter((l) => l && !l.startsWith("convert ")).join("; ");
+  throw new JobError(
+    "conversion_failed",
+    `LibreOffice could not read the document as ${format} (it may be corrupt, truncated, password-protected or of another format)` +
+      (said ? `: ${said.slice(0, 300)}` : ""),
+  );
+}
+
+/**
+ * Converts through the pre-started LibreOffice. When it cannot be reached
+ * (it died, or never opened its pipe), LibreOffice is started for the
+ * document as in the normal mode: slower, same result.
+ */
+async function toPdfWarm(
+  office: WarmOffice,
+  document: string,
+  format: ConversionFormat,
+  profile: string,
+  pdfDir: string,
+  home: string,
+  deadline: number,
+  options: ConverterOptions,
+): Promise<{ pdf: string; warm: boolean }> {
+  await stat(document).catch(() => {
+    throw new JobError("conversion_failed", "the job has no input document");
+  });
+  // Not past the deadline (and not kept waiting by a timer once it answered).
+  const giveUp = new AbortController();
+  const socket = await Promise.race([office.listening, sleep(Math.max(0, deadline - Date.now()), undefined, { signal: giveUp.signal }).catch(() => undefined)]);
+  giveUp.abort();
+  if (socket) {
+    office.clearOutput();
+    const answer = await officeRequest(socket, fileUrl(home), conversionArgs(document, format, pdfDir), deadline, options.signal, () => office.kill());
+    if (answer !== "unavailable") return { pdf: await madePdf(pdfDir, format, null, office.output()), warm: true };
+  }
+  if (Date.now() >= deadline) throw new JobError("timeout", "the conversion ran out of time");
+  office.kill();
+  return { pdf: await toPdf(document, format, profile, pdfDir, home, deadline, options), warm: false };
 }
 
 async function toPdf(
@@ -150,31 +355,9 @@ async function toPdf(
   await stat(document).catch(() => {
     throw new JobError("conversion_failed", "the job has no input document");
   });
-  const args = [
-    `-env:UserInstallation=${fileUrl(profile)}`,
-    "--headless",
-    "--norestore",
-    "--nologo",
-    "--nodefault",
-    "--nolockcheck",
-  ];
-  // Plain text is UTF-8 (the edge checked it); say so rather than let LibreOffice guess.
-  if (format === "TXT") args.push("--infilter=Text (encoded):UTF8,LF,,,");
-  args.push("--convert-to", "pdf", "--outdir", pdfDir, document);
+  const args = [`-env:UserInstallation=${fileUrl(profile)}`, ...OFFICE_FLAGS, ...conversionArgs(document, format, pdfDir)];
   const run = await runTool(options.sofficePath ?? SOFFICE_BIN, args, deadline, options.signal, { HOME: home });
-  const pdf = join(pdfDir, "document.pdf");
-  const made = await stat(pdf).then(
-    (s) => s.size > 0,
-    () => false,
-  );
-  if (made) return pdf;
-  if (run.code === 81) throw new JobError("conversion_failed", "LibreOffice asked for a restart: the profile was not prepared");
-  const said = run.output.trim().split("\n").filter((l) => l && !l.startsWith("convert ")).join("; ");
-  throw new JobError(
-    "conversion_failed",
-    `LibreOffice could not read the document as ${format} (it may be corrupt, truncated, password-protected or of another format)` +
-      (said ? `: ${said.slice(0, 300)}` : ""),
-  );
+  return madePdf(pdfDir, format, run.code, run.output);
 }
 
 async function countPages(pdf: string, deadline: number, options: ConverterOptions): Promise<number> {
@@ -217,6 +400,11 @@ async function renderPages(
   }
 }
 
+/** The whole environment of a tool: nothing is inherited from the program. */
+function toolEnv(extra: Record<string, string>): Record<string, string> {
+  return { PATH: "/usr/bin:/bin", LANG: "C.UTF-8", SAL_USE_VCLPLUGIN: "svp", ...MALLOC_ENV, ...extra };
+}
+
 interface ToolRun {
   code: number | null;
   /** stdout and stderr together, the first {@link MESSAGE_BYTES} or so. */
@@ -234,7 +422,7 @@ function runTool(command: string, args: string[], deadline: number, signal: Abor
     const child = spawn(command, args, {
       stdio: ["ignore", "pipe", "pipe"],
       detached: true,
-      env: { PATH: "/usr/bin:/bin", LANG: "C.UTF-8", SAL_USE_VCLPLUGIN: "svp", ...env },
+      env: toolEnv(env),
     });
     let output = "";
     let timedOut = false;
@@ -264,5 +452,164 @@ function runTool(command: string, args: string[], deadline: number, signal: Abor
       if (timedOut) reject(new JobError("timeout", "the conversion ran out of time"));
       else resolve({ code, output });
     });
+  });
+}
+
+/** A LibreOffice started ahead of its document (pre-started mode). */
+interface WarmOffice {
+  /** The path of its single-instance pipe once it listens; undefined when it exited or never opened it. */
+  listening: Promise<string | undefined>;
+  /** Its stdout and stderr since the last {@link clearOutput} (the first {@link MESSAGE_BYTES} or so). */
+  output(): string;
+  clearOutput(): void;
+  /** Kills its whole process group (idempotent). */
+  kill(): void;
+}
+
+/**
+ * Path of the pipe through which a second LibreOffice start hands its
+ * command line to the first one with the same profile: osl puts it in /tmp
+ * and names it after the user id and the MD5 of the profile's URL, as UTF-16
+ * code units, each byte in hex without leading zeros (LibreOffice's
+ * `CreateMD5FromString`).
+ */
+export function officePipePath(profileUrl: string, uid: number, dir = "/tmp"): string {
+  const digest = createHash("md5").update(Buffer.from(profileUrl, "utf16le")).digest();
+  const hex = [...digest].map((b) => b.toString(16)).join("");
+  return join(dir, `OSL_PIPE_${uid}_SingleOfficeIPC_${hex}`);
+}
+
+/** Starts LibreOffice headless on `profile` with no document; it waits for requests on its pipe. */
+function startOffice(profile: string, home: string, options: ConverterOptions): WarmOffice {
+  const url = fileUrl(profile);
+  const pipe = officePipePath(url, process.getuid?.() ?? 0);
+  const child = spawn(options.sofficePath ?? SOFFICE_BIN, [`-env:UserInstallation=${url}`, ...OFFICE_FLAGS], {
+    stdio: ["ignore", "pipe", "pipe"],
+    detached: true,
+    env: toolEnv({ HOME: home }),
+  });
+  let output = "";
+  let exited = false;
+  const keep = (chunk: Buffer) => {
+    if (output.length < MESSAGE_BYTES) output += chunk.toString("utf8");
+  };
+  child.stdout.on("data", keep);
+  child.stderr.on("data", keep);
+  child.once("error", (err) => {
+    exited = true;
+    keep(Buffer.from(`could not start LibreOffice: ${err.message}\n`));
+  });
+  child.once("close", () => (exited = true));
+  const kill = () => {
+    if (exited || child.pid === undefined) return;
+    try {
+      process.kill(-child.pid, "SIGKILL");
+    } catch {
+      child.kill("SIGKILL");
+    }
+  };
+  const listening = (async () => {
+    const until = Date.now() + OFFICE_START_MS;
+    while (!exited && Date.now() < until) {
+      if (await officeGreets(pipe, until)) return pipe;
+      await sleep(OFFICE_POLL_MS);
+    }
+    return undefined;
+  })();
+  return { listening, output: () => output, clearOutput: () => (output = ""), kill };
+}
+
+/** The messages of LibreOffice's single-instance protocol (desktop/source/app/officeipcthread.cxx). */
+const IPC = Object.freeze({ sendArguments: "InternalIPC::SendArguments", arguments: "InternalIPC::Arguments", processingDone: "InternalIPC::ProcessingDone" });
+
+/**
+ * Whether LibreOffice answers on its pipe. It opens the pipe early in its
+ * start but greets (`SendArguments`) only once it has finished starting, so
+ * the greeting is what "ready" means. The connection is then closed without
+ * arguments, which LibreOffice ignores (its "lookup message" case).
+ */
+function officeGreets(socketPath: string, until: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = createConnection(socketPath);
+    let text = "";
+    const finish = (greeted: boolean) => {
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(greeted);
+    };
+    const timer = setTimeout(() => finish(false), Math.max(0, until - Date.now()));
+    socket.on("data", (chunk: Buffer) => {
+      text += chunk.toString("utf8");
+      if (text.includes("\0")) finish(text.startsWith(`${IPC.sendArguments}\0`));
+    });
+    socket.once("error", () => finish(false));
+    socket.once("close", () => finish(false));
+  });
+}
+
+/** One argument as the protocol carries it: commas, backslashes and NULs escaped. */
+function ipcArgument(text: string): string {
+  return text.replace(/[\\,\0]/g, (c) => (c === "\0" ? "\\0" : `\\${c}`));
+}
+
+/**
+ * Hands a command line to a running LibreOffice through its pipe, as a
+ * second `soffice.bin` start would, without starting one: LibreOffice says
+ * `SendArguments` once it is ready, gets `Arguments` + `1` + the working
+ * folder's URL + `,arg` for each argument + NUL, runs the request and answers
+ * `ProcessingDone` when it is finished.
+ *
+ * "unavailable": nothing was handed over (no connection, or an unexpected
+ * greeting); "done": LibreOffice says it finished; "broken": the
+ * connection ended after the arguments were sent (LibreOffice crashed on the
+ * document). Past the deadline or on abort it calls `kill` and throws
+ * `timeout`.
+ */
+export function officeRequest(
+  socketPath: string,
+  cwdUrl: string,
+  args: readonly string[],
+  deadline: number,
+  signal: AbortSignal | undefined,
+  kill: () => void,
+): Promise<"done" | "broken" | "unavailable"> {
+  if (Date.now() >= deadline || signal?.aborted) return Promise.reject(new JobError("timeout", "the conversion ran out of time"));
+  return new Promise((resolve, reject) => {
+    const socket = createConnection(socketPath);
+    let sent = false;
+    let settled = false;
+    let pending = Buffer.alloc(0);
+    const finish = (answer: "done" | "broken" | "unavailable" | JobError) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", onAbort);
+      socket.destroy();
+      if (answer instanceof JobError) reject(answer);
+      else resolve(answer);
+    };
+    const onAbort = () => {
+      kill();
+      finish(new JobError("timeout", "the conversion ran out of time"));
+    };
+    const timer = setTimeout(onAbort, deadline - Date.now());
+    signal?.addEventListener("abort", onAbort, { once: true });
+    socket.on("data", (chunk: Buffer) => {
+      pending = Buffer.concat([pending, chunk]);
+      for (let end = pending.indexOf(0); end >= 0; end = pending.indexOf(0)) {
+        const message = pending.subarray(0, end).toString("utf8");
+        pending = pending.subarray(end + 1);
+        if (!sent && message === IPC.sendArguments) {
+          sent = true;
+          socket.write(`${IPC.arguments}1${ipcArgument(cwdUrl)}${args.map((a) => `,${ipcArgument(a)}`).join("")}\0`);
+        } else if (sent && message === IPC.processingDone) {
+          finish("done");
+        } else {
+          finish(sent ? "broken" : "unavailable");
+        }
+      }
+    });
+    socket.once("error", () => finish(sent ? "broken" : "unavailable"));
+    socket.once("close", () => finish(sent ? "broken" : "unavailable"));
   });
 }

@@ -57,6 +57,11 @@ export interface OciConfigInput {
   limits: SandboxLimits;
   /** Extra environment of the sandbox program (e.g. TRACEPARENT). */
   env?: Record<string, string>;
+  /**
+   * Host files under `/usr` hidden inside the sandbox: an empty, read-only,
+   * non-executable file (`emptyFile`, a host path) is bound over each.
+   */
+  masks?: { emptyFile: string; files: readonly string[] };
 }
 
 type Mount = { destination: string; type: string; source: string; options?: string[] };
@@ -93,6 +98,9 @@ export function buildOciConfig(input: OciConfigInput): Record<string, unknown> {
     readOnlyBind(input.profileDir, SANDBOX_PATHS.profile),
     { destination: SANDBOX_PATHS.job, type: "bind", source: input.jobDir, options: ["rbind", "rw", "nosuid", "nodev"] },
   ];
+  for (const file of input.masks?.files ?? []) {
+    mounts.push({ destination: file, type: "bind", source: input.masks!.emptyFile, options: ["bind", "ro", "nosuid", "nodev", "noexec"] });
+  }
   const env = {
     PATH: "/usr/bin:/bin",
     HOME: SANDBOX_PATHS.tmp,

@@ -8,19 +8,29 @@
  * KILL`, then `runsc delete --force ID`) and the answer is `timeout`. The
  * container is deleted and the job folder removed after every run.
  *
+ * With `prestart`, a bounded pool of sandboxes is started ahead of demand:
+ * each runs the sandbox program in its pre-started mode (`prestart.json`
+ * in its job folder: LibreOffice started, waiting for a line on stdin). A
+ * document is written into an idle sandbox's job folder and handed in with
+ * that line; from then on it is the same single-use sandbox as above (time
+ * limit, kill, delete), and once it has exited the pool starts a
+ * replacement. Compute time and the time limit count from the hand-in.
+ *
  * Needs root (runsc creates namespaces and cgroups) and the Debian packages
  * runsc, libreoffice-writer-nogui, libreoffice-impress-nogui, poppler-utils
  * and fonts (fonts-dejavu-core at least).
  */
-import { spawn } from "node:child_process";
+import { spawn, type ChildProcessByStdio } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { chown, cp, mkdir, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { Readable, Writable } from "node:stream";
 import { setTimeout as sleep } from "node:timers/promises";
 import { FolioError } from "../platform/errors/index.ts";
 import type { Logger } from "../platform/log/index.ts";
 import { prepareAssets, type PreparedAssets } from "./assets.ts";
+import { PRESTART_FILE, READY_LINE, type PrestartSpec } from "./converter.ts";
 import type { JobResult, ProbeSpec, SandboxBackend, SandboxInput, SandboxResult } from "./interface.ts";
 import { checkInput, checkedPageCount, readPages, readResult, resultError, writeJob, DEFAULT_MAX_OUTPUT_BYTES } from "./jobdir.ts";
 import { DEFAULT_LIMITS, NOBODY, SANDBOX_PATHS, buildOciConfig, type SandboxLimits } from "./oci.ts";
@@ -44,9 +54,21 @@ export interface RunscBackendOptions {
   program?: string;
   /**
    * Copy the LibreOffice profile into the job folder on the host before the
-   * sandbox starts, instead of inside the sandbox onto its tmpfs.
+   * sandbox starts, instead of inside the sandbox onto its tmpfs. Not used
+   * by pre-started sandboxes.
    */
   precopyProfile?: boolean;
+  /**
+   * Keep sandboxes started ahead of demand, LibreOffice already running in
+   * them; each still converts one document. Call {@link RunscBackend.close}
+   * to stop the idle ones.
+   */
+  prestart?: boolean;
+  /**
+   * Idle pre-started sandboxes kept (started or starting); set it to the
+   * service's concurrency. Default 2.
+   */
+  prestartPool?: number;
   /** Largest total size of the pages read back. */
   maxOutputBytes?: number;
   logger?: Logger;
@@ -56,6 +78,10 @@ export interface RunscBackendOptions {
 const KILL_RETRY_MS = 10_000;
 /** Output of runsc and the program kept for logs and error messages. */
 const LOG_BYTES = 4000;
+/** How long `runsc run` gets to exit by itself after its sandbox was killed or told to stop. */
+const EXIT_GRACE_MS = 3000;
+/** Default number of idle pre-started sandboxes (the service's default concurrency). */
+const DEFAULT_PRESTART_POOL = 2;
 
 interface RunOutcome {
   code: number | null;
@@ -66,6 +92,26 @@ interface RunOutcome {
   aborted: boolean;
 }
 
+/** A `runsc run` process and what it said. */
+interface Launched {
+  id: string;
+  child: ChildProcessByStdio<Writable | null, Readable, Readable>;
+  output(): string;
+  exited(): boolean;
+  /** Settles when `runsc run` exits; rejects when it could not be started. */
+  closed: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+/** A sandbox of the pre-started pool. */
+interface Prestarted {
+  launched: Launched;
+  /** Holds the job folder and the bundle; removed with the sandbox. */
+  base: string;
+  jobDir: string;
+  /** The program said LibreOffice listens. */
+  ready: boolean;
+}
+
 export class RunscBackend implements SandboxBackend {
   readonly workDir: string;
   /** runsc's private state folder (`--root`): `runsc --root <this> list` shows live sandboxes. */
@@ -74,7 +120,13 @@ export class RunscBackend implements SandboxBackend {
   private readonly platform: string;
   private readonly limits: SandboxLimits;
   private readonly maxOutputBytes: number;
+  private readonly poolSize: number;
   private assets: Promise<PreparedAssets> | undefined;
+  /** Idle pre-started sandboxes, oldest first. */
+  private readonly idle: Prestarted[] = [];
+  /** Pre-started sandboxes being set up (not yet in {@link idle}). */
+  private readonly starting = new Set<Promise<void>>();
+  private closed = false;
 
   constructor(private readonly options: RunscBackendOptions = {}) {
     this.workDir = options.workDir ?? join(tmpdir(), `folio-runsc-${process.getuid?.() ?? 0}`);
@@ -83,15 +135,21 @@ export class RunscBackend implements SandboxBackend {
     this.platform = options.platform ?? "ptrace";
     this.limits = { ...DEFAULT_LIMITS, ...options.limits };
     this.maxOutputBytes = options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;
+    this.poolSize = options.prestart ? Math.max(1, options.prestartPool ?? DEFAULT_PRESTART_POOL) : 0;
   }
 
-  /** Prepares the shared parts once (root folder, program, profile); later calls reuse them. */
+  /**
+   * Prepares the shared parts once (root folder, program, profile); later
+   * calls reuse them. With `prestart`, the pool starts filling once they are ready.
+   */
   prepare(): Promise<PreparedAssets> {
     this.assets ??= (async () => {
       await mkdir(this.workDir, { recursive: true, mode: 0o700 });
       await mkdir(this.stateDir, { recursive: true, mode: 0o700 });
       await mkdir(join(this.workDir, "jobs"), { recursive: true, mode: 0o711 });
-      return prepareAssets(join(this.workDir, "assets"), { nodeBinary: this.options.nodeBinary, program: this.options.program });
+      const assets = await prepareAssets(join(this.workDir, "assets"), { nodeBinary: this.options.nodeBinary, program: this.options.program });
+      setImmediate(() => this.fillPool());
+      return assets;
     })().catch((err: unknown) => {
       this.assets = undefined;
       throw new FolioError("internal_error", `the runsc sandbox could not be prepared: ${(err as Error).message}`, { cause: err, retryable: true });
@@ -101,7 +159,15 @@ export class RunscBackend implements SandboxBackend {
 
   async convert(input: SandboxInput, signal?: AbortSignal): Promise<SandboxResult> {
     checkInput(input);
-    const { result, computeMillis, jobDir, cleanup } = await this.runJob(input, input.timeoutMs, signal, {});
+    signal?.throwIfAborted();
+    const sandbox = this.takeIdle();
+    // The replacement starts once this sandbox has exited, not now: a
+    // conversion never shares the CPUs with the warm-up of its own
+    // replacement (docs/benchmarks.md, "Conversion (issue 4)").
+    const refill = () => this.fillPool();
+    const { result, computeMillis, jobDir, cleanup } = sandbox
+      ? await this.handIn(sandbox, input, signal).finally(refill)
+      : await this.runJob(input, input.timeoutMs, signal, {}).finally(refill);
     try {
       if (!result.ok) throw resultError(result);
       const pageCount = checkedPageCount(result, input.maxPages);
@@ -110,6 +176,22 @@ export class RunscBackend implements SandboxBackend {
     } finally {
       await cleanup();
     }
+  }
+
+  /**
+   * Stops the pool: idle and starting pre-started sandboxes are killed and
+   * removed. Conversions under way finish; later ones start their sandbox
+   * on demand. Idempotent.
+   */
+  async close(): Promise<void> {
+    this.closed = true;
+    const idle = this.idle.splice(0);
+    await Promise.all([...idle.map((s) => this.discard(s)), ...this.starting]);
+  }
+
+  /** Container ids of the idle pre-started sandboxes (for tests and metrics). */
+  idleSandboxes(): { id: string; ready: boolean }[] {
+    return this.idle.map((s) => ({ id: s.launched.id, ready: s.ready }));
   }
 
   /**
@@ -123,39 +205,16 @@ export class RunscBackend implements SandboxBackend {
     return result;
   }
 
-  private async runJob(
-    input: SandboxInput,
-    timeoutMs: number,
-    signal: AbortSignal | undefined,
-    extra: { probe?: ProbeSpec },
-  ): Promise<{ result: JobResult; computeMillis: number; jobDir: string; cleanup: () => Promise<void> }> {
-    signal?.throwIfAborted();
-    const assets = await this.prepare();
+  /** A new sandbox's folders and OCI bundle; `fill` writes the job folder's first files. */
+  private async makeBundle(assets: PreparedAssets, input: Pick<SandboxInput, "traceparent">, fill: (jobDir: string) => Promise<void>) {
     const id = `folio-${randomUUID()}`;
     const base = join(this.workDir, "jobs", id);
     const jobDir = join(base, "job");
     const bundleDir = join(base, "bundle");
-    const cleanup = async () => {
-      await this.deleteContainer(id);
-      await rm(base, { recursive: true, force: true });
-    };
     try {
       await mkdir(bundleDir, { recursive: true, mode: 0o700 });
       await mkdir(jobDir, { recursive: true, mode: 0o755 });
-      let profileDir: string = SANDBOX_PATHS.profile;
-      let profileInPlace = false;
-      if (this.options.precopyProfile) {
-        await cp(assets.profileDir, join(jobDir, "profile"), { recursive: true });
-        await chownTree(join(jobDir, "profile"));
-        profileDir = `${SANDBOX_PATHS.job}/profile`;
-        profileInPlace = true;
-      }
-      await writeJob(
-        jobDir,
-        input,
-        { profileDir, profileInPlace, timeoutMs, maxOutputBytes: this.maxOutputBytes, ...extra },
-        { chownOutput: true },
-      );
+      await fill(jobDir);
       const config = buildOciConfig({
         rootfs: assets.rootfs,
         jobDir,
@@ -164,29 +223,43 @@ export class RunscBackend implements SandboxBackend {
         profileDir: assets.profileDir,
         limits: this.limits,
         env: input.traceparent ? { TRACEPARENT: input.traceparent } : {},
+        masks: { emptyFile: assets.emptyFile, files: assets.maskedFiles },
       });
       await writeFile(join(bundleDir, "config.json"), JSON.stringify(config, null, 2), { mode: 0o600 });
+    } catch (err) {
+      await rm(base, { recursive: true, force: true });
+      throw err;
+    }
+    return { id, base, jobDir, bundleDir };
+  }
 
-      const outcome = await this.runSandbox(id, bundleDir, timeoutMs, signal);
-      const log = { sandbox: id, format: input.format, computeMillis: outcome.computeMillis, exit: outcome.code, signal: outcome.signal };
-      if (outcome.aborted) {
-        this.options.logger?.info(log, "sandbox aborted by caller");
-        throw signal?.reason ?? new FolioError("timeout", "the conversion was cancelled");
+  private async runJob(
+    input: SandboxInput,
+    timeoutMs: number,
+    signal: AbortSignal | undefined,
+    extra: { probe?: ProbeSpec },
+  ): Promise<{ result: JobResult; computeMillis: number; jobDir: string; cleanup: () => Promise<void> }> {
+    signal?.throwIfAborted();
+    const assets = await this.prepare();
+    const { id, base, jobDir, bundleDir } = await this.makeBundle(assets, input, async (jobDir) => {
+      let profileDir: string = SANDBOX_PATHS.profile;
+      let profileInPlace = false;
+      if (this.options.precopyProfile) {
+        await cp(assets.profileDir, join(jobDir, "profile"), { recursive: true });
+        await chownTree(join(jobDir, "profile"));
+        profileDir = `${SANDBOX_PATHS.job}/profile`;
+        profileInPlace = true;
       }
-      if (outcome.timedOut) {
-        this.options.logger?.warn(log, "sandbox killed at its time limit");
-        throw new FolioError("timeout", `the conversion did not finish within ${timeoutMs} ms`);
-      }
-      const result = await readResult(jobDir);
-      if (!result) {
-        this.options.logger?.error({ ...log, output: outcome.output }, "sandbox ended without a result");
-        // Killed by a signal: most likely the memory limit, i.e. this document.
-        if (outcome.signal || (outcome.code ?? 0) >= 128) {
-          throw new FolioError("conversion_failed", "the sandbox was killed before it finished (the document may need more memory than allowed)");
-        }
-        throw new FolioError("internal_error", `the sandbox ended without a result (exit ${String(outcome.code)}): ${lastLine(outcome.output)}`, { retryable: true });
-      }
-      this.options.logger?.debug({ ...log, ok: result.ok, pageCount: result.pageCount, timings: result.timings }, "sandbox finished");
+      await writeJob(jobDir, input, { profileDir, profileInPlace, timeoutMs, maxOutputBytes: this.maxOutputBytes, ...extra }, { chownOutput: true });
+    });
+    const cleanup = async () => {
+      await this.deleteContainer(id);
+      await rm(base, { recursive: true, force: true });
+    };
+    try {
+      const launched = this.launch(id, bundleDir, false);
+      const outcome = await this.supervise(launched, timeoutMs, signal);
+      const result = await this.outcomeResult(id, input, jobDir, outcome, timeoutMs, signal, false);
       return { result, computeMillis: outcome.computeMillis, jobDir, cleanup };
     } catch (err) {
       await cleanup();
@@ -194,46 +267,196 @@ export class RunscBackend implements SandboxBackend {
     }
   }
 
-  private runSandbox(id: string, bundleDir: string, timeoutMs: number, signal: AbortSignal | undefined): Promise<RunOutcome> {
-    return new Promise((resolve, reject) => {
-      const started = performance.now();
-      const child = spawn(this.runsc, [...this.globalFlags(), "--network=none", "run", "--bundle", bundleDir, id], {
-        stdio: ["ignore", "pipe", "pipe"],
-      });
-      let output = "";
-      const keep = (chunk: Buffer) => {
-        output = (output + chunk.toString("utf8")).slice(-LOG_BYTES);
-      };
-      child.stdout.on("data", keep);
-      child.stderr.on("data", keep);
-      let exited = false;
-      let timedOut = false;
-      let aborted = false;
-      const stop = () => {
-        void this.killContainer(id, () => exited);
-      };
-      const timer = setTimeout(() => {
-        timedOut = true;
-        stop();
-      }, timeoutMs);
-      const onAbort = () => {
-        aborted = true;
-        stop();
-      };
-      signal?.addEventListener("abort", onAbort, { once: true });
+  /** Hands a document to a pre-started sandbox and waits for it to finish. */
+  private async handIn(
+    sandbox: Prestarted,
+    input: SandboxInput,
+    signal: AbortSignal | undefined,
+  ): Promise<{ result: JobResult; computeMillis: number; jobDir: string; cleanup: () => Promise<void> }> {
+    const { launched, base, jobDir } = sandbox;
+    const cleanup = async () => {
+      await this.deleteContainer(launched.id);
+      await rm(base, { recursive: true, force: true });
+    };
+    try {
+      await writeJob(jobDir, input, { profileDir: SANDBOX_PATHS.profile, timeoutMs: input.timeoutMs, maxOutputBytes: this.maxOutputBytes }, { chownOutput: true });
+      const outcome = await this.supervise(launched, input.timeoutMs, signal, () => launched.child.stdin?.write("\n"));
+      const result = await this.outcomeResult(launched.id, input, jobDir, outcome, input.timeoutMs, signal, true);
+      return { result, computeMillis: outcome.computeMillis, jobDir, cleanup };
+    } catch (err) {
+      await cleanup();
+      throw err;
+    }
+  }
+
+  /** Turns how a sandbox ended into its result, or the error the caller sees. */
+  private async outcomeResult(
+    id: string,
+    input: SandboxInput,
+    jobDir: string,
+    outcome: RunOutcome,
+    timeoutMs: number,
+    signal: AbortSignal | undefined,
+    prestarted: boolean,
+  ): Promise<JobResult> {
+    const log = { sandbox: id, format: input.format, prestarted, computeMillis: outcome.computeMillis, exit: outcome.code, signal: outcome.signal };
+    if (outcome.aborted) {
+      this.options.logger?.info(log, "sandbox aborted by caller");
+      throw signal?.reason ?? new FolioError("timeout", "the conversion was cancelled");
+    }
+    if (outcome.timedOut) {
+      this.options.logger?.warn(log, "sandbox killed at its time limit");
+      throw new FolioError("timeout", `the conversion did not finish within ${timeoutMs} ms`);
+    }
+    const result = await readResult(jobDir);
+    if (!result) {
+      this.options.logger?.error({ ...log, output: outcome.output }, "sandbox ended without a result");
+      // Killed by a signal: most likely the memory limit, i.e. this document.
+      if (outcome.signal || (outcome.code ?? 0) >= 128) {
+        throw new FolioError("conversion_failed", "the sandbox was killed before it finished (the document may need more memory than allowed)");
+      }
+      throw new FolioError("internal_error", `the sandbox ended without a result (exit ${String(outcome.code)}): ${lastLine(outcome.output)}`, { retryable: true });
+    }
+    this.options.logger?.debug({ ...log, ok: result.ok, pageCount: result.pageCount, timings: result.timings }, "sandbox finished");
+    return result;
+  }
+
+  /** Starts `runsc run`; with `stdin`, the sandbox program's stdin is a pipe from here. */
+  private launch(id: string, bundleDir: string, stdin: boolean): Launched {
+    const args = [...this.globalFlags(), "--network=none", "run", "--bundle", bundleDir, id];
+    const child: Launched["child"] = stdin
+      ? spawn(this.runsc, args, { stdio: ["pipe", "pipe", "pipe"] })
+      : spawn(this.runsc, args, { stdio: ["ignore", "pipe", "pipe"] });
+    // A sandbox that already ended makes a late hand-in fail with EPIPE; its exit says what happened.
+    child.stdin?.on("error", () => undefined);
+    let output = "";
+    let exited = false;
+    const keep = (chunk: Buffer) => {
+      output = (output + chunk.toString("utf8")).slice(-LOG_BYTES);
+    };
+    child.stdout.on("data", keep);
+    child.stderr.on("data", keep);
+    const closed = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve, reject) => {
       child.once("error", (err) => {
         exited = true;
-        clearTimeout(timer);
-        signal?.removeEventListener("abort", onAbort);
         reject(new FolioError("internal_error", `could not start runsc (${this.runsc}): ${err.message}`, { cause: err }));
       });
       child.once("close", (code, sig) => {
         exited = true;
-        clearTimeout(timer);
-        signal?.removeEventListener("abort", onAbort);
-        resolve({ code, signal: sig, output, computeMillis: Math.round(performance.now() - started), timedOut, aborted });
+        resolve({ code, signal: sig });
       });
     });
+    // Observed by whoever waits on it; never an unhandled rejection in the pool.
+    closed.catch(() => undefined);
+    return { id, child, output: () => output, exited: () => exited, closed };
+  }
+
+  /**
+   * Waits for a launched sandbox to exit under the time limit and `signal`.
+   * The clock (time limit and compute time) starts now, after `start` ran.
+   */
+  private async supervise(launched: Launched, timeoutMs: number, signal: AbortSignal | undefined, start?: () => void): Promise<RunOutcome> {
+    const started = performance.now();
+    let timedOut = false;
+    let aborted = false;
+    const stop = () => {
+      void this.killContainer(launched);
+    };
+    const timer = setTimeout(() => {
+      timedOut = true;
+      stop();
+    }, timeoutMs);
+    const onAbort = () => {
+      aborted = true;
+      stop();
+    };
+    signal?.addEventListener("abort", onAbort, { once: true });
+    if (signal?.aborted) onAbort();
+    try {
+      start?.();
+      const { code, signal: sig } = await launched.closed;
+      return { code, signal: sig, output: launched.output(), computeMillis: Math.round(performance.now() - started), timedOut, aborted };
+    } finally {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", onAbort);
+    }
+  }
+
+  /** Takes the oldest idle pre-started sandbox that is still alive. */
+  private takeIdle(): Prestarted | undefined {
+    for (let s = this.idle.shift(); s; s = this.idle.shift()) {
+      if (!s.launched.exited()) return s;
+      void this.discard(s);
+    }
+    return undefined;
+  }
+
+  /**
+   * Starts pre-started sandboxes until {@link poolSize} are idle or starting.
+   * A failed start is logged and not retried here (the next conversion
+   * tries again), so a broken runsc cannot turn into a busy loop.
+   */
+  private fillPool(): void {
+    while (!this.closed && this.poolSize > 0 && this.idle.length + this.starting.size < this.poolSize) {
+      const started: Promise<void> = this.prestartOne()
+        .then((sandbox) => {
+          if (this.closed) return this.discard(sandbox);
+          this.idle.push(sandbox);
+        })
+        .catch((err: unknown) => {
+          this.options.logger?.error({ err }, "a pre-started sandbox could not be started");
+        })
+        .finally(() => this.starting.delete(started));
+      this.starting.add(started);
+    }
+  }
+
+  private async prestartOne(): Promise<Prestarted> {
+    const assets = await this.prepare();
+    const { id, base, jobDir, bundleDir } = await this.makeBundle(assets, {}, async (jobDir) => {
+      await mkdir(join(jobDir, "input"), { recursive: true, mode: 0o755 });
+      await mkdir(join(jobDir, "output"), { recursive: true, mode: 0o700 });
+      await chown(join(jobDir, "output"), NOBODY, NOBODY);
+      const spec: PrestartSpec = { profileDir: SANDBOX_PATHS.profile };
+      await writeFile(join(jobDir, PRESTART_FILE), JSON.stringify(spec), { mode: 0o644 });
+    });
+    const launched = this.launch(id, bundleDir, true);
+    const sandbox: Prestarted = { launched, base, jobDir, ready: false };
+    let seen = "";
+    const onData = (chunk: Buffer) => {
+      seen += chunk.toString("utf8");
+      if (seen.includes(READY_LINE)) {
+        sandbox.ready = true;
+        launched.child.stdout.off("data", onData);
+      } else {
+        seen = seen.slice(-READY_LINE.length);
+      }
+    };
+    launched.child.stdout.on("data", onData);
+    // A sandbox that dies while idle leaves the pool (and is cleaned up) at once.
+    void launched.closed.then(
+      () => this.dropIfIdle(sandbox),
+      () => this.dropIfIdle(sandbox),
+    );
+    return sandbox;
+  }
+
+  private dropIfIdle(sandbox: Prestarted): void {
+    const at = this.idle.indexOf(sandbox);
+    if (at < 0) return;
+    this.idle.splice(at, 1);
+    this.options.logger?.warn({ sandbox: sandbox.launched.id, output: lastLine(sandbox.launched.output()) }, "an idle pre-started sandbox ended");
+    void this.discard(sandbox);
+  }
+
+  /** Stops a pre-started sandbox that will not be used and removes its folders. */
+  private async discard(sandbox: Prestarted): Promise<void> {
+    // Closing stdin makes the program exit; the kill is for a program that does not.
+    sandbox.launched.child.stdin?.end();
+    if (!(await exitsWithin(sandbox.launched, EXIT_GRACE_MS))) await this.killContainer(sandbox.launched);
+    await sandbox.launched.closed.catch(() => undefined);
+    await this.deleteContainer(sandbox.launched.id);
+    await rm(sandbox.base, { recursive: true, force: true });
   }
 
   private globalFlags(): string[] {
@@ -243,15 +466,19 @@ export class RunscBackend implements SandboxBackend {
   /**
    * Kills the sandbox. A sandbox still being created is not known to
    * `runsc kill` yet, so it is retried until it works or `runsc run` exits.
+   * `runsc run` then tears the sandbox down itself; a `runsc delete` at the
+   * same time only makes both wait on runsc's lock (5 s), so the deletion is
+   * forced only when `runsc run` does not exit.
    */
-  private async killContainer(id: string, exited: () => boolean): Promise<void> {
+  private async killContainer(launched: Launched): Promise<void> {
     const until = Date.now() + KILL_RETRY_MS;
-    while (!exited() && Date.now() < until) {
-      const { code } = await this.runsc_(["kill", id, "KILL"]);
+    while (!launched.exited() && Date.now() < until) {
+      const { code } = await this.runsc_(["kill", launched.id, "KILL"]);
       if (code === 0) break;
       await sleep(50);
     }
-    await this.runsc_(["delete", "--force", id]);
+    if (await exitsWithin(launched, EXIT_GRACE_MS)) return;
+    await this.runsc_(["delete", "--force", launched.id]);
   }
 
   /** Deletes the container's state; a container that is already gone is fine. */
@@ -272,6 +499,20 @@ export class RunscBackend implements SandboxBackend {
       child.once("close", (code) => resolve({ code, output }));
     });
   }
+}
+
+/** Whether `runsc run` exits within `ms` (it may have already). */
+async function exitsWithin(launched: Launched, ms: number): Promise<boolean> {
+  if (launched.exited()) return true;
+  const timeUp = new AbortController();
+  const exited = launched.closed.then(
+    () => true,
+    () => true,
+  );
+  const late = sleep(ms, false, { signal: timeUp.signal }).catch(() => false);
+  const answer = await Promise.race([exited, late]);
+  timeUp.abort();
+  return answer;
 }
 
 async function chownTree(dir: string): Promise<void> {

@@ -122,6 +122,10 @@ export const conversionSchema = Type.Object({
   FOLIO_SANDBOX_PIDS: Type.Integer({ minimum: 16, maximum: 100_000, default: 256, description: "Most processes/threads in one runsc sandbox." }),
   FOLIO_RUNSC_PATH: Type.String({ minLength: 1, default: "runsc", description: "The runsc binary (runsc backend)." }),
   FOLIO_RUNSC_PLATFORM: Type.Union([Type.Literal("ptrace"), Type.Literal("systrap"), Type.Literal("kvm")], { default: "ptrace", description: "gVisor platform of the runsc backend." }),
+  FOLIO_RUNSC_PRESTART: Type.Boolean({
+    default: true,
+    description: "Keep FOLIO_CONVERSION_CONCURRENCY runsc sandboxes started ahead of demand (LibreOffice running, about 190 MiB each); each still converts one document. Compute time is billed from the hand-in.",
+  }),
   FOLIO_SANDBOX_WORK_DIR: Type.Optional(Type.String({ minLength: 1, description: "Host folder for runsc's bundles, state and job folders. Unset: a folder under the system temp dir." })),
   FOLIO_KUBE_NAMESPACE: Type.String({ minLength: 1, default: "default", description: "Namespace of the ConversionSandbox resources (kubernetes backend)." }),
   FOLIO_BROKER_HOST: Type.String({ default: "0.0.0.0", description: "Address of the sandbox broker listener (kubernetes backend)." }),
