@@ -8,14 +8,14 @@
 import { randomBytes } from "node:crypto";
 import { Writable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { ProtoGrpcType } from "../gen/proto/conversion.ts";
 import type { JobHeader__Output } from "../gen/proto/folio/conversion/v1/JobHeader.ts";
 import type { ResultChunk } from "../gen/proto/folio/conversion/v1/ResultChunk.ts";
 import type { SandboxBrokerClient } from "../gen/proto/folio/conversion/v1/SandboxBroker.ts";
 import { FolioError } from "../platform/errors/index.ts";
-import { clientOptions, fromGrpcError, grpc, loadProto, startGrpcServer, type RunningGrpcServer } from "../platform/grpc/index.ts";
+import { fromGrpcError, grpc } from "../platform/grpc/index.ts";
+import { startBrokerServer, type BrokerServer } from "../../test/broker-server.ts";
 import { createLogger } from "../platform/log/index.ts";
-import { SandboxBroker, registerBroker, type BrokerJobInput } from "./broker.ts";
+import { SandboxBroker, type BrokerJobInput } from "./broker.ts";
 
 const logLines: string[] = [];
 const logSink = new Writable({
@@ -25,21 +25,16 @@ const logSink = new Writable({
   },
 });
 const broker = new SandboxBroker({ log: createLogger("debug", logSink), chunkBytes: 1000 });
-let server: RunningGrpcServer;
+let server: BrokerServer;
 let client: SandboxBrokerClient;
 
 beforeAll(async () => {
-  server = await startGrpcServer("127.0.0.1", 0, (s) => {
-    registerBroker(s, broker);
-    return [];
-  });
-  const proto = loadProto<ProtoGrpcType>("folio/conversion/v1/conversion.proto");
-  client = new proto.folio.conversion.v1.SandboxBroker(server.address, grpc.credentials.createInsecure(), clientOptions);
+  server = await startBrokerServer(broker);
+  client = server.client;
 });
 
 afterAll(async () => {
-  client.close();
-  await server.close();
+  await server?.close();
 });
 
 const PNG_SIGNATURE = Buffer.from("89504e470d0a1a0a", "hex");

@@ -21,18 +21,18 @@ import { KubeConfig } from "@kubernetes/client-node";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { startFakeKubeApi, type FakeKubeApi, type KubeObject } from "../../test/fake-kube-api.ts";
 import { startFakeKubelet, type FakeKubelet, type PodBehaviour } from "../../test/fake-kubelet.ts";
-import type { ProtoGrpcType } from "../gen/proto/conversion.ts";
 import type { ResultChunk } from "../gen/proto/folio/conversion/v1/ResultChunk.ts";
 import type { SandboxBrokerClient } from "../gen/proto/folio/conversion/v1/SandboxBroker.ts";
 import { startOperator, type ConversionSandbox, type ConversionSandboxStatus, type RunningOperator } from "../operator/index.ts";
 import { operatorSchema, parseConfig } from "../platform/config/index.ts";
 import { FolioError } from "../platform/errors/index.ts";
-import { clientOptions, fromGrpcError, grpc, loadProto, startGrpcServer, type RunningGrpcServer } from "../platform/grpc/index.ts";
+import { fromGrpcError, grpc } from "../platform/grpc/index.ts";
+import { startBrokerServer, type BrokerServer } from "../../test/broker-server.ts";
 import { createLogger } from "../platform/log/index.ts";
 import { PROJECT_ROOT, buildSandboxProgram, resolveNodeBinary } from "../sandbox/assets.ts";
 import { prepareProfile } from "../sandbox/profile.ts";
 import { pngInfo } from "../sandbox/testdocs.ts";
-import { SandboxBroker, registerBroker } from "./broker.ts";
+import { SandboxBroker } from "./broker.ts";
 import { KubernetesBackend, REQUEST_LABELS, type KubernetesBackendOptions } from "./kubernetes.ts";
 
 const NAMESPACE = "default";
@@ -43,20 +43,15 @@ const fakePng = (n: number) => Buffer.concat([PNG_SIGNATURE, Buffer.from(`page $
 
 const log = createLogger(process.env.FOLIO_TEST_LOG ?? "silent");
 const broker = new SandboxBroker({ log });
-let brokerServer: RunningGrpcServer;
+let brokerServer: BrokerServer;
 let client: SandboxBrokerClient;
 
 beforeAll(async () => {
-  brokerServer = await startGrpcServer("127.0.0.1", 0, (s) => {
-    registerBroker(s, broker);
-    return [];
-  });
-  const proto = loadProto<ProtoGrpcType>("folio/conversion/v1/conversion.proto");
-  client = new proto.folio.conversion.v1.SandboxBroker(brokerServer.address, grpc.credentials.createInsecure(), clientOptions);
+  brokerServer = await startBrokerServer(broker);
+  client = brokerServer.client;
 });
 
 afterAll(async () => {
-  client?.close();
   await brokerServer?.close();
 });
 

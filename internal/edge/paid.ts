@@ -112,6 +112,26 @@ async function paid<T>(
   const hold: Hold = await step("billing.hold", { "folio.hold_cents": holdCents }, () => billing.hold(principal.accountId, principal.keyId, holdCents));
   const startedAt = Date.now();
   const meter = new Meter(o.model);
+  /** Charges what the meter recorded, with the ledger row and usage log, in one transaction. */
+  const settle = async (status: "success" | "error", errorCode?: string) => {
+    const charge = meter.total();
+    const processingTimeMs = Date.now() - startedAt;
+    await step("billing.settle", { "folio.cost_cents": charge.chargedCents, "folio.status": status }, () =>
+      billing.settle(hold, {
+        requestId,
+        endpoint: o.endpoint,
+        model: meter.model,
+        status,
+        ...(errorCode ? { errorCode } : {}),
+        promptTokens: meter.promptTokens,
+        completionTokens: meter.completionTokens,
+        pagesProcessed: meter.pages,
+        processingTimeMs,
+        charge,
+      }),
+    );
+    return { charge, processingTimeMs };
+  };
   let result: T;
   try {
     result = await work({
@@ -121,38 +141,9 @@ async function paid<T>(
       raiseHold: (cents) => step("billing.raise_hold", { "folio.hold_cents": cents }, () => billing.raise(hold, cents)),
     });
   } catch (err) {
-    const code = err instanceof FolioError ? err.code : "internal_error";
-    const charge = meter.total();
-    await step("billing.settle", { "folio.cost_cents": charge.chargedCents, "folio.status": "error" }, () =>
-      billing.settle(hold, {
-        requestId,
-        endpoint: o.endpoint,
-        model: meter.model,
-        status: "error",
-        errorCode: code,
-        promptTokens: meter.promptTokens,
-        completionTokens: meter.completionTokens,
-        pagesProcessed: meter.pages,
-        processingTimeMs: Date.now() - startedAt,
-        charge,
-      }),
-    );
+    await settle("error", err instanceof FolioError ? err.code : "internal_error");
     throw err;
   }
-  const processingTimeMs = Date.now() - startedAt;
-  const charge = meter.total();
-  await step("billing.settle", { "folio.cost_cents": charge.chargedCents, "folio.status": "success" }, () =>
-    billing.settle(hold, {
-      requestId,
-      endpoint: o.endpoint,
-      model: meter.model,
-      status: "success",
-      promptTokens: meter.promptTokens,
-      completionTokens: meter.completionTokens,
-      pagesProcessed: meter.pages,
-      processingTimeMs,
-      charge,
-    }),
-  );
+  const { charge, processingTimeMs } = await settle("success");
   return { result, requestId, charge, components: meter.components(), processingTimeMs, model: meter.model, pages: meter.pages };
 }

@@ -1,0 +1,33 @@
+/**
+ * A SandboxBroker served on loopback gRPC with a client of it, as sandbox
+ * pods would reach it: shared by the broker and kubernetes-backend tests.
+ */
+import type { SandboxBroker } from "../internal/conversion/broker.ts";
+import { registerBroker } from "../internal/conversion/broker.ts";
+import type { ProtoGrpcType } from "../internal/gen/proto/conversion.ts";
+import type { SandboxBrokerClient } from "../internal/gen/proto/folio/conversion/v1/SandboxBroker.ts";
+import { clientOptions, grpc, loadProto, startGrpcServer } from "../internal/platform/grpc/index.ts";
+
+export interface BrokerServer {
+  /** host:port sandbox programs dial. */
+  address: string;
+  client: SandboxBrokerClient;
+  close(): Promise<void>;
+}
+
+export async function startBrokerServer(broker: SandboxBroker): Promise<BrokerServer> {
+  const server = await startGrpcServer("127.0.0.1", 0, (s) => {
+    registerBroker(s, broker);
+    return [];
+  });
+  const proto = loadProto<ProtoGrpcType>("folio/conversion/v1/conversion.proto");
+  const client = new proto.folio.conversion.v1.SandboxBroker(server.address, grpc.credentials.createInsecure(), clientOptions);
+  return {
+    address: server.address,
+    client,
+    close: async () => {
+      client.close();
+      await server.close();
+    },
+  };
+}
