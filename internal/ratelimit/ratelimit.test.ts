@@ -349,6 +349,21 @@ for (const backend of [memoryBackend(), redisBackend()]) {
   });
 }
 
+describe("RedisRateLimiter.bumpGeneration", () => {
+  it("reaches Redis from a limiter created a moment ago (folio admin revokes right after connecting)", async () => {
+    const key = `folio:test:gen:${randomUUID()}`;
+    const fresh = new RedisRateLimiter(redisUrl(), { onError: "deny", log: createLogger("silent") });
+    try {
+      await fresh.bumpGeneration(key);
+      await fresh.bumpGeneration(key);
+      expect(await fresh.redis.get(key)).toBe("2");
+      await fresh.redis.del(key);
+    } finally {
+      await fresh.close();
+    }
+  });
+});
+
 describe("RedisRateLimiter when Redis is unreachable", () => {
   const dead = "redis://127.0.0.1:1";
   const limiters: RedisRateLimiter[] = [];

@@ -88,7 +88,14 @@ export class RedisRateLimiter implements RateLimiter {
     }
   }
 
+  /**
+   * A revocation must reach Redis, so unlike admissions it waits (up to 5 s)
+   * for a connection still being made: `folio admin` bumps right after
+   * creating its limiter, when the offline queue (off, see above) would
+   * otherwise refuse the command.
+   */
   async bumpGeneration(key: string): Promise<void> {
+    await this.connected(5000);
     await this.redis.incr(key);
   }
 
