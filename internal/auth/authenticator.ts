@@ -57,6 +57,12 @@ export interface AuthenticatorOptions {
   log: Logger;
   /** Observes cache use ("hit" | "miss"), e.g. for a metric. */
   onCache?: (result: "hit" | "miss") => void;
+  /**
+   * Unknown keys one client address may present per minute (shared across
+   * replicas through the limiter); past it, that address gets 429 for keys
+   * not in this replica's cache until the window allows again. 0: off.
+   */
+  authFailuresPerMinute?: number;
   clock?: () => number;
 }
 
@@ -64,6 +70,8 @@ const MAX_STALE_RETRIES = 3;
 
 export class Authenticator {
   private readonly cache = new Map<string, CachedKey>();
+  /** Client addresses refused for failed authentications, until (clock ms). */
+  private readonly blocked = new Map<string, number>();
   private readonly lastUsed = new Map<string, number>();
   private readonly timer: NodeJS.Timeout;
   private readonly clock: () => number;
@@ -79,15 +87,18 @@ export class Authenticator {
   }
 
   /** Authenticates `Authorization` and admits the request under its account's rate limits. */
-  async authenticate(authorization: string | undefined): Promise<Authenticated> {
+  async authenticate(authorization: string | undefined, client?: string): Promise<Authenticated> {
     const secret = bearerToken(authorization);
     if (secret === undefined) throw unauthorized(authorization ? "Authorization header must be 'Bearer <API key>'" : "missing API key: send 'Authorization: Bearer <API key>'");
     if (!looksLikeKey(secret)) throw unauthorized("invalid API key");
     const hash = hashKey(secret);
 
-    let entry = await this.cached(hash);
+    let entry = await this.cached(hash, client);
     for (let attempt = 0; ; attempt++) {
-      if (!entry) throw unauthorized("invalid API key");
+      if (!entry) {
+        if (attempt === 0 && client !== undefined) await this.failedAuthentication(client);
+        throw unauthorized("invalid API key");
+      }
       this.refuseUnusable(entry);
       const fence = attempt < MAX_STALE_RETRIES ? { key: keyFence(entry.accountId, entry.keyId), generation: entry.generation } : undefined;
       const admission = await this.limiter.admit(entry.accountId, entry.limits, fence);
@@ -154,14 +165,45 @@ export class Authenticator {
     if (entry.expiresAtMs !== null && entry.expiresAtMs <= this.clock()) throw unauthorized("API key has expired");
   }
 
-  private async cached(hash: string): Promise<CachedKey | null> {
+  private async cached(hash: string, client?: string): Promise<CachedKey | null> {
     const hit = this.cache.get(hash);
     if (hit && this.clock() - hit.cachedAtMs < this.opts.cacheTtlMs) {
       this.opts.onCache?.("hit");
       return hit;
     }
     this.opts.onCache?.("miss");
+    // A blocked address does not get to test keys against the database.
+    if (client !== undefined) this.refuseBlocked(client);
     return this.load(hash);
+  }
+
+  private refuseBlocked(client: string): void {
+    const until = this.blocked.get(client);
+    if (until === undefined) return;
+    const waitMs = until - this.clock();
+    if (waitMs <= 0) {
+      this.blocked.delete(client);
+      return;
+    }
+    throw tooManyFailures(waitMs);
+  }
+
+  /**
+   * Counts an unknown key against its client address; the request that
+   * goes over the limit, and uncached keys from that address until the
+   * limiter allows again, get 429 instead of 401.
+   */
+  private async failedAuthentication(client: string): Promise<void> {
+    const perMinute = this.opts.authFailuresPerMinute ?? 0;
+    if (perMinute <= 0) return;
+    const admission = await this.limiter.admit(`authfail:${client}`, [{ name: "auth_failures", count: perMinute, periodMs: 60_000 }]);
+    if (admission.kind !== "decision" || admission.allowed) return;
+    const waitMs = Math.max(1000, admission.retryAfterMs);
+    this.blocked.set(client, this.clock() + waitMs);
+    // Bounded: an attacker spreading over many addresses must not grow it without end.
+    if (this.blocked.size > 100_000) this.blocked.delete(this.blocked.keys().next().value!);
+    this.opts.log.warn({ client, retryAfterMs: waitMs }, "too many unknown API keys from one address");
+    throw tooManyFailures(waitMs);
   }
 
   /**
@@ -232,4 +274,13 @@ export class Authenticator {
 
 function unauthorized(message: string): FolioError {
   return new FolioError("invalid_api_key", message);
+}
+
+function tooManyFailures(waitMs: number): FolioError {
+  const seconds = Math.max(1, Math.ceil(waitMs / 1000));
+  return new FolioError("rate_limit_exceeded", `too many invalid API keys from this address; retry after ${seconds} s`, {
+    retryable: true,
+    headers: { "retry-after": String(seconds) },
+    extra: { retry_after_seconds: seconds },
+  });
 }

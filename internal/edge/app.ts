@@ -95,7 +95,7 @@ export async function buildEdgeApp(deps: EdgeDeps): Promise<App> {
       if (admission.kind === "decision") admit(admission, reply);
       return;
     }
-    const { principal, admission } = await deps.authenticator.authenticate(req.headers.authorization);
+    const { principal, admission } = await deps.authenticator.authenticate(req.headers.authorization, req.ip);
     req.principal = principal;
     admit(admission, reply);
     const missing = missingPermissions(principal.permissions, wanted);

@@ -58,6 +58,7 @@ export async function startEdge({ config, log, database, alsoMetrics = [] }: Sta
     lastUsedFlushMs: config.FOLIO_LAST_USED_FLUSH_SECONDS * 1000,
     log,
     onCache: (result) => metrics.keyCache.inc({ result }),
+    authFailuresPerMinute: config.FOLIO_AUTH_FAILURES_PER_MINUTE,
   });
   const billing = new Billing(handle.db, {
     holdTtlMs: config.FOLIO_HOLD_TTL_SECONDS * 1000,

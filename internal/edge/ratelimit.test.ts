@@ -204,3 +204,47 @@ describe("edge whose Redis is unreachable (FOLIO_RATELIMIT_ON_REDIS_ERROR=local)
     expect(typeof r.body.error.message).toBe("string");
   });
 });
+
+describe("unknown API keys from one client address", () => {
+  // Two replicas sharing Redis, trusting X-Forwarded-For so the test has an address of its own.
+  let a: RunningEdge;
+  let b: RunningEdge;
+  const env = { FOLIO_AUTH_FAILURES_PER_MINUTE: "3", FOLIO_TRUST_PROXY: "true" };
+  beforeAll(async () => {
+    [a, b] = await Promise.all([startTestEdge({ env }), startTestEdge({ env })]);
+  });
+  afterAll(async () => {
+    await Promise.all([a?.close(), b?.close()]);
+  });
+
+  const from = async (edge: RunningEdge, address: string, key: string) => {
+    const res = await fetch(`${edge.url}/v1/account`, { headers: { authorization: `Bearer ${key}`, "x-forwarded-for": address } });
+    return { status: res.status, retryAfter: res.headers.get("retry-after"), body: (await res.json()) as { error: { code: string } } };
+  };
+  const unknownKey = () => `folio_sk_${Array.from({ length: 40 }, () => "abcdefghijklmnopqrstuvwxyz0123456789"[Math.floor(Math.random() * 36)]).join("")}`;
+
+  it("answers 401 up to the limit, then 429 on every replica, also for a valid key not yet cached; other addresses and cached keys are unaffected", async () => {
+    const attacker = `198.51.100.${Math.floor(Math.random() * 250) + 1}`;
+    const acc = await createTestAccount();
+    const cachedKey = await createTestKey(acc.accountId, ["admin", "account:read"]);
+    expect((await from(a, attacker, cachedKey.key)).status, "cache the key on replica a").toBe(200);
+
+    const statuses: number[] = [];
+    for (let i = 0; i < 3; i++) statuses.push((await from(a, attacker, unknownKey())).status);
+    expect(statuses).toEqual([401, 401, 401]);
+    const over = await from(a, attacker, unknownKey());
+    expect(over.status, JSON.stringify(over.body)).toBe(429);
+    expect(over.body.error.code).toBe("rate_limit_exceeded");
+    expect(Number(over.retryAfter)).toBeGreaterThan(0);
+
+    // Replica b shares the budget through Redis: its first unknown key from the address is already over.
+    expect((await from(b, attacker, unknownKey())).status).toBe(429);
+    // While blocked, an uncached valid key is not even looked up...
+    const fresh = await createTestKey(acc.accountId, ["admin", "account:read"]);
+    expect((await from(a, attacker, fresh.key)).status).toBe(429);
+    // ...but a key already in the cache keeps working, and other addresses are untouched.
+    expect((await from(a, attacker, cachedKey.key)).status).toBe(200);
+    expect((await from(a, "198.51.100.251", unknownKey())).status).toBe(401);
+    expect((await from(a, "198.51.100.252", fresh.key)).status).toBe(200);
+  });
+});

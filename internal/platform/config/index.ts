@@ -66,6 +66,7 @@ export const edgeSchema = Type.Object({
   FOLIO_HOLD_TTL_SECONDS: Type.Integer({ minimum: 60, maximum: 86400, default: 900, description: "A hold not settled within this time is released by the sweeper." }),
   FOLIO_TRUST_PROXY: Type.Boolean({ default: false, description: "Trust X-Forwarded-For from a proxy in front of the edge." }),
   FOLIO_BODY_LIMIT_BYTES: Type.Integer({ minimum: 1024, default: 70 * 1024 * 1024, description: "Largest accepted request body (base64 documents are 4/3 of their size)." }),
+  FOLIO_AUTH_FAILURES_PER_MINUTE: Type.Integer({ minimum: 0, default: 30, description: "Unknown API keys one client address may present per minute before it gets 429 (0: off)." }),
   FOLIO_PUBLIC_REQUESTS_PER_MINUTE: Type.Integer({ minimum: 1, default: 60, description: "Limit per client address on routes that answer without a key (the model catalog)." }),
   FOLIO_EXTRACTION_ADDRESS: Type.Optional(Type.String({ minLength: 1, description: "host:port of the extraction service (gRPC). folio dev sets it to its in-process server." })),
   FOLIO_CONVERSION_ADDRESS: Type.Optional(Type.String({ minLength: 1, description: "host:port of the conversion service (gRPC). Unset: office documents get conversion_not_available." })),
