@@ -124,14 +124,21 @@ export interface TestStack {
   close(): Promise<void>;
 }
 
-/** Starts the conversion service on loopback with the given environment (FOLIO_SANDBOX etc.). */
-export async function startTestConversion(env: Env = {}): Promise<RunningConversion> {
-  const config = parseConfig(conversionSchema, {
+/** A gRPC service of a test: loopback, any free ports, quiet. */
+function loopbackService(): Env {
+  return {
     FOLIO_GRPC_HOST: "127.0.0.1",
     FOLIO_GRPC_PORT: "0",
     FOLIO_METRICS_HOST: "127.0.0.1",
     FOLIO_METRICS_PORT: "0",
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? "silent",
+  };
+}
+
+/** Starts the conversion service on loopback with the given environment (FOLIO_SANDBOX etc.). */
+export async function startTestConversion(env: Env = {}): Promise<RunningConversion> {
+  const config = parseConfig(conversionSchema, {
+    ...loopbackService(),
     ...env,
   });
   return startConversion({ config, log: createLogger(config.LOG_LEVEL) });
@@ -145,11 +152,7 @@ export async function startStack(
   opts: { upstream?: { baseUrl: string; apiKey: string }; extractionEnv?: Env; edgeEnv?: Env; conversion?: Env } = {},
 ): Promise<TestStack> {
   const config = parseConfig(extractionSchema, {
-    FOLIO_GRPC_HOST: "127.0.0.1",
-    FOLIO_GRPC_PORT: "0",
-    FOLIO_METRICS_HOST: "127.0.0.1",
-    FOLIO_METRICS_PORT: "0",
-    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? "silent",
+    ...loopbackService(),
     ...(opts.upstream ? { FOLIO_UPSTREAM_BASE_URL: opts.upstream.baseUrl, FOLIO_UPSTREAM_API_KEY: opts.upstream.apiKey } : {}),
     ...opts.extractionEnv,
   });

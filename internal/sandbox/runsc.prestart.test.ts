@@ -8,8 +8,6 @@
  */
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -17,7 +15,7 @@ import { folioFailure } from "../../test/support.ts";
 import { PROJECT_ROOT } from "./assets.ts";
 import type { ConversionFormat } from "./interface.ts";
 import { RunscBackend } from "./runsc.ts";
-import { canarySvg, linkedImageDocx, pngInfo } from "./testdocs.ts";
+import { linkedImageDocx, pngInfo, startCanaryServer, type CanaryServer } from "./testdocs.ts";
 
 const FIXTURES = join(PROJECT_ROOT, "test", "fixtures", "convert");
 const POOL = 2;
@@ -147,32 +145,24 @@ describe("RunscBackend with prestart", () => {
 
 describe("linked content in a document handed to a pre-started sandbox", () => {
   const canaryText = `CANARY${Math.floor(Math.random() * 9000 + 1000)}`;
-  let server: Server;
-  let requests: string[] = [];
-  let httpUrl = "";
+  let canary: CanaryServer;
 
   beforeAll(async () => {
-    server = createServer((req, res) => {
-      requests.push(req.url ?? "");
-      res.setHeader("content-type", "image/svg+xml");
-      res.end(canarySvg(canaryText));
-    });
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    httpUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/canary.svg`;
+    canary = await startCanaryServer(canaryText);
   });
-  afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  afterAll(() => canary?.close());
 
   it("is never fetched: the page shows no canary and the server sees no request", async () => {
-    requests = [];
+    canary.requests.length = 0;
     await poolReady();
-    const result = await backend.convert({ document: linkedImageDocx("Visible body text", [httpUrl]), format: "DOCX", maxPages: 5, timeoutMs: 60_000 });
+    const result = await backend.convert({ document: linkedImageDocx("Visible body text", [canary.url]), format: "DOCX", maxPages: 5, timeoutMs: 60_000 });
     expect(finished.at(-1)?.timings?.warmOffice).toBe(1);
     const png = join(work, "ocr.png");
     writeFileSync(png, result.pages[0]!);
     const text = execFileSync("tesseract", [png, "stdout"], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] });
     expect(text).toMatch(/Visible body text/);
     expect(text).not.toMatch(/CANARY/i);
-    expect(requests).toEqual([]);
+    expect(canary.requests).toEqual([]);
   }, 60_000);
 });
 

@@ -16,7 +16,7 @@ import { PROJECT_ROOT } from "./assets.ts";
 import type { ConversionFormat, SandboxResult } from "./interface.ts";
 import { fileUrl, SOFFICE_BIN } from "./profile.ts";
 import { RunscBackend } from "./runsc.ts";
-import { canarySvg, linkedImageDocx, linkedImageOdt, pngInfo } from "./testdocs.ts";
+import { canarySvg, linkedImageDocx, linkedImageOdt, pngInfo, startCanaryServer, type CanaryServer } from "./testdocs.ts";
 import { folioFailure } from "../../test/support.ts";
 
 const FIXTURES = join(PROJECT_ROOT, "test", "fixtures", "convert");
@@ -183,9 +183,7 @@ describe("inside a runsc sandbox", () => {
 
 describe("linked content in a document", () => {
   const canaryText = `CANARY${Math.floor(Math.random() * 9000 + 1000)}`;
-  let server: Server;
-  let requests: string[] = [];
-  let httpUrl = "";
+  let canary: CanaryServer;
   let fileLink = "";
 
   beforeAll(async () => {
@@ -193,23 +191,17 @@ describe("linked content in a document", () => {
     execFileSync("mkdir", ["-p", dir]);
     writeFileSync(join(dir, "canary.svg"), canarySvg(canaryText));
     fileLink = `file://${join(dir, "canary.svg")}`;
-    server = createServer((req, res) => {
-      requests.push(req.url ?? "");
-      res.setHeader("content-type", "image/svg+xml");
-      res.end(canarySvg(canaryText));
-    });
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    httpUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/canary.svg`;
+    canary = await startCanaryServer(canaryText);
   });
-  afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  afterAll(() => canary?.close());
 
   it("is fetched by a LibreOffice with default settings (the documents are real attacks)", async () => {
     const dir = join(work, "control");
     for (const [name, doc] of [
-      ["linked.docx", linkedImageDocx("Visible body text", [fileLink, httpUrl])],
-      ["linked.odt", linkedImageOdt("Visible body text", [fileLink, httpUrl])],
+      ["linked.docx", linkedImageDocx("Visible body text", [fileLink, canary.url])],
+      ["linked.odt", linkedImageOdt("Visible body text", [fileLink, canary.url])],
     ] as const) {
-      requests = [];
+      canary.requests.length = 0;
       rmSync(dir, { recursive: true, force: true });
       execFileSync("mkdir", ["-p", dir]);
       writeFileSync(join(dir, name), doc);
@@ -218,22 +210,22 @@ describe("linked content in a document", () => {
       await run(SOFFICE_BIN, [`-env:UserInstallation=${fileUrl(profile)}`, "--headless", "--norestore", "--convert-to", "pdf", "--outdir", dir, join(dir, name)]);
       const text = execFileSync("pdftotext", [join(dir, name.replace(/\.\w+$/, ".pdf")), "-"], { encoding: "utf8" });
       expect(text, name).toContain(canaryText);
-      expect(requests.length, name).toBeGreaterThan(0);
+      expect(canary.requests.length, name).toBeGreaterThan(0);
     }
   }, 90_000);
 
   it.each([
-    ["DOCX", () => linkedImageDocx("Visible body text", [fileLink, httpUrl])],
-    ["ODT", () => linkedImageOdt("Visible body text", [fileLink, httpUrl])],
+    ["DOCX", () => linkedImageDocx("Visible body text", [fileLink, canary.url])],
+    ["ODT", () => linkedImageOdt("Visible body text", [fileLink, canary.url])],
   ] as const)("is never fetched in the sandbox (%s, file and http links): the page shows no canary and the server sees no request", async (format, make) => {
-    requests = [];
+    canary.requests.length = 0;
     const result = await backend.convert({ document: make(), format, maxPages: 5, timeoutMs: 60_000 });
     expect(result.pageCount).toBe(1);
     const text = ocr(result.pages[0] as Buffer, join(work, `ocr-${format}.png`));
     expect(text).toMatch(/Visible body text/);
     expect(text).not.toContain(canaryText);
     expect(text).not.toMatch(/CANARY/i);
-    expect(requests).toEqual([]);
+    expect(canary.requests).toEqual([]);
   }, 60_000);
 });
 

@@ -4,6 +4,8 @@
  * picture is an external link (never embedded), a canary SVG, and a reader
  * for the PNG header fields the conversion promises (size, pHYs).
  */
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { zip } from "../documents/testdata.ts";
 
 /** An SVG that shows `text` large enough for OCR and keeps it as text for pdftotext. */
@@ -130,4 +132,32 @@ export function pngInfo(png: Buffer): PngInfo {
     offset += 12 + length;
   }
   return info;
+}
+
+/**
+ * A loopback HTTP server that answers every request with the canary SVG and
+ * records the paths asked for: linked content in a sandboxed document must
+ * never reach it.
+ */
+export interface CanaryServer {
+  /** http://127.0.0.1:<port>/canary.svg */
+  url: string;
+  /** Paths requested so far (empty it with `requests.length = 0`). */
+  requests: string[];
+  close(): Promise<void>;
+}
+
+export async function startCanaryServer(canaryText: string): Promise<CanaryServer> {
+  const requests: string[] = [];
+  const server = createServer((req, res) => {
+    requests.push(req.url ?? "");
+    res.setHeader("content-type", "image/svg+xml");
+    res.end(canarySvg(canaryText));
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/canary.svg`,
+    requests,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
 }

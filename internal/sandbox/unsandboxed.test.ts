@@ -5,39 +5,29 @@
  */
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FolioError } from "../platform/errors/index.ts";
 import { PROJECT_ROOT } from "./assets.ts";
-import { canarySvg, linkedImageDocx, linkedImageOdt, pngInfo } from "./testdocs.ts";
+import { canarySvg, linkedImageDocx, linkedImageOdt, pngInfo, startCanaryServer, type CanaryServer } from "./testdocs.ts";
 import { UnsandboxedBackend } from "./unsandboxed.ts";
 
 const work = mkdtempSync(join(tmpdir(), "folio-unsandboxed-test-"));
 const warnings: unknown[][] = [];
 const backend = new UnsandboxedBackend({ workDir: join(work, "backend"), logger: { warn: (...args: unknown[]) => warnings.push(args) } as never });
 
-let server: Server;
-let requests: string[] = [];
-let httpUrl = "";
+let canary: CanaryServer;
 const canaryText = `CANARY${Math.floor(Math.random() * 9000 + 1000)}`;
 
 beforeAll(async () => {
   writeFileSync(join(work, "canary.svg"), canarySvg(canaryText));
-  server = createServer((req, res) => {
-    requests.push(req.url ?? "");
-    res.setHeader("content-type", "image/svg+xml");
-    res.end(canarySvg(canaryText));
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  httpUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/canary.svg`;
+  canary = await startCanaryServer(canaryText);
   await backend.prepare();
 }, 60_000);
 
 afterAll(async () => {
-  await new Promise<void>((resolve) => server.close(() => resolve()));
+  await canary?.close();
   rmSync(work, { recursive: true, force: true });
 });
 
@@ -61,16 +51,16 @@ describe("UnsandboxedBackend", () => {
   }, 30_000);
 
   it.each([
-    ["DOCX", () => linkedImageDocx("Visible body text", [`file://${join(work, "canary.svg")}`, httpUrl])],
-    ["ODT", () => linkedImageOdt("Visible body text", [`file://${join(work, "canary.svg")}`, httpUrl])],
+    ["DOCX", () => linkedImageDocx("Visible body text", [`file://${join(work, "canary.svg")}`, canary.url])],
+    ["ODT", () => linkedImageOdt("Visible body text", [`file://${join(work, "canary.svg")}`, canary.url])],
   ] as const)("never fetches linked images (%s): the profile's settings alone block file and http links", async (format, make) => {
-    requests = [];
+    canary.requests.length = 0;
     const result = await backend.convert({ document: make(), format, maxPages: 5, timeoutMs: 60_000 });
     const png = join(work, `page-${format}.png`);
     writeFileSync(png, result.pages[0] as Buffer);
     const text = execFileSync("tesseract", [png, "stdout"], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] });
     expect(text).toMatch(/Visible body text/);
     expect(text).not.toMatch(/CANARY/i);
-    expect(requests).toEqual([]);
+    expect(canary.requests).toEqual([]);
   }, 60_000);
 });
