@@ -269,7 +269,8 @@ export default function register(app: App, deps: EdgeDeps): void {
                 if (doc.sniffed.kind === "pdf") stream?.send({ event: "rasterizing" });
                 pages = await pageImages(deps, doc, abort.signal, { meter, requestId });
               }
-              timings.conversionMs = Date.now() - t0;
+              // An image is its own page: nothing was converted (a busy clock can still tick 1 ms).
+              timings.conversionMs = doc.sniffed.kind === "image" ? 0 : Date.now() - t0;
               if (pageCount === null) await raiseHold(modelHold(pages.length) + conversionHold);
               stream?.send({ event: "extracting", page_count: pages.length });
               const t1 = Date.now();
