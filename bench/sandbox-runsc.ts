@@ -42,7 +42,7 @@ import { Writable } from "node:stream";
 import { fileURLToPath } from "node:url";
 import type { Benchmark, BenchmarkReport } from "./run.ts";
 import { ConversionService } from "../internal/conversion/service.ts";
-import { CONVERSION_MIME_TYPES, type ConversionFormat } from "../internal/documents/index.ts";
+import { CONVERSION_MIME_TYPES, type ConversionFormat } from "../internal/formats/index.ts";
 import { createLogger } from "../internal/platform/log/index.ts";
 import { PROJECT_ROOT } from "../internal/sandbox/assets.ts";
 import { MALLOC_ENV } from "../internal/sandbox/converter.ts";

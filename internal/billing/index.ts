@@ -1,2 +1,12 @@
+/**
+ * All of Folio's money: the pricing rule (`pricing.ts`), every estimate and
+ * hold (`estimates.ts`), the ledger (`ledger.ts`), the paid-request flow and
+ * its meter (`paid.ts`), and how amounts and prices are stated (`display.ts`,
+ * `format.ts`). Nothing outside this folder computes a price.
+ */
 export * from "./pricing.ts";
+export * from "./estimates.ts";
+export * from "./display.ts";
+export { formatCents } from "./format.ts";
 export { Billing, type BillingEvents, type Hold, type Settlement, type SettleResult } from "./ledger.ts";
+export { Meter, runPaid, type ConversionWork, type MeteredComponents, type PaidOutcome, type PaidRequest, type Payer } from "./paid.ts";

@@ -8,7 +8,7 @@ import {
   parseDecimal,
   sumCharges,
   withPlatformFee,
-} from "./pricing.ts";
+} from "./index.ts";
 
 // Provider costs as exact decimal strings with up to 12 fractional digits.
 const cost = fc

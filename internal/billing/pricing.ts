@@ -80,28 +80,3 @@ export function sumCharges(components: readonly ComponentCharge[]): ComponentCha
     NO_CHARGE,
   );
 }
-
-/** Exact provider cost of sandbox compute time, in cents. */
-export function conversionCostCents(computeMillis: number): Decimal {
-  if (!Number.isInteger(computeMillis) || computeMillis < 0) throw new RangeError("computeMillis must be a non-negative integer");
-  return new Decimal(computeMillis).div(60_000).mul(CONVERSION_RATE_USD_PER_MINUTE).mul(100);
-}
-
-/** Exact provider cost of `count` units at a per-unit dollar price, in cents. */
-export function unitCostCents(count: number, usdPerUnit: DecimalLike): Decimal {
-  return new Decimal(usdPerUnit).mul(count).mul(100);
-}
-
-/** Dollars with two decimals and a thousands separator: 1234.5 cents → "$12.35". */
-export function formatUsd(cents: DecimalLike): string {
-  const c = new Decimal(cents);
-  const dollars = c.div(100).toDecimalPlaces(2, Decimal.ROUND_HALF_UP);
-  const [whole, frac = "00"] = dollars.abs().toFixed(2).split(".");
-  const grouped = (whole ?? "0").replace(/\B(?=(\d{3})+(?!\d))/g, ",");
-  return `${dollars.isNegative() ? "-" : ""}$${grouped}.${frac}`;
-}
-
-/** Cents to a JSON number: exact decimals become the nearest double only at the wire. */
-export function centsToNumber(cents: DecimalLike): number {
-  return new Decimal(cents).toNumber();
-}

@@ -4,7 +4,6 @@
  * pages; the stream must end with exactly one summary that agrees with them.
  */
 import { parseDecimal } from "../billing/index.ts";
-import type { ConversionFormat } from "../documents/index.ts";
 import type { ConversionServiceClient } from "../gen/proto/folio/conversion/v1/ConversionService.ts";
 import type { ConvertReply__Output } from "../gen/proto/folio/conversion/v1/ConvertReply.ts";
 import type { EstimateRequest } from "../gen/proto/folio/conversion/v1/EstimateRequest.ts";
@@ -13,9 +12,9 @@ import type { PricingRequest } from "../gen/proto/folio/conversion/v1/PricingReq
 import type { PricingResponse__Output } from "../gen/proto/folio/conversion/v1/PricingResponse.ts";
 import { FolioError } from "../platform/errors/index.ts";
 import { callUnary, clientOptions, fromGrpcError, grpc } from "../platform/grpc/index.ts";
-import type { Estimate } from "./estimates.ts";
 import { conversionProto } from "./grpc.ts";
-import type { BackendName, Conversion, ConvertRequest, ConvertedPage, PricingInfo } from "./service.ts";
+import type { BackendName, Conversion, ConvertRequest, ConvertedPage, Estimate, PricingInfo } from "../contracts/index.ts";
+import type { ConversionFormat } from "../formats/index.ts";
 
 export interface ConversionClientOptions {
   /** Deadline of Estimate and Pricing. */
@@ -25,6 +24,9 @@ export interface ConversionClientOptions {
   /** Client interceptors (the edge's gRPC metrics). */
   interceptors?: grpc.Interceptor[];
 }
+
+/** The conversion format a declared MIME type names, or `unsupported_format`: callers refuse a wrong type before any call. */
+export { formatForMimeType } from "./formats.ts";
 
 const WHAT = "the conversion service";
 

@@ -7,8 +7,9 @@
  * The defaults are one-page fixtures measured through the runsc backend on
  * a 2-CPU machine (docs/benchmarks.md), rounded up.
  */
-import { chargeComponent, conversionCostCents } from "../billing/index.ts";
-import type { ConversionFormat } from "../documents/index.ts";
+import { conversionChargeCents } from "../billing/index.ts";
+import type { Estimate } from "../contracts/index.ts";
+import type { ConversionFormat } from "../formats/index.ts";
 
 export const WINDOW = 100;
 export const MIN_SAMPLES = 5;
@@ -21,15 +22,6 @@ export const DEFAULT_SECONDS: Readonly<Record<ConversionFormat, number>> = Objec
   RTF: 4,
   TXT: 4,
 });
-
-export interface Estimate {
-  format: ConversionFormat;
-  /** Whole cents charged for a conversion taking the estimated time. */
-  costCents: number;
-  seconds: number;
-  basis: "observed" | "default";
-  samples: number;
-}
 
 export class EstimateBook {
   private readonly observed = new Map<ConversionFormat, number[]>();
@@ -48,7 +40,7 @@ export class EstimateBook {
     const millis = observed ? median(list) : DEFAULT_SECONDS[format] * 1000;
     return {
       format,
-      costCents: chargeComponent(conversionCostCents(Math.round(millis))).chargedCents,
+      costCents: conversionChargeCents(millis),
       seconds: Math.round(millis / 100) / 10,
       basis: observed ? "observed" : "default",
       samples: observed ? list.length : 0,

@@ -9,20 +9,10 @@
  * together (a truncated DOCX, an OLE2 file with a broken directory), are
  * `conversion_failed`: that is a damaged document, not a wrong format.
  */
-import { CONVERSION_FORMATS, CONVERSION_MIME_TYPES, conversionFormatForMime, sniffDocument, type ConversionFormat } from "../documents/index.ts";
 import { fileTypeFromBuffer } from "file-type";
-import { looksLikeText } from "../documents/sniff.ts";
+import { looksLikeText, sniffDocument } from "../documents/index.ts";
+import { CONVERSION_FORMATS, CONVERSION_MIME_TYPES, conversionFormatForMime, type ConversionFormat } from "../formats/index.ts";
 import { FolioError } from "../platform/errors/index.ts";
-
-/** Human-readable labels (the pricing response's `supported_formats`). */
-export const FORMAT_LABELS: Readonly<Record<ConversionFormat, string>> = Object.freeze({
-  DOCX: "DOCX (Microsoft Word 2007 and later)",
-  PPTX: "PPTX (Microsoft PowerPoint 2007 and later)",
-  DOC: "DOC (Microsoft Word 97-2003)",
-  ODT: "ODT (OpenDocument Text)",
-  RTF: "RTF (Rich Text Format)",
-  TXT: "TXT (plain text, UTF-8)",
-});
 
 /** `unsupported_format` with the spec's `supported_formats` list. */
 export function unsupportedFormat(message: string, param?: string): FolioError {

@@ -10,12 +10,13 @@ import type { Logger } from "../platform/log/index.ts";
 import { ConversionMetrics } from "../platform/metrics/index.ts";
 import { RunscBackend, UnsandboxedBackend, type SandboxBackend } from "../sandbox/index.ts";
 import { BROKER_SERVICE_NAME, registerConversion } from "./grpc.ts";
-import { ConversionService, type BackendName, type ConversionLimits } from "./service.ts";
+import type { BackendName } from "../contracts/index.ts";
+import { ConversionService, type ConversionLimits } from "./service.ts";
 
 export { ConversionClient } from "./client.ts";
-export { ConversionService, type Conversion, type ConvertedPage, type PricingInfo } from "./service.ts";
-export type { Estimate } from "./estimates.ts";
-export { FORMAT_LABELS, formatForMimeType, unsupportedFormat } from "./formats.ts";
+export { ConversionService } from "./service.ts";
+export type { Conversion, ConvertedPage, Estimate, PricingInfo } from "../contracts/index.ts";
+export { formatForMimeType, unsupportedFormat } from "./formats.ts";
 
 export interface RunningConversion {
   service: ConversionService;

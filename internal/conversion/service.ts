@@ -4,18 +4,17 @@
  * through the configured backend, checks what comes back, and prices the
  * compute time. Transport-free: `grpc.ts` serves it, `client.ts` calls it.
  */
-import { Decimal, conversionCostCents } from "../billing/index.ts";
-import { CONVERSION_FORMATS, CONVERSION_MIME_TYPES, type ConversionFormat } from "../documents/index.ts";
+import { CONVERSION_RATE_PER_MINUTE_USD, MINIMUM_CHARGE_USD, PLATFORM_FEE_PERCENT, conversionCostCents } from "../billing/index.ts";
+import { CONVERSION_FORMATS, CONVERSION_MIME_TYPES, FORMAT_LABELS, pngSize } from "../formats/index.ts";
 import { FolioError } from "../platform/errors/index.ts";
 import type { Logger } from "../platform/log/index.ts";
 import type { ConversionMetrics } from "../platform/metrics/index.ts";
 import type { SandboxBackend } from "../sandbox/index.ts";
-import { EstimateBook, type Estimate } from "./estimates.ts";
-import { FORMAT_LABELS, checkDocumentIsFormat, formatForMimeType } from "./formats.ts";
+import type { Conversion, ConvertRequest, ConvertedPage, Estimate, PricingInfo, BackendName } from "../contracts/index.ts";
+import { EstimateBook } from "./estimates.ts";
+import { checkDocumentIsFormat, formatForMimeType } from "./formats.ts";
 import { Slots } from "./slots.ts";
 import { currentTraceparent, inSpan } from "../platform/telemetry/index.ts";
-
-export type BackendName = "runsc" | "kubernetes" | "unsandboxed";
 
 export interface ConversionLimits {
   /** Wall-clock limit of one sandbox. */
@@ -29,41 +28,6 @@ export interface ConversionLimits {
   queueLimit: number;
 }
 
-export interface ConvertRequest {
-  document: Buffer;
-  mimeType: string;
-  filename?: string;
-  /** Most pages the caller accepts; the service's own limit applies as well. */
-  maxPages?: number;
-  requestId?: string;
-  traceparent?: string;
-}
-
-export interface ConvertedPage {
-  pageNumber: number;
-  png: Buffer;
-  width: number;
-  height: number;
-}
-
-export interface Conversion {
-  pages: ConvertedPage[];
-  pageCount: number;
-  computeMillis: number;
-  format: ConversionFormat;
-  backend: BackendName;
-  /** Exact provider cost of the compute time, cents (before the platform fee). */
-  providerCostCents: Decimal;
-}
-
-export interface PricingInfo {
-  baseRatePerMinute: string;
-  platformFeePercentage: string;
-  minimumCharge: string;
-  examples: (Estimate & { mimeType: string })[];
-  supportedFormats: string[];
-}
-
 export interface ConversionServiceOptions {
   backend: SandboxBackend;
   backendName: BackendName;
@@ -71,8 +35,6 @@ export interface ConversionServiceOptions {
   log: Logger;
   metrics?: ConversionMetrics;
 }
-
-const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
 
 export class ConversionService {
   readonly estimates = new EstimateBook();
@@ -147,9 +109,9 @@ export class ConversionService {
 
   pricing(): PricingInfo {
     return {
-      baseRatePerMinute: "0.00278",
-      platformFeePercentage: "5",
-      minimumCharge: "0.01",
+      baseRatePerMinute: CONVERSION_RATE_PER_MINUTE_USD,
+      platformFeePercentage: PLATFORM_FEE_PERCENT,
+      minimumCharge: MINIMUM_CHARGE_USD,
       examples: CONVERSION_FORMATS.map((f) => ({ ...this.estimates.estimate(f), mimeType: CONVERSION_MIME_TYPES[f][0]! })),
       supportedFormats: CONVERSION_FORMATS.map((f) => FORMAT_LABELS[f]),
     };
@@ -168,9 +130,8 @@ function checkPages(pages: readonly Buffer[], pageCount: number, maxPages: numbe
   return pages.map((png, i) => {
     total += png.length;
     if (total > maxOutputBytes) throw new FolioError("conversion_failed", `the rendered pages exceed ${maxOutputBytes} bytes`);
-    if (png.length < 24 || !png.subarray(0, 8).equals(PNG_SIGNATURE) || png.toString("latin1", 12, 16) !== "IHDR") {
-      throw new FolioError("conversion_failed", `page ${i + 1} returned by the sandbox is not a PNG image`);
-    }
-    return { pageNumber: i + 1, png, width: png.readUInt32BE(16), height: png.readUInt32BE(20) };
+    const size = pngSize(png);
+    if (!size) throw new FolioError("conversion_failed", `page ${i + 1} returned by the sandbox is not a PNG image`);
+    return { pageNumber: i + 1, png, ...size };
   });
 }

@@ -14,14 +14,6 @@ export {
   type ResolvedAddress,
 } from "./fetch.ts";
 export { decodeBase64Strict, parseDataUrl } from "./base64.ts";
-export {
-  CONVERSION_FORMATS,
-  CONVERSION_MIME_TYPES,
-  SUPPORTED_INPUT_FORMATS,
-  conversionFormatForMime,
-  sniffDocument,
-  type ConversionFormat,
-  type DocumentKind,
-  type InputFormat,
-  type Sniffed,
-} from "./sniff.ts";
+export { looksLikeText, sniffDocument, type DocumentKind, type Sniffed } from "./sniff.ts";
+// TEMP(merge): re-exported until the moved kubernetes/operator modules import internal/formats.
+export { CONVERSION_FORMATS, CONVERSION_MIME_TYPES, type ConversionFormat } from "../formats/index.ts";

@@ -23,9 +23,8 @@ import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { FolioError } from "../platform/errors/index.ts";
+import { PAGE_DPI } from "../formats/index.ts";
 
-/** Default rendering resolution (the issue's 200 DPI). */
-export const DEFAULT_DPI = 200;
 /** Default pixel budget per page: A1 at 200 DPI (4681 × 6622) fits; A0 is rendered at about 160 DPI. */
 export const DEFAULT_MAX_PIXELS_PER_PAGE = 40_000_000;
 const DEFAULT_TIMEOUT_MS = 30_000;
@@ -120,7 +119,7 @@ export async function rasterizePdf(bytes: Buffer, opts: RasterizeOptions): Promi
  * `timeoutMs` bounds the inspection and, by default, each `render` call.
  */
 export async function openPdf(bytes: Buffer, opts: RasterizeOptions): Promise<OpenedPdf> {
-  const dpi = opts.dpi ?? DEFAULT_DPI;
+  const dpi = opts.dpi ?? PAGE_DPI;
   if (!(dpi > 0 && dpi <= 1200)) throw new RangeError(`dpi must be in (0, 1200], got ${dpi}`);
   const maxPixels = opts.maxPixelsPerPage ?? DEFAULT_MAX_PIXELS_PER_PAGE;
   const dir = await privateDir();

@@ -5,14 +5,8 @@
  */
 import { describe, expect, it } from "vitest";
 import { FolioError } from "../platform/errors/index.ts";
-import {
-  CONVERSION_FORMATS,
-  CONVERSION_MIME_TYPES,
-  SUPPORTED_INPUT_FORMATS,
-  conversionFormatForMime,
-  sniffDocument,
-  type Sniffed,
-} from "./sniff.ts";
+import { CONVERSION_FORMATS, CONVERSION_MIME_TYPES, SUPPORTED_INPUT_FORMATS, conversionFormatForMime } from "../formats/index.ts";
+import { sniffDocument, type Sniffed } from "./sniff.ts";
 import * as files from "./testdata.ts";
 
 async function refusal(bytes: Buffer, hint?: string): Promise<FolioError> {

@@ -10,6 +10,7 @@
  */
 import { isUtf8 } from "node:buffer";
 import { fileTypeFromBuffer, type FileTypeResult } from "file-type";
+import { CONVERSION_MIME_TYPES, SUPPORTED_INPUT_FORMATS, normalizeMime, type ConversionFormat } from "../formats/index.ts";
 import { FolioError } from "../platform/errors/index.ts";
 
 /**
@@ -19,30 +20,6 @@ import { FolioError } from "../platform/errors/index.ts";
  * because plain text goes through conversion like any office document.
  */
 export type DocumentKind = "image" | "pdf" | "office" | "text";
-
-/** Office formats the conversion service accepts (the spec's table). */
-export const CONVERSION_FORMATS = ["DOCX", "PPTX", "DOC", "ODT", "RTF", "TXT"] as const;
-export type ConversionFormat = (typeof CONVERSION_FORMATS)[number];
-
-/** Every format Folio accepts as input, as listed in `unsupported_format` errors. */
-export const SUPPORTED_INPUT_FORMATS = ["PNG", "JPEG", "WEBP", "TIFF", "GIF", "PDF", ...CONVERSION_FORMATS] as const;
-export type InputFormat = (typeof SUPPORTED_INPUT_FORMATS)[number];
-
-/** The MIME types the spec gives for each conversion format; the first is the one Folio reports. */
-export const CONVERSION_MIME_TYPES: Readonly<Record<ConversionFormat, readonly string[]>> = Object.freeze({
-  DOCX: ["application/vnd.openxmlformats-officedocument.wordprocessingml.document"],
-  PPTX: ["application/vnd.openxmlformats-officedocument.presentationml.presentation"],
-  DOC: ["application/msword"],
-  ODT: ["application/vnd.oasis.opendocument.text"],
-  RTF: ["application/rtf", "text/rtf"],
-  TXT: ["text/plain"],
-});
-
-/** The conversion format a MIME type names (parameters and case ignored), if any. */
-export function conversionFormatForMime(mimeType: string): ConversionFormat | undefined {
-  const mime = normalizeMime(mimeType);
-  return CONVERSION_FORMATS.find((f) => CONVERSION_MIME_TYPES[f].includes(mime));
-}
 
 export interface Sniffed {
   kind: DocumentKind;
@@ -207,10 +184,6 @@ export function looksLikeText(bytes: Buffer): boolean {
 
 function startsWith(bytes: Buffer, signature: string): boolean {
   return bytes.subarray(0, signature.length).toString("latin1") === signature;
-}
-
-function normalizeMime(mime: string): string {
-  return (mime.split(";")[0] ?? "").trim().toLowerCase();
 }
 
 function clip(s: string): string {

@@ -1,6 +1,7 @@
 /** Shared wire schemas (TypeBox = JSON Schema; they also feed /v1/openapi.json). */
 import { Type } from "typebox";
 import { PERMISSIONS } from "../auth/index.ts";
+import { MINIMUM_CHARGE_CENTS, PLATFORM_FEE_PERCENT } from "../billing/index.ts";
 
 export const ErrorBody = Type.Object(
   {
@@ -38,3 +39,46 @@ export const UnixSeconds = Type.Integer({ minimum: 0, maximum: 253402300799, des
 
 /** Strings stored in Postgres text columns cannot hold NUL: refuse it with a 400 naming the field. */
 export const NO_NUL = "^[^\\u0000]*$";
+
+/** What to read and with which model: the request fields /v1/ocr and /v1/playground/process share. */
+export const ReadingFields = {
+  mime_type: Type.Optional(Type.String({ maxLength: 200, description: "Input MIME type; a hint, the bytes decide." })),
+  model: Type.Optional(Type.String({ minLength: 1, maxLength: 300, description: "A catalog model id or folio/<strategy>; wins over strategy." })),
+  strategy: Type.Optional(Type.String({ maxLength: 50, description: "quality, accuracy, speed, cost or balanced (default)." })),
+};
+
+/** The document as base64, and the strategy's second home (JSON bodies). */
+export const JsonReadingFields = {
+  base64: Type.Optional(Type.String({ minLength: 1, description: "Base64 document data without a data-URL prefix." })),
+  provider_preferences: Type.Optional(Type.Object({ strategy: Type.Optional(Type.String({ maxLength: 50 })) }, { additionalProperties: false })),
+};
+
+/** The spec's OCR options. */
+export const OcrOptions = Type.Object(
+  {
+    extract_tables: Type.Optional(Type.Boolean({ description: "Ask the model for table data (result.tables)." })),
+    language: Type.Optional(Type.String({ pattern: "^[A-Za-z_]{2,16}$", description: "Language hint, ISO 639-1 (e.g. en, de)." })),
+    output_format: Type.Optional(StringEnum(["text", "json", "markdown"])),
+  },
+  { additionalProperties: false },
+);
+
+/** One table of `result.tables`. */
+export const TableEntry = Type.Object({ page_number: Type.Integer(), rows: Type.Array(Type.Array(Type.String())), markdown: Type.String() });
+
+/** A charge's three figures (billing/display.ts `chargeFields`). */
+export const ChargeFields = {
+  provider_cost_cents: Type.Number({ description: "Exact, may be fractional." }),
+  platform_fee_cents: Type.Number({ description: `${PLATFORM_FEE_PERCENT}% of the provider cost, exact.` }),
+  total_cost_cents: Type.Integer({ description: `Charged: provider + fee rounded up, at least ${MINIMUM_CHARGE_CENTS} cent.` }),
+};
+
+/** `usage` of a reading answer: pages and tokens, the charge, and the billed time. */
+export const ReadingUsage = Type.Object({
+  pages_processed: Type.Integer(),
+  prompt_tokens: Type.Integer(),
+  completion_tokens: Type.Integer(),
+  tokens_used: Type.Integer(),
+  ...ChargeFields,
+  processing_time_ms: Type.Integer({ description: "Billed work, hold to settle." }),
+});

@@ -14,8 +14,7 @@ import type { ExtractPageResponse__Output } from "../gen/proto/folio/extraction/
 import type { ChatRequest } from "../gen/proto/folio/extraction/v1/ChatRequest.ts";
 import type { ChatResponse__Output } from "../gen/proto/folio/extraction/v1/ChatResponse.ts";
 import { extractionProto, modelFromProto } from "./grpc.ts";
-import type { ChatInput, ChatOutput, CostSource, PageExtraction } from "./service.ts";
-import type { CatalogModel, ExtractOptions, PageInput } from "./types.ts";
+import type { CatalogModel, ChatInput, ChatOutput, CostSource, ExtractOptions, PageExtraction, PageInput } from "../contracts/index.ts";
 
 export interface CatalogView {
   models: CatalogModel[];
@@ -25,6 +24,15 @@ export interface CatalogView {
   lastError: string | null;
   upstreamConfigured: boolean;
   strategies: { strategy: string; configured: string[]; resolved: string; fallback: boolean; reason?: string }[];
+}
+
+/** The model a request named (or its strategy chose), with the completion cap sent upstream per call. */
+export interface ResolvedModel {
+  model: CatalogModel;
+  /** How it was chosen: the model id as given, an alias, or a strategy. */
+  via: string;
+  strategy?: string;
+  maxCompletionTokens: number;
 }
 
 export interface ExtractionClientOptions {
@@ -59,7 +67,7 @@ export class ExtractionClient {
     };
   }
 
-  async resolveModel(req: { model?: string; strategy?: string; strategyParam?: string }): Promise<{ model: CatalogModel; via: string; strategy?: string; maxCompletionTokens: number }> {
+  async resolveModel(req: { model?: string; strategy?: string; strategyParam?: string }): Promise<ResolvedModel> {
     const r = await callUnary<ResolveModelRequest, ResolveModelResponse__Output>(
       this.client,
       this.client.ResolveModel,

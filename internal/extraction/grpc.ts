@@ -8,8 +8,8 @@ import type { ProtoGrpcType } from "../gen/proto/extraction.ts";
 import type { ExtractionServiceHandlers } from "../gen/proto/folio/extraction/v1/ExtractionService.ts";
 import type { Model } from "../gen/proto/folio/extraction/v1/Model.ts";
 import type { Model__Output } from "../gen/proto/folio/extraction/v1/Model.ts";
-import type { ChatPart, ExtractionService } from "./service.ts";
-import type { CatalogModel, InputKind, ModelSource, OutputFormat } from "./types.ts";
+import type { ExtractionService } from "./service.ts";
+import type { CatalogModel, ChatPart, InputKind, ModelSource, OutputFormat } from "./types.ts";
 
 export const EXTRACTION_SERVICE_NAME = "folio.extraction.v1.ExtractionService";
 

@@ -4,51 +4,11 @@
  * `grpc.ts` exposes it over gRPC.
  */
 import { inSpan } from "../platform/telemetry/index.ts";
-import { Decimal } from "../billing/index.ts";
+import { modelCostCents, pagesWork } from "../billing/index.ts";
 import { FolioError } from "../platform/errors/index.ts";
 import type { Catalog } from "./catalog/catalog.ts";
-import { computedCostCents } from "./cost.ts";
 import { UpstreamEngine, type UpstreamClient } from "./engines/upstream.ts";
-import type { CatalogModel, Engine, ExtractOptions, PageInput, PageResult } from "./types.ts";
-
-export type CostSource = "reported" | "computed";
-
-export interface PageExtraction {
-  result: PageResult;
-  providerCostCents: Decimal;
-  costSource: CostSource;
-}
-
-export interface ChatAttachment {
-  data: Buffer;
-  mimeType: string;
-  filename?: string;
-}
-
-export type ChatPart = { kind: "text"; text: string } | { kind: "image"; image: ChatAttachment } | { kind: "file"; file: ChatAttachment };
-
-export interface ChatMessage {
-  role: string;
-  content: ChatPart[];
-}
-
-export interface ChatInput {
-  model: string;
-  messages: ChatMessage[];
-  plugins: { id: string; pdfEngine?: string }[];
-  maxTokens?: number;
-}
-
-export interface ChatOutput {
-  id: string;
-  model: string;
-  content: string;
-  finishReason: string;
-  promptTokens: number;
-  completionTokens: number;
-  providerCostCents: Decimal;
-  costSource: CostSource;
-}
+import type { CatalogModel, ChatAttachment, ChatInput, ChatOutput, ChatPart, Engine, ExtractOptions, PageExtraction, PageInput, PageResult } from "./types.ts";
 
 export interface ExtractionServiceOptions {
   catalog: Catalog;
@@ -131,14 +91,7 @@ export class ExtractionService {
 
   private priced(model: CatalogModel, result: PageResult): PageExtraction {
     if (result.usage.reportedCostCents) return { result, providerCostCents: result.usage.reportedCostCents, costSource: "reported" };
-    const local = model.source === "local";
-    const providerCostCents = computedCostCents(model, {
-      promptTokens: result.usage.promptTokens,
-      completionTokens: result.usage.completionTokens,
-      images: local ? 0 : 1,
-      requests: local ? 0 : 1,
-      pages: local ? 1 : 0,
-    });
+    const providerCostCents = modelCostCents(model.pricing, pagesWork(model, 1, { prompt: result.usage.promptTokens, completion: result.usage.completionTokens }));
     return { result, providerCostCents, costSource: "computed" };
   }
 
@@ -159,7 +112,7 @@ export class ExtractionService {
     });
     const images = input.messages.reduce((n, m) => n + m.content.filter((c) => c.kind === "image").length, 0);
     const reported = r.reportedCostCents;
-    const providerCostCents = reported ?? computedCostCents(model, { promptTokens: r.promptTokens, completionTokens: r.completionTokens, images, requests: 1, pages: 0 });
+    const providerCostCents = reported ?? modelCostCents(model.pricing, { promptTokens: r.promptTokens, completionTokens: r.completionTokens, images, requests: 1, pages: 0 });
     this.upstreamCall(model.id, "ok", started, r.promptTokens, r.completionTokens, providerCostCents.toNumber());
     return {
       id: r.id,
@@ -193,7 +146,7 @@ export class ExtractionService {
       finishReason: "stop",
       promptTokens: 0,
       completionTokens: 0,
-      providerCostCents: computedCostCents(model, { promptTokens: 0, completionTokens: 0, images: 0, requests: 0, pages: images.length }),
+      providerCostCents: modelCostCents(model.pricing, pagesWork(model, images.length)),
       costSource: "computed",
     };
   }

@@ -28,7 +28,7 @@
  * killed afterwards.
  *
  * This module is bundled into the sandbox program: it may import only Node's
- * built-ins and types.
+ * built-ins, types and the dependency-free format table (`internal/formats`).
  */
 import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
@@ -36,22 +36,13 @@ import { copyFile, cp, mkdir, mkdtemp, readFile, readdir, rm, stat, writeFile } 
 import { createConnection } from "node:net";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import type { ConversionFormat, JobErrorCode, JobResult, JobSpec } from "./interface.ts";
+import { FORMAT_EXTENSIONS, PAGE_DPI, type ConversionFormat } from "../formats/index.ts";
+import type { JobErrorCode, JobResult, JobSpec } from "./interface.ts";
 import { runProbe } from "./probe.ts";
 import { SOFFICE_BIN, fileUrl } from "./profile.ts";
 
-/** File extension LibreOffice sees for each format (it picks its import filter by it and by content). */
-export const FORMAT_EXTENSIONS: Readonly<Record<ConversionFormat, string>> = Object.freeze({
-  DOCX: "docx",
-  PPTX: "pptx",
-  DOC: "doc",
-  ODT: "odt",
-  RTF: "rtf",
-  TXT: "txt",
-});
+export { FORMAT_EXTENSIONS, PAGE_DPI };
 
-/** Resolution of every rendered page; the spec fixes it. */
-export const PAGE_DPI = 200;
 /** Default limits when job.json names none. */
 const DEFAULT_TIMEOUT_MS = 120_000;
 const DEFAULT_MAX_OUTPUT_BYTES = 512 * 1024 * 1024;

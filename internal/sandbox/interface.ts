@@ -9,7 +9,7 @@
  * passed and the sandbox was killed), `internal_error` (the sandbox itself
  * could not be run).
  */
-import type { ConversionFormat } from "../documents/index.ts";
+import type { ConversionFormat } from "../formats/index.ts";
 
 export type { ConversionFormat };
 

@@ -6,18 +6,14 @@
  * documents are converted first.
  */
 import { Type } from "typebox";
-import { Decimal, PDF_PARSER_USD_PER_PAGE, centsToNumber, chargeComponent, unitCostCents } from "../../billing/index.ts";
-import { fetchDocument, parseDataUrl, sniffDocument } from "../../documents/index.ts";
-import { pdfPageCount } from "../../documents/pdf.ts";
-import { estimateCostCents } from "../../extraction/cost.ts";
-import type { ChatMessage, ChatPart } from "../../extraction/service.ts";
+import { PRICE_TEXT, chargeFields, holdCents, runPaid } from "../../billing/index.ts";
+import type { ChatMessage, ChatPart } from "../../contracts/index.ts";
 import { FolioError } from "../../platform/errors/index.ts";
 import type { App, EdgeDeps } from "../types.ts";
 import { principalOf } from "../types.ts";
 import { errorResponses } from "../schemas.ts";
-import { conversionHoldCents, conversionOf, pageImages, type LoadedDocument } from "../document-input.ts";
-import { runPaid } from "../paid.ts";
-import { extractionOf } from "./models.shared.ts";
+import { countPages, loadDocument, pageImages, type LoadedDocument } from "../pipeline.ts";
+import { extractionOf } from "../services.ts";
 
 const TextPart = Type.Object({ type: Type.Literal("text"), text: Type.String({ maxLength: 1_000_000 }) });
 const ImagePart = Type.Object({
@@ -68,17 +64,6 @@ const Completion = Type.Object({
 
 type Part = { type: "text"; text: string } | { type: "image_url"; image_url: { url: string } } | { type: "file"; file: { filename?: string; file_data: string } };
 
-/** Bytes of a part's URL: a data URL is decoded, anything else fetched SSRF-safe. */
-async function partBytes(deps: EdgeDeps, url: string, param: string): Promise<{ bytes: Buffer; hint?: string }> {
-  if (url.startsWith("data:")) {
-    const d = parseDataUrl(url, param);
-    if (d.bytes.length > deps.documents.maxBytes) throw new FolioError("payload_too_large", `${param} is ${d.bytes.length} bytes; the limit is ${deps.documents.maxBytes}`, { param });
-    return { bytes: d.bytes, hint: d.mimeType };
-  }
-  const f = await fetchDocument(url, { ...deps.documents.fetch, maxBytes: deps.documents.maxBytes }, param);
-  return { bytes: f.bytes, hint: f.contentType?.split(";")[0]?.trim() || undefined };
-}
-
 export default function register(app: App, deps: EdgeDeps): void {
   app.post(
     "/v1/chat/completions",
@@ -87,7 +72,8 @@ export default function register(app: App, deps: EdgeDeps): void {
       schema: {
         summary: "Chat-style extraction (OpenAI-compatible request shape)",
         description:
-          "Content parts: text, image_url (public URL or data URL), file (filename, file_data = public URL or data URL). Office documents given as data URLs are converted to page images; the cost is in folio.conversion_cost_cents. plugins [{id: 'file-parser', pdf: {engine}}] sends PDFs to the provider's PDF parser, billed at 2 $ per 1,000 pages + 5%. Streaming is not supported.",
+          "Content parts: text, image_url (public URL or data URL), file (filename, file_data = public URL or data URL). Office documents given as data URLs are converted to page images; the cost is in folio.conversion_cost_cents. plugins [{id: 'file-parser', pdf: {engine}}] sends PDFs to the provider's PDF parser, billed at " +
+          `${PRICE_TEXT.parser}. Streaming is not supported.`,
         tags: ["Chat"],
         security: [{ bearer: [] }],
         body: Body,
@@ -117,40 +103,36 @@ export default function register(app: App, deps: EdgeDeps): void {
           }
           const param = `messages[${mi}].content[${pi}].${part.type === "image_url" ? "image_url.url" : "file.file_data"}`;
           const url = part.type === "image_url" ? part.image_url.url : part.file.file_data;
-          const { bytes, hint } = await partBytes(deps, url, param);
-          const sniffed = await sniffDocument(bytes, hint);
-          const doc: LoadedDocument = { bytes, sniffed, param };
-          if (sniffed.kind === "office") {
-            // Converted to page images inside the paid work; counted as one page until then.
-            conversionOf(deps);
-            pending.push({ msg: mi, part, doc, pages: 1, parserPages: 0, office: true });
-          } else if (sniffed.kind === "pdf") {
-            const n = await pdfPageCount(bytes);
-            if (n > deps.documents.maxPages) throw new FolioError("invalid_request", `${param}: document has ${n} pages; the limit is ${deps.documents.maxPages}`, { param });
-            pending.push({ msg: mi, part, doc, pages: parser ? 0 : n, parserPages: parser ? n : 0 });
-          } else {
-            pending.push({ msg: mi, part, doc, pages: 1, parserPages: 0 });
-          }
+          const doc = await loadDocument(deps, url.startsWith("data:") ? { dataUrl: url } : { url }, { param });
+          // An office document is converted inside the paid work; it counts as one page until then.
+          const pages = (await countPages(deps, doc)) ?? 1;
+          const toParser = parser !== undefined && doc.sniffed.kind === "pdf";
+          pending.push({ msg: mi, part, doc, pages: toParser ? 0 : pages, parserPages: toParser ? pages : 0, office: doc.sniffed.kind === "office" });
         }
       }
-      const imageCount = pending.reduce((n, p) => n + p.pages, 0);
       const parserPages = pending.reduce((n, p) => n + p.parserPages, 0);
-      if (imageCount + parserPages > deps.documents.maxPages) {
-        throw new FolioError("invalid_request", `the attachments add up to ${imageCount + parserPages} pages; the limit per request is ${deps.documents.maxPages}`, {
+      const checkPageLimit = (images: number, converted: string) => {
+        if (images + parserPages <= deps.documents.maxPages) return;
+        throw new FolioError("invalid_request", `the attachments add up to ${images + parserPages} pages${converted}; the limit per request is ${deps.documents.maxPages}`, {
           param: "messages",
-          extra: { page_count: imageCount + parserPages, max_pages: deps.documents.maxPages },
+          extra: { page_count: images + parserPages, max_pages: deps.documents.maxPages },
         });
-      }
-      const parserCost = unitCostCents(parserPages, PDF_PARSER_USD_PER_PAGE);
+      };
+      const imageCount = pending.reduce((n, p) => n + p.pages, 0);
+      checkPageLimit(imageCount, "");
       const conversions = pending.filter((p) => p.office).length;
       const holdFor = (images: number) =>
-        chargeComponent(estimateCostCents(resolved.model, Math.max(1, images), body.max_tokens ?? resolved.maxCompletionTokens)).chargedCents +
-        (parserPages ? chargeComponent(parserCost).chargedCents : 0) +
-        conversions * conversionHoldCents(deps);
-      const estimate = holdFor(imageCount);
+        holdCents({
+          model: resolved.model,
+          pages: images,
+          maxCompletionTokens: body.max_tokens ?? resolved.maxCompletionTokens,
+          conversions,
+          conversionDeadlineMs: deps.conversionDeadlineMs,
+          parserPages,
+        });
 
       let pagesSent = imageCount + parserPages;
-      const outcome = await runPaid(deps.billing, principal, { endpoint: "/v1/chat/completions", model: resolved.model.id, estimateCents: estimate }, async ({ meter, requestId, raiseHold }) => {
+      const outcome = await runPaid(deps.billing, principal, { endpoint: "/v1/chat/completions", model: resolved.model.id, estimateCents: holdFor(imageCount) }, async ({ meter, requestId, raiseHold }) => {
         const abort = new AbortController();
         const messages: ChatMessage[] = body.messages.map((m) => ({ role: m.role, content: [] as ChatPart[] }));
         for (const p of pending) {
@@ -165,25 +147,18 @@ export default function register(app: App, deps: EdgeDeps): void {
         }
         if (conversions > 0) {
           const images = pending.reduce((n, p) => n + p.pages, 0);
-          if (images + parserPages > deps.documents.maxPages) {
-            throw new FolioError("invalid_request", `the attachments add up to ${images + parserPages} pages once converted; the limit per request is ${deps.documents.maxPages}`, {
-              param: "messages",
-              extra: { page_count: images + parserPages, max_pages: deps.documents.maxPages },
-            });
-          }
+          checkPageLimit(images, " once converted");
           pagesSent = images + parserPages;
           await raiseHold(holdFor(images));
         }
         const r = await extraction.chat({ model: resolved.model.id, messages, plugins: parser ? [{ id: parser.id, pdfEngine: parser.pdf?.engine }] : [], maxTokens: body.max_tokens }, abort.signal);
         meter.modelCall(r.providerCostCents, { prompt: r.promptTokens, completion: r.completionTokens });
-        if (parserPages) meter.parserPages(parserCost);
+        if (parserPages) meter.parserPages(parserPages);
         meter.pages = pagesSent;
         return r;
       });
 
       const r = outcome.result;
-      const c = outcome.components;
-      const conversion = c.conversion.reduce((n, x) => n + x.chargedCents, 0);
       return {
         id: outcome.requestId,
         object: "chat.completion" as const,
@@ -192,10 +167,8 @@ export default function register(app: App, deps: EdgeDeps): void {
         choices: [{ index: 0, message: { role: "assistant" as const, content: r.content }, finish_reason: r.finishReason || "stop" }],
         usage: { prompt_tokens: r.promptTokens, completion_tokens: r.completionTokens, total_tokens: r.promptTokens + r.completionTokens },
         folio: {
-          provider_cost_cents: centsToNumber(outcome.charge.providerCostCents),
-          platform_fee_cents: centsToNumber(outcome.charge.platformFeeCents),
-          conversion_cost_cents: conversion,
-          total_cost_cents: outcome.charge.chargedCents,
+          ...chargeFields(outcome.charge),
+          conversion_cost_cents: outcome.components.conversion.reduce((n, x) => n + x.chargedCents, 0),
           pages_processed: pagesSent,
         },
       };
@@ -203,4 +176,3 @@ export default function register(app: App, deps: EdgeDeps): void {
   );
 }
 
-export { Decimal };

@@ -1,8 +1,8 @@
 /** POST /v1/convert/estimate: what converting a document of a MIME type costs and takes. */
 import { Type } from "typebox";
 import { formatUsd } from "../../billing/index.ts";
-import { formatForMimeType } from "../../conversion/formats.ts";
-import { conversionOf } from "../document-input.ts";
+import { formatForMimeType } from "../../conversion/client.ts";
+import { conversionOf } from "../services.ts";
 import { errorResponses } from "../schemas.ts";
 import type { App, EdgeDeps } from "../types.ts";
 

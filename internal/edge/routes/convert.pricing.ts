@@ -1,7 +1,7 @@
 /** GET /v1/convert/pricing: the conversion price list. */
 import { Type } from "typebox";
-import { formatUsd } from "../../billing/index.ts";
-import { conversionOf } from "../document-input.ts";
+import { PRICE_TEXT, formatUsd } from "../../billing/index.ts";
+import { conversionOf } from "../services.ts";
 import { errorResponses } from "../schemas.ts";
 import type { App, EdgeDeps } from "../types.ts";
 
@@ -12,7 +12,7 @@ export default function register(app: App, deps: EdgeDeps): void {
       config: { permissions: ["convert:write"] },
       schema: {
         summary: "Conversion pricing",
-        description: "0.00278 dollars per minute of sandbox compute time plus the 5% platform fee, at least 1 cent per conversion; examples per format from the current estimates.",
+        description: `${PRICE_TEXT.conversionList}; examples per format from the current estimates.`,
         tags: ["Conversion"],
         security: [{ bearer: [] }],
         response: {

@@ -3,12 +3,12 @@
  * (the spec's conversion result), billed by sandbox compute time.
  */
 import { Type } from "typebox";
-import { centsToNumber } from "../../billing/index.ts";
-import { formatForMimeType } from "../../conversion/formats.ts";
+import { PRICE_TEXT, chargeFields, holdCents, runPaid } from "../../billing/index.ts";
+import { formatForMimeType } from "../../conversion/client.ts";
 import { decodeBase64Strict } from "../../documents/index.ts";
+import { PAGE_DPI } from "../../formats/index.ts";
 import { FolioError } from "../../platform/errors/index.ts";
-import { conversionHoldCents, conversionOf } from "../document-input.ts";
-import { runPaid } from "../paid.ts";
+import { conversionOf } from "../services.ts";
 import { NO_NUL, errorResponses } from "../schemas.ts";
 import type { App, EdgeDeps } from "../types.ts";
 import { principalOf } from "../types.ts";
@@ -33,7 +33,7 @@ const ConversionResult = Type.Object({
     images: Type.Array(
       Type.Object({
         page_number: Type.Integer(),
-        base64: Type.String({ description: "PNG, 200 DPI." }),
+        base64: Type.String({ description: `PNG, ${PAGE_DPI} DPI.` }),
         mime_type: Type.Literal("image/png"),
         width: Type.Integer({ description: "Pixels (an A4 page is 1654)." }),
         height: Type.Integer({ description: "Pixels (an A4 page is 2339)." }),
@@ -57,7 +57,7 @@ export default function register(app: App, deps: EdgeDeps): void {
       schema: {
         summary: "Convert an office document to PNG page images",
         description:
-          "DOCX, PPTX, DOC, ODT, RTF or TXT → one 200-DPI PNG per page, in a single-use gVisor sandbox. Billed: compute minutes × 0.00278 $ + 5%, rounded up to whole cents, at least 1 cent; a failed conversion is not charged.",
+          `DOCX, PPTX, DOC, ODT, RTF or TXT → one ${PAGE_DPI}-DPI PNG per page, in a single-use gVisor sandbox. Billed: ${PRICE_TEXT.conversion}; a failed conversion is not charged.`,
         tags: ["Conversion"],
         security: [{ bearer: [] }],
         body: Body,
@@ -73,10 +73,11 @@ export default function register(app: App, deps: EdgeDeps): void {
         throw new FolioError("payload_too_large", `document is ${document.length} bytes; the limit is ${deps.documents.maxBytes}`, { param: "file" });
       }
       const conversion = conversionOf(deps);
-      const outcome = await runPaid(deps.billing, principal, { endpoint: "/v1/convert", model: "folio/conversion", estimateCents: conversionHoldCents(deps) }, async ({ meter, requestId }) => {
+      const estimateCents = holdCents({ pages: 0, maxCompletionTokens: 0, conversions: 1, conversionDeadlineMs: deps.conversionDeadlineMs, parserPages: 0 });
+      const outcome = await runPaid(deps.billing, principal, { endpoint: "/v1/convert", model: "folio/conversion", estimateCents }, async ({ meter, requestId }) => {
         const abort = new AbortController();
         const r = await conversion.convert({ document, mimeType, filename, maxPages: deps.documents.maxPages, requestId }, abort.signal);
-        meter.conversion(r.computeMillis);
+        meter.conversion(r);
         meter.pages = r.pageCount;
         return r;
       });
@@ -94,9 +95,7 @@ export default function register(app: App, deps: EdgeDeps): void {
         usage: {
           processing_time_ms: outcome.processingTimeMs,
           compute_time_ms: r.computeMillis,
-          provider_cost_cents: centsToNumber(outcome.charge.providerCostCents),
-          platform_fee_cents: centsToNumber(outcome.charge.platformFeeCents),
-          total_cost_cents: outcome.charge.chargedCents,
+          ...chargeFields(outcome.charge),
         },
       };
     },

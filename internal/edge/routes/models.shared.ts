@@ -7,7 +7,7 @@ import { Type } from "typebox";
 import { withPlatformFee, PLATFORM_FEE_RATE } from "../../billing/index.ts";
 import type { CatalogView } from "../../extraction/client.ts";
 import type { CatalogModel } from "../../extraction/types.ts";
-import { FolioError } from "../../platform/errors/index.ts";
+import { extractionOf } from "../services.ts";
 import type { EdgeDeps } from "../types.ts";
 
 const PriceSet = Type.Object(
@@ -101,11 +101,6 @@ export function catalogInfo(view: CatalogView) {
     stale: view.stale,
     upstream_configured: view.upstreamConfigured,
   };
-}
-
-export function extractionOf(deps: EdgeDeps) {
-  if (!deps.extraction) throw new FolioError("service_unavailable", "the extraction service is not configured (FOLIO_EXTRACTION_ADDRESS)");
-  return deps.extraction;
 }
 
 /** The catalog, with its age in a response header too. */

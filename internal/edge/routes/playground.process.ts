@@ -4,30 +4,27 @@
  * model read, its text, tables and confidence, plus the model used, timings
  * and the cost breakdown. Office documents are converted automatically.
  *
- * Billing is /v1/ocr's, through runPaid (hold, raise once an office document's
- * pages are known, settle, usage log with this endpoint). With
- * `Accept: application/x-ndjson` the answer is a stream of progress events
- * ending in the same result; see docs/playground.md.
+ * Billing and the work are /v1/ocr's: the document pipeline (`../pipeline.ts`),
+ * logged under this endpoint. With `Accept: application/x-ndjson` the answer
+ * is a stream of the pipeline's progress events ending in the same result;
+ * see docs/playground.md.
  */
-import { PassThrough } from "node:stream";
-import multipart from "@fastify/multipart";
-import type { FastifyReply, FastifyRequest } from "fastify";
 import { Type, type Static } from "typebox";
-import { centsToNumber, chargeComponent, type ComponentCharge } from "../../billing/index.ts";
-import { sniffDocument } from "../../documents/index.ts";
-import { estimateCostCents } from "../../extraction/cost.ts";
-import type { PageInput, Table } from "../../extraction/types.ts";
+import { chargeFields, formatUsd } from "../../billing/index.ts";
+import type { PageInput } from "../../contracts/index.ts";
+import { PAGE_DPI } from "../../formats/index.ts";
 import { FolioError, toHttpError } from "../../platform/errors/index.ts";
-import { conversionHoldCents, conversionOf, countPages, loadDocument, mapLimit, pageImages, type LoadedDocument } from "../document-input.ts";
-import { runPaid } from "../paid.ts";
-import { StringEnum, errorResponses } from "../schemas.ts";
+import { readMultipart, registerMultipart, uploadOf } from "../multipart.ts";
+import { NDJSON, NdjsonStream, acceptsNdjson } from "../ndjson.ts";
+import { PipelineEventSchemas, formatLabel, loadDocument, readDocument, readingOf, tokensOf, type LoadedDocument, type PipelineEvent, type ReadResult } from "../pipeline.ts";
+import { ChargeFields, ReadingUsage, StringEnum, TableEntry, errorResponses } from "../schemas.ts";
+import { extractionOf } from "../services.ts";
 import type { App, EdgeDeps } from "../types.ts";
 import { principalOf } from "../types.ts";
-import { extractionOf } from "./models.shared.ts";
-import { OcrOptions, ocrOptions, strategyOf } from "./ocr.ts";
+import { JsonBody, MultipartBody, fromJson, fromMultipart, type PlaygroundInput } from "./playground.input.ts";
 
 export const PLAYGROUND_PATH = "/v1/playground/process";
-export const NDJSON = "application/x-ndjson";
+export { NDJSON };
 
 /**
  * Page images travel inline as data URLs (docs/playground.md: stateless, so
@@ -36,48 +33,6 @@ export const NDJSON = "application/x-ndjson";
  * on top: past it, further pages come without their image.
  */
 export const MAX_INLINE_IMAGE_BYTES = 48 * 1024 * 1024;
-
-const Common = {
-  url: Type.Optional(Type.String({ minLength: 1, maxLength: 8192, description: "Publicly accessible document URL (http or https), instead of a file." })),
-  mime_type: Type.Optional(Type.String({ maxLength: 200, description: "Input MIME type; a hint, the bytes decide." })),
-  filename: Type.Optional(Type.String({ maxLength: 255, pattern: "^[^\\u0000]*$", description: "Echoed in the result (a file part's own name is used when absent)." })),
-  model: Type.Optional(Type.String({ minLength: 1, maxLength: 300, description: "A catalog model id or folio/<strategy>; wins over strategy." })),
-  strategy: Type.Optional(Type.String({ maxLength: 50, description: "quality, accuracy, speed, cost or balanced (default)." })),
-};
-
-const JsonBody = Type.Object(
-  {
-    ...Common,
-    base64: Type.Optional(Type.String({ minLength: 1, description: "Base64 document data without a data-URL prefix." })),
-    provider_preferences: Type.Optional(Type.Object({ strategy: Type.Optional(Type.String({ maxLength: 50 })) }, { additionalProperties: false })),
-    options: Type.Optional(OcrOptions),
-    include_images: Type.Optional(Type.Boolean({ description: "Return each page's image as a data URL (default true)." })),
-  },
-  { additionalProperties: false, description: "Exactly one of url or base64." },
-);
-type JsonBody = Static<typeof JsonBody>;
-
-const Flag = StringEnum(["true", "false"]);
-/** Form fields are strings; the options are flat (`extract_tables=true`). */
-const MultipartBody = Type.Object(
-  {
-    file: Type.Optional(Type.Unsafe<Buffer>({ format: "binary", description: "The document, as a file part (exactly one of file or url)." })),
-    ...Common,
-    extract_tables: Type.Optional(Flag),
-    language: Type.Optional(Type.String({ pattern: "^[A-Za-z_]{2,16}$", description: "Language hint, ISO 639-1 (e.g. en, de)." })),
-    output_format: Type.Optional(StringEnum(["text", "json", "markdown"])),
-    include_images: Type.Optional(Flag),
-  },
-  { additionalProperties: false },
-);
-type MultipartBody = Static<typeof MultipartBody>;
-
-const TableEntry = Type.Object({ page_number: Type.Integer(), rows: Type.Array(Type.Array(Type.String())), markdown: Type.String() });
-const Charge = {
-  provider_cost_cents: Type.Number({ description: "Exact, may be fractional." }),
-  platform_fee_cents: Type.Number({ description: "5% of the provider cost, exact." }),
-  total_cost_cents: Type.Integer({ description: "Charged: provider + fee rounded up, at least 1 cent." }),
-};
 
 export const PlaygroundResult = Type.Object({
   id: Type.String({ description: "req_<id>, the usage log entry's id." }),
@@ -103,7 +58,7 @@ export const PlaygroundResult = Type.Object({
         tables: Type.Array(TableEntry),
         image: Type.Union([
           Type.Object({
-            url: Type.String({ description: "data:<mime>;base64,… — the image the model read (converted and PDF pages: 200-DPI PNG)." }),
+            url: Type.String({ description: `data:<mime>;base64,… — the image the model read (converted and PDF pages: ${PAGE_DPI}-DPI PNG).` }),
             mime_type: Type.String(),
             bytes: Type.Integer(),
           }),
@@ -116,89 +71,44 @@ export const PlaygroundResult = Type.Object({
     confidence: Type.Optional(Type.Number({ description: "Mean of the page confidences, present only when every page has one." })),
   }),
   timings: Type.Object({
-    load_ms: Type.Integer({ description: "Resolving the model, decoding or fetching the document and identifying it (before the hold)." }),
+    load_ms: Type.Integer({ description: "Resolving the model, decoding or fetching the document, identifying it and taking the hold." }),
     conversion_ms: Type.Integer({ description: "Making page images: office conversion (with queueing) or PDF rasterization; 0 for images." }),
     extraction_ms: Type.Integer({ description: "From the first page sent to the model to the last page back." }),
     total_ms: Type.Integer({ description: "The whole request, as the edge saw it." }),
   }),
-  usage: Type.Object({
-    pages_processed: Type.Integer(),
-    prompt_tokens: Type.Integer(),
-    completion_tokens: Type.Integer(),
-    tokens_used: Type.Integer(),
-    ...Charge,
-    processing_time_ms: Type.Integer({ description: "Billed work, hold to settle (as in ocr.result)." }),
-  }),
+  usage: ReadingUsage,
   cost: Type.Object({
     currency: Type.Literal("USD"),
     components: Type.Array(
       Type.Object({
         component: StringEnum(["model", "conversion"]),
-        ...Charge,
+        ...ChargeFields,
         pages: Type.Optional(Type.Integer()),
         compute_time_ms: Type.Optional(Type.Integer({ description: "Conversion only: sandbox compute time, what is billed." })),
       }),
     ),
-    ...Charge,
-    formatted: Type.String({ description: "The amount charged in dollars, e.g. $0.02." }),
+    ...ChargeFields,
+    formatted: Type.String({ description: "The amount charged in dollars, e.g. $1,234.56." }),
   }),
 });
 export type PlaygroundResult = Static<typeof PlaygroundResult>;
 
 /** One line of the NDJSON stream (docs/playground.md). */
 export const PlaygroundEvent = Type.Union([
-  Type.Object({ event: Type.Literal("started"), id: Type.String(), model: Type.String(), document: Type.Object({ format: Type.String(), kind: Type.String(), bytes: Type.Integer() }) }),
-  Type.Object({ event: Type.Literal("converting"), format: Type.String() }),
-  Type.Object({ event: Type.Literal("rasterizing") }),
-  Type.Object({ event: Type.Literal("extracting"), page_count: Type.Integer() }),
-  Type.Object({ event: Type.Literal("page"), page_number: Type.Integer(), completed: Type.Integer(), of: Type.Integer() }),
+  ...PipelineEventSchemas,
   Type.Object({ event: Type.Literal("result"), result: PlaygroundResult }),
   Type.Object({ event: Type.Literal("error"), status: Type.Integer(), error: Type.Ref("Error") }),
 ]);
-type ProgressEvent =
-  | { event: "started"; id: string; model: string; document: { format: string; kind: string; bytes: number } }
-  | { event: "converting"; format: string }
-  | { event: "rasterizing" }
-  | { event: "extracting"; page_count: number }
-  | { event: "page"; page_number: number; completed: number; of: number };
-
-/** A normalised request, whichever body it came in. */
-interface PlaygroundInput {
-  source: { kind: "url"; url: string } | { kind: "base64"; base64: string } | { kind: "upload"; bytes: Buffer };
-  mimeType?: string;
-  filename?: string;
-  model?: string;
-  strategy: { strategy?: string; param: string };
-  options: ReturnType<typeof ocrOptions>;
-  includeImages: boolean;
-}
-
-/** The uploaded file's own name and type, kept beside the body (the body holds the bytes only). */
-const uploads = new WeakMap<FastifyRequest, { filename: string; mimetype: string }>();
+type Line = PipelineEvent | { event: "result"; result: PlaygroundResult } | { event: "error"; status: number; error: Record<string, unknown> };
 
 export default function register(app: App, deps: EdgeDeps): void {
-  // Multipart is parsed only in this scope: every other route keeps the
-  // JSON-only parser (a non-JSON body elsewhere stays 415).
   void app.register(async (scope) => {
     const fileLimit = Math.min(deps.documents.maxBytes, deps.bodyLimitBytes);
-    await scope.register(multipart, {
-      limits: { fileSize: fileLimit, files: 1, fields: 20, fieldSize: 16 * 1024, parts: 21, headerPairs: 100 },
-    });
-    // A refusal before the body is read (rate limit, permission) closes the
-    // connection mid-upload, and HTTP clients then report a broken pipe instead
-    // of the answer. For a caller whose key is valid, the rest of an upload of
-    // allowed size is read and dropped first, so "429, retry in 17 s" arrives
-    // as such. Anonymous and oversized requests are still cut off.
-    const drainLimit = Math.max(deps.bodyLimitBytes, fileLimit + 1024 * 1024);
-    scope.addHook("onError", async (req) => {
-      if (!req.raw.complete && req.principal) await discardBody(req.raw, drainLimit, DRAIN_TIMEOUT_MS);
-    });
-
+    await registerMultipart(scope, { fileLimit, bodyLimit: deps.bodyLimitBytes });
     scope.post(
       PLAYGROUND_PATH,
       {
         config: { permissions: ["playground:write"] },
-        // Parse the form before validation so the same schema machinery (and the same 400s) applies to it.
         preValidation: async (req) => {
           if (req.isMultipart()) req.body = await readMultipart(req, fileLimit);
         },
@@ -217,82 +127,38 @@ export default function register(app: App, deps: EdgeDeps): void {
               content: { "application/json": { schema: PlaygroundResult }, [NDJSON]: { schema: PlaygroundEvent } },
             },
             ...errorResponses,
-            402: Type.Ref("Error"),
-            413: Type.Ref("Error"),
-            500: Type.Ref("Error"),
-            502: Type.Ref("Error"),
-            503: Type.Ref("Error"),
+            ...Object.fromEntries([402, 413, 500, 502, 503].map((status) => [status, Type.Ref("Error")])),
           } as never,
         },
       },
       async (req, reply) => {
         const started = Date.now();
-        const principal = principalOf(req);
-        const input = req.isMultipart() ? fromMultipart(req.body as MultipartBody, uploads.get(req)) : fromJson(req.body as JsonBody);
-        const extraction = extractionOf(deps);
-        const resolved = await extraction.resolveModel({ model: input.model, strategy: input.strategy.strategy, strategyParam: input.strategy.param });
-        const doc = await loadInput(deps, input);
-        const pageCount = await countPages(deps, doc);
-        const loadMs = Date.now() - started;
-        const modelHold = (pages: number) => chargeComponent(estimateCostCents(resolved.model, pages, resolved.maxCompletionTokens)).chargedCents;
-        // As /v1/ocr: an office document holds its conversion and one page, then the real page count.
-        const conversionHold = pageCount === null ? conversionHoldCents(deps) : 0;
-        const estimate = modelHold(pageCount ?? 1) + conversionHold;
-
-        const stream = acceptsNdjson(req) ? new EventStream(reply) : null;
+        const input = req.isMultipart() ? fromMultipart(req.body as MultipartBody, uploadOf(req)) : fromJson(req.body as JsonBody);
+        const model = await extractionOf(deps).resolveModel({ model: input.model, strategy: input.strategy.strategy, strategyParam: input.strategy.param });
+        const document = await loadDocument(deps, input.source, { param: input.param, ...(input.mimeType ? { mimeType: input.mimeType } : {}) });
+        const stream = acceptsNdjson(req) ? new NdjsonStream<Line>(reply) : null;
         // A client that goes away (the tab closed) stops the work; what was billed until then is charged.
-        const abort = new AbortController();
-        let clientGone = false;
+        const cancel = new AbortController();
         const onClose = () => {
-          if (reply.raw.writableFinished) return;
-          clientGone = true;
-          abort.abort();
+          if (!reply.raw.writableFinished) cancel.abort(new FolioError("invalid_request", "the client closed the connection before the result was ready; the work was cancelled"));
         };
         reply.raw.on("close", onClose);
-        const timings = { conversionMs: 0, extractionMs: 0, computeMs: null as number | null };
+        let loadMs = 0;
         try {
-          const outcome = await runPaid(deps.billing, principal, { endpoint: PLAYGROUND_PATH, model: resolved.model.id, estimateCents: estimate }, async ({ meter, requestId, raiseHold }) => {
-            try {
-              stream?.send({ event: "started", id: requestId, model: resolved.model.id, document: { format: formatOf(doc), kind: doc.sniffed.kind, bytes: doc.bytes.length } });
-              const t0 = Date.now();
-              let pages: PageInput[];
-              if (doc.sniffed.kind === "office") {
-                stream?.send({ event: "converting", format: formatOf(doc) });
-                const converted = await conversionOf(deps).convert(
-                  { document: doc.bytes, mimeType: doc.sniffed.mimeType, ...(input.filename ? { filename: input.filename } : {}), maxPages: deps.documents.maxPages, requestId },
-                  abort.signal,
-                );
-                meter.conversion(converted.computeMillis);
-                timings.computeMs = converted.computeMillis;
-                pages = converted.pages.map((p) => ({ pageNumber: p.pageNumber, image: p.png, mimeType: "image/png" }));
-              } else {
-                if (doc.sniffed.kind === "pdf") stream?.send({ event: "rasterizing" });
-                pages = await pageImages(deps, doc, abort.signal, { meter, requestId });
-              }
-              // An image is its own page: nothing was converted (a busy clock can still tick 1 ms).
-              timings.conversionMs = doc.sniffed.kind === "image" ? 0 : Date.now() - t0;
-              if (pageCount === null) await raiseHold(modelHold(pages.length) + conversionHold);
-              stream?.send({ event: "extracting", page_count: pages.length });
-              const t1 = Date.now();
-              let completed = 0;
-              const done = await mapLimit(pages, deps.documents.pageConcurrency, async (page) => {
-                const r = await extraction.extractPage(resolved.model.id, page, input.options, abort.signal);
-                meter.modelCall(r.providerCostCents, { prompt: r.result.usage.promptTokens, completion: r.result.usage.completionTokens });
-                meter.pages++;
-                stream?.send({ event: "page", page_number: page.pageNumber, completed: ++completed, of: pages.length });
-                return { page, r };
-              });
-              timings.extractionMs = Date.now() - t1;
-              return done;
-            } catch (err) {
-              abort.abort();
-              // The usage log records what happened, not the failure of the call the disconnect cancelled.
-              if (clientGone) throw new FolioError("invalid_request", "the client closed the connection before the result was ready; the work was cancelled", { cause: err });
-              throw err;
-            }
+          const read = await readDocument(deps, {
+            endpoint: PLAYGROUND_PATH,
+            payer: principalOf(req),
+            model,
+            document,
+            options: input.options,
+            ...(input.filename ? { filename: input.filename } : {}),
+            signal: cancel.signal,
+            onEvent: (event) => {
+              if (event.event === "started") loadMs = Date.now() - started;
+              stream?.send(event);
+            },
           });
-
-          const result = await buildResult({ outcome, resolved, doc, input, timings: { ...timings, loadMs, totalMs: Date.now() - started } });
+          const result = await buildResult({ read, model, input, document, timings: { loadMs, totalMs: Date.now() - started } });
           if (!stream) return result;
           stream.end({ event: "result", result });
           return reply;
@@ -312,188 +178,18 @@ export default function register(app: App, deps: EdgeDeps): void {
   });
 }
 
-const DRAIN_TIMEOUT_MS = 30_000;
-
-/** Reads and drops the rest of a request body, unless it is over `limit` bytes or takes over `timeoutMs`. */
-async function discardBody(raw: FastifyRequest["raw"], limit: number, timeoutMs: number): Promise<void> {
-  const declared = Number(raw.headers["content-length"]);
-  if (Number.isFinite(declared) && declared > limit) return;
-  await new Promise<void>((resolve) => {
-    let seen = 0;
-    const done = () => {
-      clearTimeout(timer);
-      raw.off("data", onData).off("end", done).off("error", done).off("close", done);
-      resolve();
-    };
-    const onData = (chunk: Buffer) => {
-      seen += chunk.length;
-      if (seen > limit) {
-        raw.pause();
-        done();
-      }
-    };
-    const timer = setTimeout(() => {
-      raw.pause();
-      done();
-    }, timeoutMs);
-    raw.on("data", onData).once("end", done).once("error", done).once("close", done);
-    raw.resume();
-  });
-}
-
-/** Reads the form: at most one file (field `file`) and short text fields, within the limits. */
-async function readMultipart(req: FastifyRequest, fileLimit: number): Promise<Record<string, unknown>> {
-  const body: Record<string, unknown> = {};
-  try {
-    for await (const part of req.parts()) {
-      if (part.type === "file") {
-        if (part.fieldname !== "file") {
-          await part.toBuffer().catch(() => undefined);
-          throw new FolioError("invalid_request", `unknown field '${part.fieldname}'; send the document in the field 'file'`, { param: part.fieldname });
-        }
-        body.file = await part.toBuffer();
-        uploads.set(req, { filename: part.filename, mimetype: part.mimetype });
-      } else {
-        if (body[part.fieldname] !== undefined) throw new FolioError("invalid_request", `field '${part.fieldname}' is given more than once`, { param: part.fieldname });
-        body[part.fieldname] = String(part.value);
-      }
-    }
-  } catch (err) {
-    throw multipartError(err, fileLimit);
-  }
-  return body;
-}
-
-/** The multipart plugin's own errors, as domain errors with the one error shape. */
-function multipartError(err: unknown, fileLimit: number): unknown {
-  if (err instanceof FolioError) return err;
-  const code = (err as { code?: string }).code;
-  switch (code) {
-    case "FST_REQ_FILE_TOO_LARGE":
-      return new FolioError("payload_too_large", `the file is larger than ${fileLimit} bytes (FOLIO_MAX_DOCUMENT_BYTES)`, { param: "file" });
-    case "FST_FILES_LIMIT_REACHED":
-      return new FolioError("invalid_request", "send one file per request", { param: "file" });
-    case "FST_FIELDS_LIMIT_REACHED":
-    case "FST_PARTS_LIMIT_REACHED":
-      return new FolioError("invalid_request", "the form has too many fields");
-    case "FST_PROTO_VIOLATION":
-      return new FolioError("invalid_request", "form field names must not be reserved words");
-  }
-  const message = (err as { message?: string }).message ?? "";
-  if (/field value too large|fieldSize/i.test(message)) return new FolioError("invalid_request", "a form field is too long (16 KiB at most)");
-  return new FolioError("invalid_request", `the multipart body could not be read: ${message || "malformed"}`);
-}
-
-function fromJson(b: JsonBody): PlaygroundInput {
-  if ((b.url === undefined) === (b.base64 === undefined)) {
-    throw new FolioError("invalid_request", "send exactly one of 'url' or 'base64'", { param: b.url === undefined ? "base64" : "url" });
-  }
-  return {
-    source: b.url !== undefined ? { kind: "url", url: b.url } : { kind: "base64", base64: b.base64! },
-    ...(b.mime_type !== undefined ? { mimeType: b.mime_type } : {}),
-    ...(b.filename !== undefined ? { filename: b.filename } : {}),
-    ...(b.model !== undefined ? { model: b.model } : {}),
-    strategy: strategyOf(b),
-    options: ocrOptions(b.options),
-    includeImages: b.include_images ?? true,
-  };
-}
-
-function fromMultipart(b: MultipartBody, upload: { filename: string; mimetype: string } | undefined): PlaygroundInput {
-  if ((b.file === undefined) === (b.url === undefined)) {
-    throw new FolioError("invalid_request", "send exactly one of a 'file' part or a 'url' field", { param: b.file === undefined ? "file" : "url" });
-  }
-  // Browsers label unknown files application/octet-stream: no hint at all is better than that one.
-  const partType = upload?.mimetype && upload.mimetype !== "application/octet-stream" ? upload.mimetype : undefined;
-  const mimeType = b.mime_type ?? partType;
-  const filename = b.filename ?? (upload?.filename || undefined);
-  return {
-    source: b.file !== undefined ? { kind: "upload", bytes: b.file } : { kind: "url", url: b.url! },
-    ...(mimeType !== undefined ? { mimeType } : {}),
-    ...(filename !== undefined ? { filename } : {}),
-    ...(b.model !== undefined ? { model: b.model } : {}),
-    strategy: strategyOf({ ...(b.strategy !== undefined ? { strategy: b.strategy } : {}) }),
-    options: ocrOptions({
-      extract_tables: b.extract_tables === "true",
-      ...(b.language !== undefined ? { language: b.language } : {}),
-      ...(b.output_format !== undefined ? { output_format: b.output_format } : {}),
-    }),
-    includeImages: b.include_images !== "false",
-  };
-}
-
-async function loadInput(deps: EdgeDeps, input: PlaygroundInput): Promise<LoadedDocument> {
-  const s = input.source;
-  if (s.kind === "url") return loadDocument(deps, { url: s.url, ...(input.mimeType ? { mimeType: input.mimeType } : {}) });
-  if (s.kind === "base64") return loadDocument(deps, { base64: s.base64, ...(input.mimeType ? { mimeType: input.mimeType } : {}) });
-  if (s.bytes.length > deps.documents.maxBytes) {
-    throw new FolioError("payload_too_large", `document is ${s.bytes.length} bytes; the limit is ${deps.documents.maxBytes}`, { param: "file" });
-  }
-  return { bytes: s.bytes, sniffed: await sniffDocument(s.bytes, input.mimeType), param: "file" };
-}
-
-function acceptsNdjson(req: FastifyRequest): boolean {
-  return (req.headers.accept ?? "").split(",").some((t) => t.split(";")[0]!.trim().toLowerCase() === NDJSON);
-}
-
-/** PNG, PDF, DOCX…: the label people know the format by. */
-function formatOf(doc: LoadedDocument): string {
-  if (doc.sniffed.officeFormat) return doc.sniffed.officeFormat;
-  if (doc.sniffed.kind === "pdf") return "PDF";
-  return (doc.sniffed.mimeType.split("/")[1] ?? "image").toUpperCase();
-}
-
-/**
- * The NDJSON answer: opened (status 200, headers) by the first event, which
- * is only sent once the hold is taken, so refusals before it stay plain HTTP
- * errors with their own status.
- */
-class EventStream {
-  private body: PassThrough | null = null;
-  constructor(private readonly reply: FastifyReply) {}
-
-  get open(): boolean {
-    return this.body !== null;
-  }
-
-  send(event: ProgressEvent): void {
-    this.line(event);
-  }
-
-  end(event: { event: "result"; result: PlaygroundResult } | { event: "error"; status: number; error: Record<string, unknown> }): void {
-    this.line(event);
-    if (!this.body!.destroyed) this.body!.end();
-  }
-
-  private line(event: unknown): void {
-    if (!this.body) {
-      this.body = new PassThrough();
-      void this.reply
-        .code(200)
-        .header("content-type", `${NDJSON}; charset=utf-8`)
-        .header("cache-control", "no-store")
-        // Proxies (nginx) must pass each event on at once.
-        .header("x-accel-buffering", "no")
-        .send(this.body);
-    }
-    // The client may be gone (its close aborted the work): nothing to tell it then.
-    if (!this.body.destroyed && !this.body.writableEnded) this.body.write(JSON.stringify(event) + "\n");
-  }
-}
-
-type Extracted = { page: PageInput; r: Awaited<ReturnType<NonNullable<EdgeDeps["extraction"]>["extractPage"]>> };
-
 async function buildResult(o: {
-  outcome: Awaited<ReturnType<typeof runPaid<Extracted[]>>>;
-  resolved: { model: { id: string }; strategy?: string };
-  doc: LoadedDocument;
+  read: ReadResult;
+  model: { model: { id: string }; strategy?: string };
   input: PlaygroundInput;
-  timings: { loadMs: number; conversionMs: number; extractionMs: number; totalMs: number; computeMs: number | null };
+  document: LoadedDocument;
+  timings: { loadMs: number; totalMs: number };
 }): Promise<PlaygroundResult> {
-  const { outcome, doc, input } = o;
+  const { read, input, document: doc } = o;
+  const reading = readingOf(read);
   let inlineBudget = MAX_INLINE_IMAGE_BYTES;
   const pages: PlaygroundResult["result"]["pages"] = [];
-  for (const { page, r } of outcome.result) {
+  for (const [i, { page }] of read.pages.entries()) {
     let image: PlaygroundResult["result"]["pages"][number]["image"] = null;
     let omitted: "not_requested" | "response_image_limit" | undefined = input.includeImages ? undefined : "not_requested";
     if (input.includeImages) {
@@ -507,61 +203,34 @@ async function buildResult(o: {
         inlineBudget = -1;
       }
     }
-    pages.push({
-      page_number: page.pageNumber,
-      text: r.result.text,
-      ...(r.result.confidence !== undefined ? { confidence: r.result.confidence } : {}),
-      tables: r.result.tables.map((t) => ({ ...t, page_number: page.pageNumber })),
-      image,
-      ...(omitted ? { image_omitted: omitted } : {}),
-    });
+    const tables = reading.tables.filter((t) => t.page_number === page.pageNumber);
+    pages.push({ ...reading.pages[i]!, tables, image, ...(omitted ? { image_omitted: omitted } : {}) });
   }
-  const tables: Table[] = pages.flatMap((p) => p.tables);
-  const confidences = pages.map((p) => p.confidence);
-  const allScored = confidences.length > 0 && confidences.every((c) => c !== undefined);
-  const tokens = outcome.result.reduce((u, { r }) => ({ p: u.p + r.result.usage.promptTokens, c: u.c + r.result.usage.completionTokens }), { p: 0, c: 0 });
-  const charge = (c: ComponentCharge) => ({
-    provider_cost_cents: centsToNumber(c.providerCostCents),
-    platform_fee_cents: centsToNumber(c.platformFeeCents),
-    total_cost_cents: c.chargedCents,
-  });
   const components: PlaygroundResult["cost"]["components"] = [];
-  if (outcome.components.model) components.push({ component: "model", ...charge(outcome.components.model), pages: pages.length });
-  for (const c of outcome.components.conversion) {
-    components.push({ component: "conversion", ...charge(c), ...(o.timings.computeMs !== null ? { compute_time_ms: o.timings.computeMs } : {}) });
+  if (read.components.model) components.push({ component: "model", ...chargeFields(read.components.model), pages: pages.length });
+  for (const [i, c] of read.components.conversion.entries()) {
+    const ms = read.conversionMillis[i];
+    components.push({ component: "conversion", ...chargeFields(c), ...(ms !== undefined ? { compute_time_ms: ms } : {}) });
   }
-  const total = charge(outcome.charge);
-  const sniffedKind = doc.sniffed.kind === "text" ? "office" : doc.sniffed.kind;
+  const total = chargeFields(read.charge);
   return {
-    id: outcome.requestId,
+    id: read.requestId,
     object: "playground.result",
     created: Math.floor(Date.now() / 1000),
-    model: o.resolved.model.id,
-    ...(o.resolved.strategy && input.model === undefined ? { strategy: o.resolved.strategy } : {}),
+    model: o.model.model.id,
+    ...(o.model.strategy && input.model === undefined ? { strategy: o.model.strategy } : {}),
     document: {
       ...(input.filename !== undefined ? { filename: input.filename } : {}),
       mime_type: doc.sniffed.mimeType,
-      format: formatOf(doc),
-      kind: sniffedKind,
+      format: formatLabel(doc.sniffed),
+      kind: doc.sniffed.kind === "text" ? "office" : doc.sniffed.kind,
       bytes: doc.bytes.length,
       converted: doc.sniffed.kind === "office",
     },
-    result: {
-      text: pages.map((p) => p.text).join("\n\n"),
-      pages,
-      tables,
-      ...(allScored ? { confidence: (confidences as number[]).reduce((a, b) => a + b, 0) / confidences.length } : {}),
-    },
-    timings: { load_ms: o.timings.loadMs, conversion_ms: o.timings.conversionMs, extraction_ms: o.timings.extractionMs, total_ms: o.timings.totalMs },
-    usage: {
-      pages_processed: pages.length,
-      prompt_tokens: tokens.p,
-      completion_tokens: tokens.c,
-      tokens_used: tokens.p + tokens.c,
-      ...total,
-      processing_time_ms: outcome.processingTimeMs,
-    },
-    cost: { currency: "USD", components, ...total, formatted: `$${(total.total_cost_cents / 100).toFixed(2)}` },
+    result: { ...reading, pages },
+    timings: { load_ms: o.timings.loadMs, conversion_ms: read.timings.conversionMs, extraction_ms: read.timings.extractionMs, total_ms: o.timings.totalMs },
+    usage: { ...tokensOf(read), ...total, processing_time_ms: read.processingTimeMs },
+    cost: { currency: "USD", components, ...total, formatted: formatUsd(total.total_cost_cents) },
   };
 }
 

@@ -15,14 +15,10 @@
  * `accuracy` is the same as `quality`, `balanced` the same as `speed` (and the
  * default). The alias model ids `folio/<strategy>` select the same models.
  */
+import { DEFAULT_STRATEGY, STRATEGIES, type Strategy } from "../../contracts/index.ts";
 import { FolioError } from "../../platform/errors/index.ts";
 
-/** Every strategy name the API accepts, in the order tables list them. */
-export const STRATEGIES = ["quality", "accuracy", "speed", "cost", "balanced"] as const;
-export type Strategy = (typeof STRATEGIES)[number];
-
-/** Used when a request names neither a model nor a strategy. */
-export const DEFAULT_STRATEGY: Strategy = "balanced";
+export { DEFAULT_STRATEGY, STRATEGIES, type Strategy };
 
 /** Prefix of the alias model ids (`folio/quality` … `folio/balanced`). */
 export const ALIAS_PREFIX = "folio/";

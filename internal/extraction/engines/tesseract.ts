@@ -32,6 +32,7 @@
 import { execFile, spawn } from "node:child_process";
 import { FolioError } from "../../platform/errors/index.ts";
 import type { Engine, ExtractOptions, PageInput, PageResult } from "../types.ts";
+import { hasPngSignature } from "../../formats/index.ts";
 
 /**
  * ISO 639-1 codes (and a few region/script forms) → tesseract traineddata
@@ -225,7 +226,7 @@ export function fromTsv(tsv: string): { text: string; confidence?: number } {
 /** Formats leptonica decodes that PageInput may carry, by signature. */
 export function imageFormat(bytes: Buffer): "png" | "jpeg" | "tiff" | "gif" | "webp" | "bmp" | undefined {
   const starts = (sig: number[], at = 0) => bytes.length >= at + sig.length && sig.every((b, i) => bytes[at + i] === b);
-  if (starts([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])) return "png";
+  if (hasPngSignature(bytes)) return "png";
   if (starts([0xff, 0xd8, 0xff])) return "jpeg";
   if (starts([0x49, 0x49, 0x2a, 0x00]) || starts([0x4d, 0x4d, 0x00, 0x2a])) return "tiff";
   if (starts([0x47, 0x49, 0x46, 0x38])) return "gif";

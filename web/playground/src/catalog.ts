@@ -2,10 +2,12 @@
  * The model picker: strategies first, then the live catalog (GET /v1/models,
  * public) grouped by category with prices that include the platform fee.
  */
+import { DEFAULT_STRATEGY, STRATEGIES as ALL_STRATEGIES } from "../../../internal/contracts/strategies.ts";
 import type { ModelEntry, PriceSet, StrategyEntry } from "./types.ts";
 
 const CATEGORY_ORDER = ["premium", "standard", "economy", "free", "local"];
-const STRATEGIES = ["balanced", "quality", "accuracy", "speed", "cost"];
+/** The default strategy first: it is what a request without a model gets. */
+const STRATEGIES = [DEFAULT_STRATEGY, ...ALL_STRATEGIES.filter((s) => s !== DEFAULT_STRATEGY)];
 
 export interface Catalog {
   models: ModelEntry[];

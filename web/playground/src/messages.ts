@@ -1,4 +1,5 @@
 /** API errors in plain words (the code and the server's own message are shown beside them). */
+import { formatCents as dollars } from "../../../internal/billing/format.ts";
 import type { RequestFailed } from "./api.ts";
 
 export interface Described {
@@ -6,7 +7,6 @@ export interface Described {
   detail: string;
 }
 
-const dollars = (cents: number) => `$${(cents / 100).toFixed(2)}`;
 /** The server's message as a sentence: capitalised, ending in a full stop. */
 const said = (m: string) => {
   const t = m.trim();

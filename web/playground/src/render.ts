@@ -2,6 +2,7 @@
  * The result view. Everything from the API is set as text (never as HTML),
  * and only image data URLs of known image types are used as sources.
  */
+import { formatCents as cents } from "../../../internal/billing/format.ts";
 import type { PlaygroundResult, ResultPage, Table } from "./types.ts";
 
 function el<K extends keyof HTMLElementTagNameMap>(tag: K, props: Partial<HTMLElementTagNameMap[K]> = {}, ...children: (Node | string)[]): HTMLElementTagNameMap[K] {
@@ -11,7 +12,6 @@ function el<K extends keyof HTMLElementTagNameMap>(tag: K, props: Partial<HTMLEl
   return node;
 }
 
-const cents = (c: number) => `$${(c / 100).toFixed(2)}`;
 const exactCents = (c: number) => `${Number(c.toPrecision(6))}¢`;
 const seconds = (ms: number) => (ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(1)} s`);
 const size = (b: number) => (b < 1024 ? `${b} B` : b < 1024 * 1024 ? `${(b / 1024).toFixed(0)} KiB` : `${(b / 1024 / 1024).toFixed(1)} MiB`);

@@ -4,11 +4,25 @@
  * whether the work succeeded or failed. Every paid endpoint goes through here,
  * so the billing rules hold everywhere the same way.
  */
-import type { Principal } from "../auth/index.ts";
-import { Decimal, chargeComponent, conversionCostCents, sumCharges, type Billing, type ComponentCharge, type Hold } from "../billing/index.ts";
 import { FolioError } from "../platform/errors/index.ts";
 import { newId } from "../platform/ids/index.ts";
 import { inSpan } from "../platform/telemetry/index.ts";
+import { parserCostCents } from "./estimates.ts";
+import type { Billing, Hold } from "./ledger.ts";
+import { Decimal, chargeComponent, sumCharges, type ComponentCharge } from "./pricing.ts";
+
+/** Who pays: an authenticated key's account (the edge's Principal is one). */
+export interface Payer {
+  accountId: string;
+  keyId: string | null;
+}
+
+/** One sandboxed conversion as the conversion service measured and priced it. */
+export interface ConversionWork {
+  computeMillis: number;
+  /** Exact provider cost of the compute time, cents, as the service priced it. */
+  providerCostCents: Decimal;
+}
 
 /** What the work reports as it goes; cost figures are exact provider cents. */
 export class Meter {
@@ -18,7 +32,7 @@ export class Meter {
   pages = 0;
   private modelCost = new Decimal(0);
   private modelCalls = 0;
-  private conversionMillis: number[] = [];
+  private conversionsDone: ConversionWork[] = [];
   private parserCost = new Decimal(0);
 
   constructor(model: string) {
@@ -33,21 +47,26 @@ export class Meter {
     this.completionTokens += tokens.completion;
   }
 
-  /** One sandboxed conversion and its measured compute time. */
-  conversion(computeMillis: number): void {
-    this.conversionMillis.push(computeMillis);
+  /** One sandboxed conversion, priced by the service that measured its compute time. */
+  conversion(work: ConversionWork): void {
+    this.conversionsDone.push(work);
   }
 
   /** Pages read by the provider's dedicated PDF parser. */
-  parserPages(cents: Decimal): void {
-    this.parserCost = this.parserCost.add(cents);
+  parserPages(pages: number): void {
+    this.parserCost = this.parserCost.add(parserCostCents(pages));
+  }
+
+  /** Compute time of each conversion, in order (shown beside its charge). */
+  conversionMillis(): number[] {
+    return this.conversionsDone.map((c) => c.computeMillis);
   }
 
   /** The components billed so far: the model calls as one, each conversion, the parser. */
-  components(): { model: ComponentCharge | null; conversion: ComponentCharge[]; parser: ComponentCharge | null } {
+  components(): MeteredComponents {
     return {
       model: this.modelCalls > 0 ? chargeComponent(this.modelCost) : null,
-      conversion: this.conversionMillis.map((ms) => chargeComponent(conversionCostCents(ms))),
+      conversion: this.conversionsDone.map((c) => chargeComponent(c.providerCostCents)),
       parser: this.parserCost.gt(0) ? chargeComponent(this.parserCost) : null,
     };
   }
@@ -56,6 +75,12 @@ export class Meter {
     const c = this.components();
     return sumCharges([...(c.model ? [c.model] : []), ...c.conversion, ...(c.parser ? [c.parser] : [])]);
   }
+}
+
+export interface MeteredComponents {
+  model: ComponentCharge | null;
+  conversion: ComponentCharge[];
+  parser: ComponentCharge | null;
 }
 
 export interface PaidRequest {
@@ -70,7 +95,9 @@ export interface PaidOutcome<T> {
   result: T;
   requestId: string;
   charge: ComponentCharge;
-  components: ReturnType<Meter["components"]>;
+  components: MeteredComponents;
+  /** Compute time of each conversion, in the order of `components.conversion`. */
+  conversionMillis: number[];
   processingTimeMs: number;
 }
 
@@ -81,13 +108,13 @@ export interface PaidOutcome<T> {
  */
 export async function runPaid<T>(
   billing: Billing,
-  principal: Principal,
+  payer: Payer,
   o: { endpoint: string; model: string; estimateCents: number },
   work: (req: PaidRequest) => Promise<T>,
 ): Promise<PaidOutcome<T>> {
   const requestId = newId("req");
-  return inSpan("folio.paid_request", { "folio.endpoint": o.endpoint, "folio.account_id": principal.accountId, "folio.request_id": requestId }, async (span) => {
-    const outcome = await paid(billing, principal, o, requestId, work);
+  return inSpan("folio.paid_request", { "folio.endpoint": o.endpoint, "folio.account_id": payer.accountId, "folio.request_id": requestId }, async (span) => {
+    const outcome = await paid(billing, payer, o, requestId, work);
     span.setAttributes({
       "folio.model": outcome.model,
       "folio.pages": outcome.pages,
@@ -103,13 +130,13 @@ const step = <R>(name: string, attributes: Record<string, string | number>, fn: 
 
 async function paid<T>(
   billing: Billing,
-  principal: Principal,
+  payer: Payer,
   o: { endpoint: string; model: string; estimateCents: number },
   requestId: string,
   work: (req: PaidRequest) => Promise<T>,
 ): Promise<PaidOutcome<T> & { model: string; pages: number }> {
   const holdCents = Math.max(1, o.estimateCents);
-  const hold: Hold = await step("billing.hold", { "folio.hold_cents": holdCents }, () => billing.hold(principal.accountId, principal.keyId, holdCents));
+  const hold: Hold = await step("billing.hold", { "folio.hold_cents": holdCents }, () => billing.hold(payer.accountId, payer.keyId, holdCents));
   const startedAt = Date.now();
   const meter = new Meter(o.model);
   /** Charges what the meter recorded, with the ledger row and usage log, in one transaction. */
@@ -145,5 +172,5 @@ async function paid<T>(
     throw err;
   }
   const { charge, processingTimeMs } = await settle("success");
-  return { result, requestId, charge, components: meter.components(), processingTimeMs, model: meter.model, pages: meter.pages };
+  return { result, requestId, charge, components: meter.components(), conversionMillis: meter.conversionMillis(), processingTimeMs, model: meter.model, pages: meter.pages };
 }

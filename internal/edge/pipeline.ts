@@ -1,0 +1,297 @@
+/**
+ * The document pipeline: one document as the edge receives it (URL, base64,
+ * a data URL or uploaded bytes) → identified from its bytes → pages counted →
+ * credit held → page images (images are one page, PDFs are rasterized at
+ * 200 DPI, office documents go through the conversion service) → hold raised
+ * once an office document's pages are known → every page read by the model →
+ * settled. `/v1/ocr` and `/v1/playground/process` run all of it through
+ * {@link readDocument}; `/v1/chat/completions` uses its steps
+ * ({@link loadDocument}, {@link countPages}, {@link pageImages}) for the
+ * pages of its attachments.
+ */
+import { Type, type Static } from "typebox";
+import {
+  holdCents,
+  runPaid,
+  type ComponentCharge,
+  type MeteredComponents,
+  type Meter,
+  type Payer,
+} from "../billing/index.ts";
+import { decodeBase64Strict, fetchDocument, parseDataUrl, sniffDocument, type Sniffed } from "../documents/index.ts";
+import { pdfPageCount, rasterizePdf } from "../documents/pdf.ts";
+import type { ResolvedModel } from "../extraction/client.ts";
+import type { ExtractOptions, PageExtraction, PageInput, Table } from "../contracts/index.ts";
+import { PAGE_DPI } from "../formats/index.ts";
+import { FolioError } from "../platform/errors/index.ts";
+import { conversionOf, extractionOf } from "./services.ts";
+import type { EdgeDeps } from "./types.ts";
+
+export interface LoadedDocument {
+  bytes: Buffer;
+  sniffed: Sniffed;
+  /** The request field the document came from (for error params). */
+  param: string;
+}
+
+/** Where a document comes from: a public URL (fetched SSRF-safe), base64, a data URL, or bytes already read (an upload). */
+export type DocumentSource = { url: string } | { base64: string } | { dataUrl: string } | { bytes: Buffer };
+
+/** Fetches or decodes the document, bounded by the size limit, and identifies it from its bytes (`mimeType` is a hint). */
+export async function loadDocument(deps: EdgeDeps, source: DocumentSource, o: { param: string; mimeType?: string }): Promise<LoadedDocument> {
+  const { param } = o;
+  let bytes: Buffer;
+  let hint = o.mimeType;
+  if ("url" in source) {
+    const fetched = await fetchDocument(source.url, { ...deps.documents.fetch, maxBytes: deps.documents.maxBytes }, param);
+    bytes = fetched.bytes;
+    hint ??= fetched.contentType?.split(";")[0]?.trim() || undefined;
+  } else {
+    if ("dataUrl" in source) {
+      const d = parseDataUrl(source.dataUrl, param);
+      bytes = d.bytes;
+      hint ??= d.mimeType;
+    } else bytes = "base64" in source ? decodeBase64Strict(source.base64, param) : source.bytes;
+    if (bytes.length > deps.documents.maxBytes) {
+      throw new FolioError("payload_too_large", `document is ${bytes.length} bytes; the limit is ${deps.documents.maxBytes}`, { param });
+    }
+  }
+  return { bytes, sniffed: await sniffDocument(bytes, hint), param };
+}
+
+/** The request's `url` or `base64` field, exactly one of them, as a source. */
+export function urlOrBase64(body: { url?: string; base64?: string }): { source: DocumentSource; param: string } {
+  const { url, base64 } = body;
+  if ((url === undefined) === (base64 === undefined)) {
+    throw new FolioError("invalid_request", "send exactly one of 'url' or 'base64'", { param: url === undefined ? "url" : "base64" });
+  }
+  return url !== undefined ? { source: { url }, param: "url" } : { source: { base64: base64! }, param: "base64" };
+}
+
+/** The spec's OCR options as the extraction service takes them. */
+export function ocrOptions(o: { extract_tables?: boolean; language?: string; output_format?: "text" | "json" | "markdown" } | undefined): ExtractOptions {
+  return { extractTables: o?.extract_tables ?? false, outputFormat: o?.output_format ?? "text", ...(o?.language ? { language: o.language } : {}) };
+}
+
+/** `strategy` and `provider_preferences.strategy` are the same value in two places; both given and different is a 400. */
+export function strategyOf(body: { strategy?: string; provider_preferences?: { strategy?: string } }): { strategy?: string; param: string } {
+  const a = body.strategy;
+  const b = body.provider_preferences?.strategy;
+  if (a !== undefined && b !== undefined && a !== b) {
+    throw new FolioError("invalid_request", "'strategy' and 'provider_preferences.strategy' disagree; send one", { param: "provider_preferences.strategy" });
+  }
+  return a !== undefined ? { strategy: a, param: "strategy" } : { strategy: b, param: "provider_preferences.strategy" };
+}
+
+/**
+ * How many pages the document has (cheap: no rendering), or null for an
+ * office document, whose pages are known only once it is converted.
+ */
+export async function countPages(deps: EdgeDeps, doc: LoadedDocument): Promise<number | null> {
+  if (doc.sniffed.kind === "image") return 1;
+  if (doc.sniffed.kind === "pdf") {
+    const n = await pdfPageCount(doc.bytes);
+    if (n > deps.documents.maxPages) {
+      throw new FolioError("invalid_request", `document has ${n} pages; the limit is ${deps.documents.maxPages} (FOLIO_MAX_PAGES)`, {
+        param: doc.param,
+        extra: { page_count: n, max_pages: deps.documents.maxPages },
+      });
+    }
+    return n;
+  }
+  conversionOf(deps);
+  return null;
+}
+
+/**
+ * Page images of the document, in order, numbered from 1. An office document
+ * is converted by the conversion service, which prices its compute time onto
+ * `paid.meter`.
+ */
+export async function pageImages(
+  deps: EdgeDeps,
+  doc: LoadedDocument,
+  signal: AbortSignal,
+  paid: { meter: Meter; requestId: string; filename?: string },
+): Promise<PageInput[]> {
+  if (doc.sniffed.kind === "image") return [{ pageNumber: 1, image: doc.bytes, mimeType: doc.sniffed.mimeType }];
+  if (doc.sniffed.kind === "pdf") {
+    const r = await rasterizePdf(doc.bytes, { dpi: PAGE_DPI, maxPages: deps.documents.maxPages, timeoutMs: deps.documents.pdfTimeoutMs, signal });
+    return r.pages.map((image, i) => ({ pageNumber: i + 1, image, mimeType: "image/png" }));
+  }
+  const converted = await conversionOf(deps).convert(
+    { document: doc.bytes, mimeType: doc.sniffed.mimeType, ...(paid.filename ? { filename: paid.filename } : {}), maxPages: deps.documents.maxPages, requestId: paid.requestId },
+    signal,
+  );
+  paid.meter.conversion(converted);
+  return converted.pages.map((p) => ({ pageNumber: p.pageNumber, image: p.png, mimeType: "image/png" }));
+}
+
+/** The hold for reading `pages` pages with `model`, plus one conversion when the document is an office document. */
+export function documentHoldCents(deps: EdgeDeps, model: ResolvedModel, pages: number, office: boolean): number {
+  return holdCents({
+    model: model.model,
+    pages,
+    maxCompletionTokens: model.maxCompletionTokens,
+    conversions: office ? 1 : 0,
+    conversionDeadlineMs: deps.conversionDeadlineMs,
+    parserPages: 0,
+  });
+}
+
+/** Runs `fn` over `items` with at most `limit` at a time; the first failure aborts the rest. */
+export async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
+  const out: R[] = new Array(items.length);
+  let next = 0;
+  let failed = false;
+  const worker = async () => {
+    while (!failed && next < items.length) {
+      const i = next++;
+      try {
+        out[i] = await fn(items[i]!, i);
+      } catch (err) {
+        failed = true;
+        throw err;
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return out;
+}
+
+/** Progress of {@link readDocument}: the playground streams these as they are (docs/playground.md). */
+export const PipelineEventSchemas = [
+  Type.Object({ event: Type.Literal("started"), id: Type.String(), model: Type.String(), document: Type.Object({ format: Type.String(), kind: Type.String(), bytes: Type.Integer() }) }),
+  Type.Object({ event: Type.Literal("converting"), format: Type.String() }),
+  Type.Object({ event: Type.Literal("rasterizing") }),
+  Type.Object({ event: Type.Literal("extracting"), page_count: Type.Integer() }),
+  Type.Object({ event: Type.Literal("page"), page_number: Type.Integer(), completed: Type.Integer(), of: Type.Integer() }),
+] as const;
+export type PipelineEvent = Static<(typeof PipelineEventSchemas)[number]>;
+
+export interface ReadRequest {
+  /** The usage log's endpoint. */
+  endpoint: string;
+  payer: Payer;
+  model: ResolvedModel;
+  document: LoadedDocument;
+  options: ExtractOptions;
+  /** Passed to the conversion service for its logs. */
+  filename?: string;
+  /**
+   * Cancels the work (the client went away); what was billed until then is
+   * charged. When its reason is an Error, that is what the request fails with.
+   */
+  signal?: AbortSignal;
+  onEvent?: (event: PipelineEvent) => void;
+}
+
+export interface ReadPage {
+  page: PageInput;
+  read: PageExtraction;
+}
+
+export interface ReadResult {
+  requestId: string;
+  pages: ReadPage[];
+  charge: ComponentCharge;
+  components: MeteredComponents;
+  conversionMillis: number[];
+  /** Billed work, hold to settle. */
+  processingTimeMs: number;
+  timings: {
+    /** Making page images: conversion (with queueing) or rasterization; 0 for an image. */
+    conversionMs: number;
+    /** From the first page sent to the model to the last page back. */
+    extractionMs: number;
+  };
+}
+
+/** The whole pipeline for one document, billed as `req.endpoint`; see the module comment. */
+export async function readDocument(deps: EdgeDeps, req: ReadRequest): Promise<ReadResult> {
+  const { document: doc, model, onEvent } = req;
+  const extraction = extractionOf(deps);
+  const pageCount = await countPages(deps, doc);
+  const office = pageCount === null;
+  const timings = { conversionMs: 0, extractionMs: 0 };
+  const estimateCents = documentHoldCents(deps, model, pageCount ?? 1, office);
+  const outcome = await runPaid(deps.billing, req.payer, { endpoint: req.endpoint, model: model.model.id, estimateCents }, async ({ meter, requestId, raiseHold }) => {
+    const abort = new AbortController();
+    const cancel = () => abort.abort(req.signal?.reason);
+    req.signal?.addEventListener("abort", cancel, { once: true });
+    try {
+      onEvent?.({ event: "started", id: requestId, model: model.model.id, document: { format: formatLabel(doc.sniffed), kind: doc.sniffed.kind, bytes: doc.bytes.length } });
+      if (office) onEvent?.({ event: "converting", format: formatLabel(doc.sniffed) });
+      else if (doc.sniffed.kind === "pdf") onEvent?.({ event: "rasterizing" });
+      const t0 = Date.now();
+      const pages = await pageImages(deps, doc, abort.signal, { meter, requestId, ...(req.filename ? { filename: req.filename } : {}) });
+      // An image is its own page: nothing was converted (a busy clock can still tick 1 ms).
+      timings.conversionMs = doc.sniffed.kind === "image" ? 0 : Date.now() - t0;
+      if (office) await raiseHold(documentHoldCents(deps, model, pages.length, true));
+      onEvent?.({ event: "extracting", page_count: pages.length });
+      const t1 = Date.now();
+      let completed = 0;
+      const read = await mapLimit(pages, deps.documents.pageConcurrency, async (page) => {
+        const r = await extraction.extractPage(model.model.id, page, req.options, abort.signal);
+        meter.modelCall(r.providerCostCents, { prompt: r.result.usage.promptTokens, completion: r.result.usage.completionTokens });
+        meter.pages++;
+        onEvent?.({ event: "page", page_number: page.pageNumber, completed: ++completed, of: pages.length });
+        return { page, read: r };
+      });
+      timings.extractionMs = Date.now() - t1;
+      return read;
+    } catch (err) {
+      abort.abort();
+      // The usage log records why the work stopped, not the failure of the call the cancellation cut short.
+      if (req.signal?.aborted && req.signal.reason instanceof Error) throw req.signal.reason;
+      throw err;
+    } finally {
+      req.signal?.removeEventListener("abort", cancel);
+    }
+  });
+  return {
+    requestId: outcome.requestId,
+    pages: outcome.result,
+    charge: outcome.charge,
+    components: outcome.components,
+    conversionMillis: outcome.conversionMillis,
+    processingTimeMs: outcome.processingTimeMs,
+    timings,
+  };
+}
+
+/** PNG, PDF, DOCX…: the label people know the format by. */
+export function formatLabel(sniffed: Sniffed): string {
+  if (sniffed.officeFormat) return sniffed.officeFormat;
+  if (sniffed.kind === "pdf") return "PDF";
+  return (sniffed.mimeType.split("/")[1] ?? "image").toUpperCase();
+}
+
+/** What every reading answer has: the text, per-page results, flattened tables and the mean confidence. */
+export function readingOf(read: ReadResult): {
+  text: string;
+  pages: { page_number: number; text: string; confidence?: number }[];
+  tables: Table[];
+  confidence?: number;
+} {
+  const pages = read.pages.map(({ page, read: r }) => ({
+    page_number: page.pageNumber,
+    text: r.result.text,
+    ...(r.result.confidence !== undefined ? { confidence: r.result.confidence } : {}),
+  }));
+  const confidences = pages.map((p) => p.confidence);
+  const allScored = confidences.length > 0 && confidences.every((c) => c !== undefined);
+  return {
+    text: pages.map((p) => p.text).join("\n\n"),
+    pages,
+    tables: read.pages.flatMap(({ page, read: r }) => r.result.tables.map((t) => ({ ...t, page_number: page.pageNumber }))),
+    ...(allScored ? { confidence: (confidences as number[]).reduce((a, b) => a + b, 0) / confidences.length } : {}),
+  };
+}
+
+/** Token counts over every page read. */
+export function tokensOf(read: ReadResult): { pages_processed: number; prompt_tokens: number; completion_tokens: number; tokens_used: number } {
+  const p = read.pages.reduce((n, { read: r }) => n + r.result.usage.promptTokens, 0);
+  const c = read.pages.reduce((n, { read: r }) => n + r.result.usage.completionTokens, 0);
+  return { pages_processed: read.pages.length, prompt_tokens: p, completion_tokens: c, tokens_used: p + c };
+}
