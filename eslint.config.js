@@ -1,6 +1,55 @@
-// Lint configuration: typescript-eslint's recommended rules on every source folder.
+// Lint configuration: typescript-eslint's recommended rules on every source
+// folder, and the boundaries between Folio's parts (docs/architecture.md).
 import js from "@eslint/js";
 import tseslint from "typescript-eslint";
+
+/**
+ * Which folders of internal/ may not import which others. Each entry is a
+ * gitignore-style group matched against the import path as written (a
+ * relative path names the folder it enters, e.g. `../../extraction/…`); a
+ * `!` pattern re-allows the one module that is the way in.
+ *
+ * Production code only: tests beside the code may reach into what they
+ * arrange (a test fixture, an admin helper).
+ */
+const NOTHING_IMPORTS_THE_EDGE = {
+  group: ["**/edge", "**/edge/**"],
+  message: "nothing imports the edge: it is a process of its own (started by internal/cli and cmd/)",
+};
+const BOUNDARIES = {
+  edge: [
+    {
+      group: ["**/extraction/**", "!**/extraction/client.ts"],
+      message: "the edge uses the extraction service only through internal/extraction/client.ts and the shared types of internal/contracts",
+    },
+    {
+      group: ["**/conversion/**", "!**/conversion/client.ts"],
+      message: "the edge uses the conversion service only through internal/conversion/client.ts and the shared types of internal/contracts",
+    },
+    { group: ["**/sandbox/**", "**/operator/**", "**/cli/**"], message: "the edge reaches sandboxes only through the conversion service" },
+  ],
+  extraction: [NOTHING_IMPORTS_THE_EDGE, { group: ["**/conversion/**", "**/sandbox/**"], message: "extraction never imports conversion: the edge converts documents before extraction sees pages" }],
+  sandbox: [
+    NOTHING_IMPORTS_THE_EDGE,
+    { group: ["**/billing/**"], message: "the sandbox never imports billing: the conversion service prices what a sandbox measured" },
+  ],
+  conversion: [NOTHING_IMPORTS_THE_EDGE, { group: ["**/extraction/**"], message: "conversion never imports extraction" }],
+  billing: [
+    NOTHING_IMPORTS_THE_EDGE,
+    { group: ["**/extraction/**", "**/conversion/**", "**/sandbox/**"], message: "billing prices work from numbers it is given; it imports no service" },
+  ],
+  formats: [{ group: ["**/*", "!node:*"], message: "internal/formats imports nothing: the sandbox program, the playground page and the CLI use it as it is" }],
+};
+const OTHER_FOLDERS = ["accounts", "auth", "contracts", "documents", "operator", "platform", "ratelimit", "usage"];
+
+const boundaryConfigs = [
+  ...Object.entries(BOUNDARIES).map(([folder, patterns]) => ({ folder, patterns })),
+  ...OTHER_FOLDERS.map((folder) => ({ folder, patterns: [NOTHING_IMPORTS_THE_EDGE] })),
+].map(({ folder, patterns }) => ({
+  files: [`internal/${folder}/**/*.ts`],
+  ignores: ["**/*.test.ts"],
+  rules: { "no-restricted-imports": ["error", { patterns }] },
+}));
 
 export default tseslint.config(
   { ignores: ["dist/", "node_modules/", ".folio/", ".tools/", "web/dist/", "internal/gen/"] },
@@ -12,4 +61,5 @@ export default tseslint.config(
       "no-console": "off",
     },
   },
+  ...boundaryConfigs,
 );

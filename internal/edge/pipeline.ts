@@ -18,8 +18,7 @@ import {
   type Meter,
   type Payer,
 } from "../billing/index.ts";
-import { decodeBase64Strict, fetchDocument, parseDataUrl, sniffDocument, type Sniffed } from "../documents/index.ts";
-import { pdfPageCount, rasterizePdf } from "../documents/pdf.ts";
+import { decodeBase64Strict, fetchDocument, parseDataUrl, pdfPageCount, rasterizePdf, sniffDocument, type Sniffed } from "../documents/index.ts";
 import type { ResolvedModel } from "../extraction/client.ts";
 import type { ExtractOptions, PageExtraction, PageInput, Table } from "../contracts/index.ts";
 import { PAGE_DPI } from "../formats/index.ts";

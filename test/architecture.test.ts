@@ -1,0 +1,44 @@
+/**
+ * The boundaries `make lint` keeps (eslint.config.js, docs/architecture.md),
+ * checked by linting small sources placed in each folder: the forbidden
+ * imports are errors naming the rule, the allowed ones pass.
+ */
+import { ESLint } from "eslint";
+import { describe, expect, it } from "vitest";
+
+const eslint = new ESLint();
+
+/** The boundary messages ESLint reports for `code` as if it were the file at `path`. */
+async function boundaryErrors(path: string, code: string): Promise<string[]> {
+  const [result] = await eslint.lintText(code, { filePath: path });
+  return (result?.messages ?? []).filter((m) => m.ruleId === "no-restricted-imports").map((m) => m.message);
+}
+
+describe("architecture boundaries (eslint)", () => {
+  it.each([
+    ["internal/edge/x.ts", 'import "../extraction/service.ts";', /extraction service only through internal\/extraction\/client.ts/],
+    ["internal/edge/routes/x.ts", 'import type { Engine } from "../../extraction/types.ts";', /extraction service only through/],
+    ["internal/edge/x.ts", 'import "../conversion/formats.ts";', /conversion service only through internal\/conversion\/client.ts/],
+    ["internal/edge/x.ts", 'import "../sandbox/index.ts";', /reaches sandboxes only through the conversion service/],
+    ["internal/usage/x.ts", 'import "../edge/index.ts";', /nothing imports the edge/],
+    ["internal/billing/x.ts", 'export * from "../edge/pipeline.ts";', /nothing imports the edge/],
+    ["internal/extraction/x.ts", 'import "../conversion/client.ts";', /extraction never imports conversion/],
+    ["internal/sandbox/x.ts", 'import { holdCents } from "../billing/index.ts";', /sandbox never imports billing/],
+    ["internal/sandbox/kubernetes/x.ts", 'import "../../edge/index.ts";', /nothing imports the edge/],
+    ["internal/billing/x.ts", 'import "../conversion/index.ts";', /imports no service/],
+    ["internal/formats/x.ts", 'import "../platform/errors/index.ts";', /internal\/formats imports nothing/],
+  ])("%s: %s is refused", async (path, code, why) => {
+    const errors = await boundaryErrors(path, code);
+    expect(errors.length, JSON.stringify(errors)).toBe(1);
+    expect(errors[0]).toMatch(why);
+  });
+
+  it.each([
+    ["internal/edge/x.ts", 'import "../extraction/client.ts";\nimport "../conversion/client.ts";\nimport "../contracts/index.ts";\nimport "../billing/index.ts";'],
+    ["internal/conversion/x.ts", 'import "../sandbox/index.ts";\nimport "../billing/index.ts";'],
+    ["internal/extraction/x.ts", 'import "../billing/index.ts";\nimport "../contracts/index.ts";'],
+    ["internal/edge/x.test.ts", 'import "../extraction/service.ts";'],
+  ])("%s: allowed imports pass", async (path, code) => {
+    expect(await boundaryErrors(path, code)).toEqual([]);
+  });
+});
