@@ -1,6 +1,6 @@
 /** Shared wire schemas (TypeBox = JSON Schema; they also feed /v1/openapi.json). */
 import { Type } from "typebox";
-import { PERMISSIONS } from "../auth/index.ts";
+import { PERMISSIONS, type Permission as PermissionName } from "../auth/index.ts";
 import { MINIMUM_CHARGE_CENTS, PLATFORM_FEE_PERCENT } from "../billing/index.ts";
 
 export const ErrorBody = Type.Object(
@@ -82,3 +82,17 @@ export const ReadingUsage = Type.Object({
   ...ChargeFields,
   processing_time_ms: Type.Integer({ description: "Billed work, hold to settle." }),
 });
+
+/**
+ * Options of a route that needs an API key holding `permissions`: the bearer
+ * scheme in the OpenAPI document and the error answers every such route can
+ * give (400, 401, 403, 404, 429), plus `moreErrors` (402, 500, …), beside its
+ * own responses.
+ */
+export function keyed<const S extends { response: Record<number, unknown> }>(permissions: readonly PermissionName[], schema: S, moreErrors: readonly number[] = []) {
+  const more = Object.fromEntries(moreErrors.map((status) => [status, Type.Ref("Error")]));
+  return {
+    config: { permissions },
+    schema: { ...schema, security: [{ bearer: [] }], response: { ...schema.response, ...errorResponses, ...more } },
+  };
+}

@@ -3,31 +3,26 @@ import { getAccount } from "../../accounts/index.ts";
 import { formatUsd } from "../../billing/index.ts";
 import type { App, EdgeDeps } from "../types.ts";
 import { principalOf } from "../types.ts";
-import { errorResponses } from "../schemas.ts";
+import { keyed } from "../schemas.ts";
 
 export default function register(app: App, deps: EdgeDeps): void {
   app.get(
     "/v1/account/balance",
-    {
-      config: { permissions: ["admin", "account:read"] },
-      schema: {
-        summary: "Credit balance",
-        description: "balance_cents is the account's balance; credits reserved by requests in flight are in held_cents and not yet spent.",
-        tags: ["Account"],
-        security: [{ bearer: [] }],
-        response: {
-          200: Type.Object({
-            balance_cents: Type.Integer(),
-            balance_usd: Type.Number(),
-            formatted: Type.String(),
-            currency: Type.Literal("USD"),
-            held_cents: Type.Integer({ description: "Reserved by requests in flight." }),
-            auto_recharge: Type.Object({ enabled: Type.Boolean(), threshold_cents: Type.Integer(), amount_cents: Type.Integer() }),
-          }),
-          ...errorResponses,
-        },
+    keyed(["admin", "account:read"], {
+      summary: "Credit balance",
+      description: "balance_cents is the account's balance; credits reserved by requests in flight are in held_cents and not yet spent.",
+      tags: ["Account"],
+      response: {
+        200: Type.Object({
+          balance_cents: Type.Integer(),
+          balance_usd: Type.Number(),
+          formatted: Type.String(),
+          currency: Type.Literal("USD"),
+          held_cents: Type.Integer({ description: "Reserved by requests in flight." }),
+          auto_recharge: Type.Object({ enabled: Type.Boolean(), threshold_cents: Type.Integer(), amount_cents: Type.Integer() }),
+        }),
       },
-    },
+    }),
     async (req) => {
       const a = await getAccount(deps.db, principalOf(req).accountId);
       return {

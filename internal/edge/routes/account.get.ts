@@ -2,30 +2,25 @@ import { Type } from "typebox";
 import { unixSeconds } from "../../accounts/index.ts";
 import type { App, EdgeDeps } from "../types.ts";
 import { principalOf } from "../types.ts";
-import { UnixSeconds, errorResponses } from "../schemas.ts";
+import { UnixSeconds, keyed } from "../schemas.ts";
 
 export default function register(app: App, _deps: EdgeDeps): void {
   app.get(
     "/v1/account",
-    {
-      config: { permissions: ["admin", "account:read"] },
-      schema: {
-        summary: "Account details and rate limits",
-        tags: ["Account"],
-        security: [{ bearer: [] }],
-        response: {
-          200: Type.Object({
-            id: Type.String(),
-            email: Type.String(),
-            name: Type.String(),
-            plan: Type.String(),
-            created_at: UnixSeconds,
-            rate_limits: Type.Object({ requests_per_minute: Type.Integer(), requests_per_day: Type.Integer() }),
-          }),
-          ...errorResponses,
-        },
+    keyed(["admin", "account:read"], {
+      summary: "Account details and rate limits",
+      tags: ["Account"],
+      response: {
+        200: Type.Object({
+          id: Type.String(),
+          email: Type.String(),
+          name: Type.String(),
+          plan: Type.String(),
+          created_at: UnixSeconds,
+          rate_limits: Type.Object({ requests_per_minute: Type.Integer(), requests_per_day: Type.Integer() }),
+        }),
       },
-    },
+    }),
     async (req) => {
       // Read with the key and kept fresh by its generation fence: no query per request.
       const a = principalOf(req).account;

@@ -2,7 +2,7 @@ import { Type } from "typebox";
 import { unixSeconds } from "../../accounts/index.ts";
 import type { App, EdgeDeps } from "../types.ts";
 import { principalOf } from "../types.ts";
-import { UnixSeconds, errorResponses } from "../schemas.ts";
+import { UnixSeconds, keyed } from "../schemas.ts";
 import { KeyName, Permissions } from "./api-keys.shared.ts";
 
 const Body = Type.Object(
@@ -27,17 +27,13 @@ const Created = Type.Object({
 export default function register(app: App, deps: EdgeDeps): void {
   app.post(
     "/v1/api-keys",
-    {
-      config: { permissions: ["admin", "keys:write"] },
-      schema: {
-        summary: "Create an API key",
-        description: "Without `permissions` the key gets every permission except `admin`. A key cannot grant permissions it does not hold.",
-        tags: ["API keys"],
-        security: [{ bearer: [] }],
-        body: Body,
-        response: { 200: Created, ...errorResponses },
-      },
-    },
+    keyed(["admin", "keys:write"], {
+      summary: "Create an API key",
+      description: "Without `permissions` the key gets every permission except `admin`. A key cannot grant permissions it does not hold.",
+      tags: ["API keys"],
+      body: Body,
+      response: { 200: Created },
+    }),
     async (req) => {
       const p = principalOf(req);
       const { row, secret } = await deps.keys.create(

@@ -1,22 +1,18 @@
 import { Type } from "typebox";
 import type { App, EdgeDeps } from "../types.ts";
 import { principalOf } from "../types.ts";
-import { errorResponses } from "../schemas.ts";
+import { keyed } from "../schemas.ts";
 import { KeyId } from "./api-keys.shared.ts";
 
 export default function register(app: App, deps: EdgeDeps): void {
   app.delete(
     "/v1/api-keys/:id",
-    {
-      config: { permissions: ["admin", "keys:write"] },
-      schema: {
-        summary: "Revoke an API key (immediate, irreversible)",
-        tags: ["API keys"],
-        security: [{ bearer: [] }],
-        params: KeyId,
-        response: { 200: Type.Object({ id: Type.String(), deleted: Type.Literal(true) }), ...errorResponses },
-      },
-    },
+    keyed(["admin", "keys:write"], {
+      summary: "Revoke an API key (immediate, irreversible)",
+      tags: ["API keys"],
+      params: KeyId,
+      response: { 200: Type.Object({ id: Type.String(), deleted: Type.Literal(true) }) },
+    }),
     async (req) => {
       const p = principalOf(req);
       await deps.keys.revoke(p.accountId, req.params.id, p.permissions);

@@ -1,21 +1,17 @@
 import { Type } from "typebox";
 import type { App, EdgeDeps } from "../types.ts";
 import { principalOf } from "../types.ts";
-import { errorResponses } from "../schemas.ts";
+import { keyed } from "../schemas.ts";
 import { KeyListEntry, listEntry } from "./api-keys.shared.ts";
 
 export default function register(app: App, deps: EdgeDeps): void {
   app.get(
     "/v1/api-keys",
-    {
-      config: { permissions: ["admin", "keys:read"] },
-      schema: {
-        summary: "List the account's active API keys",
-        tags: ["API keys"],
-        security: [{ bearer: [] }],
-        response: { 200: Type.Object({ object: Type.Literal("list"), data: Type.Array(KeyListEntry) }), ...errorResponses },
-      },
-    },
+    keyed(["admin", "keys:read"], {
+      summary: "List the account's active API keys",
+      tags: ["API keys"],
+      response: { 200: Type.Object({ object: Type.Literal("list"), data: Type.Array(KeyListEntry) }) },
+    }),
     async (req) => {
       // Write this replica's pending last_used_at values first so the list is current.
       await deps.authenticator.flushLastUsed();

@@ -2,7 +2,7 @@ import { Type } from "typebox";
 import { unixSeconds } from "../../accounts/index.ts";
 import type { App, EdgeDeps } from "../types.ts";
 import { principalOf } from "../types.ts";
-import { UnixSeconds, errorResponses } from "../schemas.ts";
+import { UnixSeconds, keyed } from "../schemas.ts";
 import { KeyId, KeyName, Permissions } from "./api-keys.shared.ts";
 
 const Body = Type.Object(
@@ -13,20 +13,15 @@ const Body = Type.Object(
 export default function register(app: App, deps: EdgeDeps): void {
   app.patch(
     "/v1/api-keys/:id",
-    {
-      config: { permissions: ["admin", "keys:write"] },
-      schema: {
-        summary: "Rename a key or replace its permissions",
-        tags: ["API keys"],
-        security: [{ bearer: [] }],
-        params: KeyId,
-        body: Body,
-        response: {
-          200: Type.Object({ id: Type.String(), name: Type.String(), prefix: Type.String(), permissions: Type.Array(Type.String()), updated_at: UnixSeconds }),
-          ...errorResponses,
-        },
+    keyed(["admin", "keys:write"], {
+      summary: "Rename a key or replace its permissions",
+      tags: ["API keys"],
+      params: KeyId,
+      body: Body,
+      response: {
+        200: Type.Object({ id: Type.String(), name: Type.String(), prefix: Type.String(), permissions: Type.Array(Type.String()), updated_at: UnixSeconds }),
       },
-    },
+    }),
     async (req) => {
       const p = principalOf(req);
       const row = await deps.keys.update(p.accountId, req.params.id, { name: req.body.name, permissions: req.body.permissions }, p.permissions);

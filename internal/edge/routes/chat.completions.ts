@@ -11,7 +11,7 @@ import type { ChatMessage, ChatPart } from "../../contracts/index.ts";
 import { FolioError } from "../../platform/errors/index.ts";
 import type { App, EdgeDeps } from "../types.ts";
 import { principalOf } from "../types.ts";
-import { errorResponses } from "../schemas.ts";
+import { keyed } from "../schemas.ts";
 import { countPages, loadDocument, pageImages, type LoadedDocument } from "../pipeline.ts";
 import { extractionOf } from "../services.ts";
 
@@ -67,19 +67,15 @@ type Part = { type: "text"; text: string } | { type: "image_url"; image_url: { u
 export default function register(app: App, deps: EdgeDeps): void {
   app.post(
     "/v1/chat/completions",
-    {
-      config: { permissions: ["chat:write"] },
-      schema: {
-        summary: "Chat-style extraction (OpenAI-compatible request shape)",
-        description:
-          "Content parts: text, image_url (public URL or data URL), file (filename, file_data = public URL or data URL). Office documents given as data URLs are converted to page images; the cost is in folio.conversion_cost_cents. plugins [{id: 'file-parser', pdf: {engine}}] sends PDFs to the provider's PDF parser, billed at " +
-          `${PRICE_TEXT.parser}. Streaming is not supported.`,
-        tags: ["Chat"],
-        security: [{ bearer: [] }],
-        body: Body,
-        response: { 200: Completion, ...errorResponses, 402: Type.Ref("Error"), 500: Type.Ref("Error"), 502: Type.Ref("Error"), 503: Type.Ref("Error") },
-      },
-    },
+    keyed(["chat:write"], {
+      summary: "Chat-style extraction (OpenAI-compatible request shape)",
+      description:
+        "Content parts: text, image_url (public URL or data URL), file (filename, file_data = public URL or data URL). Office documents given as data URLs are converted to page images; the cost is in folio.conversion_cost_cents. plugins [{id: 'file-parser', pdf: {engine}}] sends PDFs to the provider's PDF parser, billed at " +
+        `${PRICE_TEXT.parser}. Streaming is not supported.`,
+      tags: ["Chat"],
+      body: Body,
+      response: { 200: Completion },
+    }, [402, 500, 502, 503]),
     async (req) => {
       const principal = principalOf(req);
       const body = req.body;

@@ -3,35 +3,29 @@ import { Type } from "typebox";
 import { formatUsd } from "../../billing/index.ts";
 import { formatForMimeType } from "../../conversion/client.ts";
 import { conversionOf } from "../services.ts";
-import { errorResponses } from "../schemas.ts";
+import { keyed } from "../schemas.ts";
 import type { App, EdgeDeps } from "../types.ts";
 
 export default function register(app: App, deps: EdgeDeps): void {
   app.post(
     "/v1/convert/estimate",
-    {
-      config: { permissions: ["convert:write"] },
-      schema: {
-        summary: "Estimate the cost and time of a conversion",
-        description:
-          "From the compute times observed for that format (the median of recent conversions), or a default table until there are enough (docs/conversion.md). The charge of a real conversion is its measured compute time.",
-        tags: ["Conversion"],
-        security: [{ bearer: [] }],
-        body: Type.Object({ mimeType: Type.String({ minLength: 1, maxLength: 200 }) }, { additionalProperties: false }),
-        response: {
-          200: Type.Object({
-            object: Type.Literal("conversion.estimate"),
-            mimeType: Type.String(),
-            estimated_cost: Type.Object({ cents: Type.Integer(), formatted: Type.String() }),
-            estimated_time_seconds: Type.Number(),
-            basis: Type.String({ description: "observed or default" }),
-            samples: Type.Integer({ description: "Conversions the estimate is based on." }),
-          }),
-          ...errorResponses,
-          503: Type.Ref("Error"),
-        },
+    keyed(["convert:write"], {
+      summary: "Estimate the cost and time of a conversion",
+      description:
+        "From the compute times observed for that format (the median of recent conversions), or a default table until there are enough (docs/conversion.md). The charge of a real conversion is its measured compute time.",
+      tags: ["Conversion"],
+      body: Type.Object({ mimeType: Type.String({ minLength: 1, maxLength: 200 }) }, { additionalProperties: false }),
+      response: {
+        200: Type.Object({
+          object: Type.Literal("conversion.estimate"),
+          mimeType: Type.String(),
+          estimated_cost: Type.Object({ cents: Type.Integer(), formatted: Type.String() }),
+          estimated_time_seconds: Type.Number(),
+          basis: Type.String({ description: "observed or default" }),
+          samples: Type.Integer({ description: "Conversions the estimate is based on." }),
+        }),
       },
-    },
+    }, [503]),
     async (req) => {
       const { mimeType } = req.body;
       formatForMimeType(mimeType, "mimeType");

@@ -2,35 +2,29 @@
 import { Type } from "typebox";
 import { PRICE_TEXT, formatUsd } from "../../billing/index.ts";
 import { conversionOf } from "../services.ts";
-import { errorResponses } from "../schemas.ts";
+import { keyed } from "../schemas.ts";
 import type { App, EdgeDeps } from "../types.ts";
 
 export default function register(app: App, deps: EdgeDeps): void {
   app.get(
     "/v1/convert/pricing",
-    {
-      config: { permissions: ["convert:write"] },
-      schema: {
-        summary: "Conversion pricing",
-        description: `${PRICE_TEXT.conversionList}; examples per format from the current estimates.`,
-        tags: ["Conversion"],
-        security: [{ bearer: [] }],
-        response: {
-          200: Type.Object({
-            object: Type.Literal("conversion.pricing"),
-            pricing: Type.Object({
-              base_rate_per_minute: Type.String({ description: "Dollars per minute of compute time, before the fee." }),
-              platform_fee_percentage: Type.String(),
-              minimum_charge: Type.String({ description: "Dollars per conversion." }),
-              examples: Type.Array(Type.Object({ format: Type.String(), estimatedCost: Type.String(), estimated_time_seconds: Type.Number() })),
-            }),
-            supported_formats: Type.Array(Type.String()),
+    keyed(["convert:write"], {
+      summary: "Conversion pricing",
+      description: `${PRICE_TEXT.conversionList}; examples per format from the current estimates.`,
+      tags: ["Conversion"],
+      response: {
+        200: Type.Object({
+          object: Type.Literal("conversion.pricing"),
+          pricing: Type.Object({
+            base_rate_per_minute: Type.String({ description: "Dollars per minute of compute time, before the fee." }),
+            platform_fee_percentage: Type.String(),
+            minimum_charge: Type.String({ description: "Dollars per conversion." }),
+            examples: Type.Array(Type.Object({ format: Type.String(), estimatedCost: Type.String(), estimated_time_seconds: Type.Number() })),
           }),
-          ...errorResponses,
-          503: Type.Ref("Error"),
-        },
+          supported_formats: Type.Array(Type.String()),
+        }),
       },
-    },
+    }, [503]),
     async () => {
       const p = await conversionOf(deps).pricing();
       return {

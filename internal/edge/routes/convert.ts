@@ -9,7 +9,7 @@ import { decodeBase64Strict } from "../../documents/index.ts";
 import { PAGE_DPI } from "../../formats/index.ts";
 import { FolioError } from "../../platform/errors/index.ts";
 import { conversionOf } from "../services.ts";
-import { NO_NUL, errorResponses } from "../schemas.ts";
+import { NO_NUL, keyed } from "../schemas.ts";
 import type { App, EdgeDeps } from "../types.ts";
 import { principalOf } from "../types.ts";
 
@@ -52,18 +52,14 @@ const ConversionResult = Type.Object({
 export default function register(app: App, deps: EdgeDeps): void {
   app.post(
     "/v1/convert",
-    {
-      config: { permissions: ["convert:write"] },
-      schema: {
-        summary: "Convert an office document to PNG page images",
-        description:
-          `DOCX, PPTX, DOC, ODT, RTF or TXT → one ${PAGE_DPI}-DPI PNG per page, in a single-use gVisor sandbox. Billed: ${PRICE_TEXT.conversion}; a failed conversion is not charged.`,
-        tags: ["Conversion"],
-        security: [{ bearer: [] }],
-        body: Body,
-        response: { 200: ConversionResult, ...errorResponses, 402: Type.Ref("Error"), 413: Type.Ref("Error"), 500: Type.Ref("Error"), 503: Type.Ref("Error") },
-      },
-    },
+    keyed(["convert:write"], {
+      summary: "Convert an office document to PNG page images",
+      description:
+        `DOCX, PPTX, DOC, ODT, RTF or TXT → one ${PAGE_DPI}-DPI PNG per page, in a single-use gVisor sandbox. Billed: ${PRICE_TEXT.conversion}; a failed conversion is not charged.`,
+      tags: ["Conversion"],
+      body: Body,
+      response: { 200: ConversionResult },
+    }, [402, 413, 500, 503]),
     async (req) => {
       const principal = principalOf(req);
       const { file, filename, mimeType } = req.body;

@@ -7,7 +7,7 @@ import { PRICE_TEXT, chargeFields } from "../../billing/index.ts";
 import { PAGE_DPI } from "../../formats/index.ts";
 import type { App, EdgeDeps } from "../types.ts";
 import { principalOf } from "../types.ts";
-import { JsonReadingFields, OcrOptions, ReadingFields, ReadingUsage, TableEntry, errorResponses } from "../schemas.ts";
+import { JsonReadingFields, OcrOptions, ReadingFields, ReadingUsage, TableEntry, keyed } from "../schemas.ts";
 import { loadDocument, ocrOptions, readDocument, readingOf, strategyOf, tokensOf, urlOrBase64 } from "../pipeline.ts";
 import { extractionOf } from "../services.ts";
 
@@ -38,19 +38,15 @@ const OcrResult = Type.Object({
 export default function register(app: App, deps: EdgeDeps): void {
   app.post(
     "/v1/ocr",
-    {
-      config: { permissions: ["ocr:write"] },
-      schema: {
-        summary: "Extract text (and tables) from one image or document",
-        description:
-          `Exactly one of url or base64. Images are one page; PDFs are rasterized at ${PAGE_DPI} DPI; office documents are converted when a conversion service is configured. ` +
-          `Billed: ${PRICE_TEXT.rule}.`,
-        tags: ["OCR"],
-        security: [{ bearer: [] }],
-        body: Body,
-        response: { 200: OcrResult, ...errorResponses, 402: Type.Ref("Error"), 500: Type.Ref("Error"), 502: Type.Ref("Error"), 503: Type.Ref("Error") },
-      },
-    },
+    keyed(["ocr:write"], {
+      summary: "Extract text (and tables) from one image or document",
+      description:
+        `Exactly one of url or base64. Images are one page; PDFs are rasterized at ${PAGE_DPI} DPI; office documents are converted when a conversion service is configured. ` +
+        `Billed: ${PRICE_TEXT.rule}.`,
+      tags: ["OCR"],
+      body: Body,
+      response: { 200: OcrResult },
+    }, [402, 500, 502, 503]),
     async (req) => {
       const { strategy, param } = strategyOf(req.body);
       const model = await extractionOf(deps).resolveModel({ model: req.body.model, strategy, strategyParam: param });

@@ -17,7 +17,7 @@ import { FolioError, toHttpError } from "../../platform/errors/index.ts";
 import { readMultipart, registerMultipart, uploadOf } from "../multipart.ts";
 import { NDJSON, NdjsonStream, acceptsNdjson } from "../ndjson.ts";
 import { PipelineEventSchemas, formatLabel, loadDocument, readDocument, readingOf, tokensOf, type LoadedDocument, type PipelineEvent, type ReadResult } from "../pipeline.ts";
-import { ChargeFields, ReadingUsage, StringEnum, TableEntry, errorResponses } from "../schemas.ts";
+import { ChargeFields, ReadingUsage, StringEnum, TableEntry, keyed } from "../schemas.ts";
 import { extractionOf } from "../services.ts";
 import type { App, EdgeDeps } from "../types.ts";
 import { principalOf } from "../types.ts";
@@ -108,27 +108,28 @@ export default function register(app: App, deps: EdgeDeps): void {
     scope.post(
       PLAYGROUND_PATH,
       {
-        config: { permissions: ["playground:write"] },
+        ...keyed(
+          ["playground:write"],
+          {
+            summary: "Process one document for the playground: page images, text, tables, timings and cost",
+            description:
+              "A file (multipart/form-data, field `file`) or JSON with exactly one of url/base64; office documents are converted automatically. Billed like /v1/ocr. " +
+              "With `Accept: application/x-ndjson` the answer streams progress events (started, converting|rasterizing, extracting, page…) and ends with a `result` or `error` event; " +
+              "errors found before the hold is taken (validation, format, 402) are plain HTTP errors either way. See docs/playground.md.",
+            tags: ["Playground"],
+            body: { content: { "application/json": { schema: JsonBody }, "multipart/form-data": { schema: MultipartBody } } } as never,
+            response: {
+              200: {
+                description: "The result (JSON), or the event stream (NDJSON) when asked for with Accept.",
+                content: { "application/json": { schema: PlaygroundResult }, [NDJSON]: { schema: PlaygroundEvent } },
+              },
+            },
+          },
+          [402, 413, 500, 502, 503],
+        ),
+        // The form is parsed before validation, so the same schema machinery (and the same 400s) applies to it.
         preValidation: async (req) => {
           if (req.isMultipart()) req.body = await readMultipart(req, fileLimit);
-        },
-        schema: {
-          summary: "Process one document for the playground: page images, text, tables, timings and cost",
-          description:
-            "A file (multipart/form-data, field `file`) or JSON with exactly one of url/base64; office documents are converted automatically. Billed like /v1/ocr. " +
-            "With `Accept: application/x-ndjson` the answer streams progress events (started, converting|rasterizing, extracting, page…) and ends with a `result` or `error` event; " +
-            "errors found before the hold is taken (validation, format, 402) are plain HTTP errors either way. See docs/playground.md.",
-          tags: ["Playground"],
-          security: [{ bearer: [] }],
-          body: { content: { "application/json": { schema: JsonBody }, "multipart/form-data": { schema: MultipartBody } } } as never,
-          response: {
-            200: {
-              description: "The result (JSON), or the event stream (NDJSON) when asked for with Accept.",
-              content: { "application/json": { schema: PlaygroundResult }, [NDJSON]: { schema: PlaygroundEvent } },
-            },
-            ...errorResponses,
-            ...Object.fromEntries([402, 413, 500, 502, 503].map((status) => [status, Type.Ref("Error")])),
-          } as never,
         },
       },
       async (req, reply) => {

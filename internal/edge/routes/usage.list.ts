@@ -3,7 +3,7 @@ import { FolioError } from "../../platform/errors/index.ts";
 import { listUsage } from "../../usage/index.ts";
 import type { App, EdgeDeps } from "../types.ts";
 import { principalOf } from "../types.ts";
-import { NO_NUL, StringEnum, UnixSeconds, errorResponses } from "../schemas.ts";
+import { NO_NUL, StringEnum, UnixSeconds, keyed } from "../schemas.ts";
 
 const Query = Type.Object({
   start_date: Type.Optional(UnixSeconds),
@@ -29,16 +29,12 @@ const Entry = Type.Object({
 export default function register(app: App, deps: EdgeDeps): void {
   app.get(
     "/v1/usage",
-    {
-      config: { permissions: ["admin", "usage:read"] },
-      schema: {
-        summary: "Usage log entries, newest first",
-        tags: ["Usage"],
-        security: [{ bearer: [] }],
-        querystring: Query,
-        response: { 200: Type.Object({ object: Type.Literal("list"), data: Type.Array(Entry), has_more: Type.Boolean(), total_count: Type.Integer() }), ...errorResponses },
-      },
-    },
+    keyed(["admin", "usage:read"], {
+      summary: "Usage log entries, newest first",
+      tags: ["Usage"],
+      querystring: Query,
+      response: { 200: Type.Object({ object: Type.Literal("list"), data: Type.Array(Entry), has_more: Type.Boolean(), total_count: Type.Integer() }) },
+    }),
     async (req) => {
       const now = Math.floor(Date.now() / 1000);
       const q = req.query;

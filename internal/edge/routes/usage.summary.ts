@@ -3,7 +3,7 @@ import { FolioError } from "../../platform/errors/index.ts";
 import { summarize } from "../../usage/index.ts";
 import type { App, EdgeDeps } from "../types.ts";
 import { principalOf } from "../types.ts";
-import { StringEnum, UnixSeconds, errorResponses } from "../schemas.ts";
+import { StringEnum, UnixSeconds, keyed } from "../schemas.ts";
 
 const Query = Type.Object({
   start_date: Type.Optional(UnixSeconds),
@@ -51,17 +51,13 @@ const Summary = Type.Object({
 export default function register(app: App, deps: EdgeDeps): void {
   app.get(
     "/v1/usage/summary",
-    {
-      config: { permissions: ["admin", "usage:read"] },
-      schema: {
-        summary: "Usage totals for a period, optionally grouped",
-        description: "Defaults to the last 30 days. group_by adds `groups` (docs/usage.md); weeks start on Monday, UTC.",
-        tags: ["Usage"],
-        security: [{ bearer: [] }],
-        querystring: Query,
-        response: { 200: Summary, ...errorResponses },
-      },
-    },
+    keyed(["admin", "usage:read"], {
+      summary: "Usage totals for a period, optionally grouped",
+      description: "Defaults to the last 30 days. group_by adds `groups` (docs/usage.md); weeks start on Monday, UTC.",
+      tags: ["Usage"],
+      querystring: Query,
+      response: { 200: Summary },
+    }),
     async (req) => {
       const now = Math.floor(Date.now() / 1000);
       const end = req.query.end_date ?? now;
