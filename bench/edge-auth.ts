@@ -28,12 +28,12 @@ import Fastify from "fastify";
 import pg from "pg";
 import { adminCreateAccount } from "../internal/cli/admin.ts";
 import { startEdge, type RunningEdge } from "../internal/edge/index.ts";
-import { edgeSchema, parseConfig, type EdgeConfig } from "../internal/platform/config/index.ts";
+import type { EdgeConfig } from "../internal/platform/config/index.ts";
 import { migrateToLatest, openDatabase, redactUrl } from "../internal/platform/db/index.ts";
 import { createLogger } from "../internal/platform/log/index.ts";
 import { RedisRateLimiter } from "../internal/ratelimit/index.ts";
 import type { Benchmark, BenchmarkReport } from "./run.ts";
-import { median } from "./support.ts";
+import { benchEdgeConfig, median } from "./support.ts";
 
 const BENCH_DATABASE = "folio_bench";
 const ROUTE = "/v1/account";
@@ -121,17 +121,12 @@ export async function prepareAccount(databaseUrl: string, redisUrl: string): Pro
   }
 }
 
+/** The edge as configured for the run, with FOLIO_* settings from the environment (e.g. FOLIO_KEY_CACHE_TTL_SECONDS). */
 function edgeConfig(databaseUrl: string, redisUrl: string): EdgeConfig {
-  const passthrough = Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith("FOLIO_")));
-  return parseConfig(edgeSchema, {
-    ...passthrough,
-    DATABASE_URL: databaseUrl,
-    REDIS_URL: redisUrl,
-    FOLIO_HTTP_HOST: "127.0.0.1",
-    FOLIO_HTTP_PORT: "0",
-    FOLIO_METRICS_ENABLED: "false",
-    LOG_LEVEL: "silent",
-  });
+  const { DATABASE_URL: _d, REDIS_URL: _r, FOLIO_HTTP_HOST: _h, FOLIO_HTTP_PORT: _p, FOLIO_METRICS_ENABLED: _m, ...passthrough } = Object.fromEntries(
+    Object.entries(process.env).filter(([k]) => k.startsWith("FOLIO_")),
+  );
+  return benchEdgeConfig(databaseUrl, redisUrl, passthrough);
 }
 
 /** Response schema of GET /v1/account, so the bare app serializes the same way (fast-json-stringify). */

@@ -10,9 +10,9 @@ import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { startEdge } from "../internal/edge/index.ts";
 import { startExtraction } from "../internal/extraction/index.ts";
-import { edgeSchema, extractionSchema, parseConfig } from "../internal/platform/config/index.ts";
+import { extractionSchema, parseConfig } from "../internal/platform/config/index.ts";
 import { createLogger } from "../internal/platform/log/index.ts";
-import { addCredits, median } from "./support.ts";
+import { addCredits, benchEdgeConfig, median } from "./support.ts";
 import { benchDatabaseUrl, prepareAccount } from "./edge-auth.ts";
 import type { Benchmark, BenchmarkReport } from "./run.ts";
 
@@ -53,16 +53,7 @@ async function run(): Promise<BenchmarkReport> {
   });
   const edgeWith = (concurrency: number) =>
     startEdge({
-      config: parseConfig(edgeSchema, {
-        DATABASE_URL: databaseUrl,
-        REDIS_URL: redisUrl,
-        FOLIO_HTTP_HOST: "127.0.0.1",
-        FOLIO_HTTP_PORT: "0",
-        FOLIO_METRICS_ENABLED: "false",
-        LOG_LEVEL: "silent",
-        FOLIO_EXTRACTION_ADDRESS: extraction.grpc.address,
-        FOLIO_PAGE_CONCURRENCY: String(concurrency),
-      }),
+      config: benchEdgeConfig(databaseUrl, redisUrl, { FOLIO_EXTRACTION_ADDRESS: extraction.grpc.address, FOLIO_PAGE_CONCURRENCY: String(concurrency) }),
       log,
     });
   const e1 = await edgeWith(1);

@@ -1,3 +1,4 @@
+import { edgeSchema, parseConfig, type EdgeConfig, type Env } from "../internal/platform/config/index.ts";
 import { openDatabase } from "../internal/platform/db/index.ts";
 import { adminAddCredits } from "../internal/cli/admin.ts";
 
@@ -26,4 +27,20 @@ export function positiveInt(name: string, fallback: number): number {
   const n = Number(raw);
   if (!Number.isInteger(n) || n < 1) throw new Error(`${name} must be a positive integer, got '${raw}'`);
   return n;
+}
+
+/**
+ * An edge for a benchmark: loopback, any free port, the run's Postgres and
+ * Redis, no metrics listener, silent; `extra` on top.
+ */
+export function benchEdgeConfig(databaseUrl: string, redisUrl: string, extra: Env = {}): EdgeConfig {
+  return parseConfig(edgeSchema, {
+    DATABASE_URL: databaseUrl,
+    REDIS_URL: redisUrl,
+    FOLIO_HTTP_HOST: "127.0.0.1",
+    FOLIO_HTTP_PORT: "0",
+    FOLIO_METRICS_ENABLED: "false",
+    LOG_LEVEL: "silent",
+    ...extra,
+  });
 }

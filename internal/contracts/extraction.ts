@@ -114,3 +114,32 @@ export interface ChatOutput {
   providerCostCents: Decimal;
   costSource: CostSource;
 }
+
+/** The catalog as it is now. */
+export interface CatalogSnapshot {
+  /** Local models first, then upstream models in upstream order. */
+  models: CatalogModel[];
+  /** When the upstream list in use was fetched; null when it never was. */
+  fetchedAtMs: number | null;
+  /** Age of that list in whole seconds; null when it never was fetched. */
+  ageSeconds: number | null;
+  stale: boolean;
+  lastError: string | null;
+  upstreamConfigured: boolean;
+}
+
+/** What a strategy resolves to now, and why (docs/models.md "Strategies and fallback"). */
+export interface StrategyResolution {
+  strategy: string;
+  /** The configured preference list. */
+  configured: string[];
+  resolved: string;
+  /** True when a later preference (or the local engine) stands in for the first. */
+  fallback: boolean;
+  reason?: string;
+}
+
+/** The catalog with every strategy's resolution: what `/v1/models*` show. */
+export interface CatalogView extends CatalogSnapshot {
+  strategies: StrategyResolution[];
+}

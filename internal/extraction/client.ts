@@ -14,17 +14,8 @@ import type { ExtractPageResponse__Output } from "../gen/proto/folio/extraction/
 import type { ChatRequest } from "../gen/proto/folio/extraction/v1/ChatRequest.ts";
 import type { ChatResponse__Output } from "../gen/proto/folio/extraction/v1/ChatResponse.ts";
 import { extractionProto, modelFromProto } from "./grpc.ts";
-import type { CatalogModel, ChatInput, ChatOutput, CostSource, ExtractOptions, PageExtraction, PageInput } from "../contracts/index.ts";
+import type { CatalogModel, CatalogView, ChatInput, ChatOutput, CostSource, ExtractOptions, PageExtraction, PageInput } from "../contracts/index.ts";
 
-export interface CatalogView {
-  models: CatalogModel[];
-  fetchedAtMs: number | null;
-  ageSeconds: number | null;
-  stale: boolean;
-  lastError: string | null;
-  upstreamConfigured: boolean;
-  strategies: { strategy: string; configured: string[]; resolved: string; fallback: boolean; reason?: string }[];
-}
 
 /** The model a request named (or its strategy chose), with the completion cap sent upstream per call. */
 export interface ResolvedModel {

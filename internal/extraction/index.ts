@@ -15,7 +15,7 @@ import { registerExtraction } from "./grpc.ts";
 import { ExtractionService } from "./service.ts";
 import type { CatalogModel, Engine } from "./types.ts";
 
-export { ExtractionClient, type CatalogView } from "./client.ts";
+export { ExtractionClient } from "./client.ts";
 export { ExtractionService } from "./service.ts";
 export type * from "./types.ts";
 

@@ -6,6 +6,8 @@ import type { ExtractOptions, PageInput, PageResult } from "../contracts/index.t
 
 export type {
   CatalogModel,
+  CatalogSnapshot,
+  CatalogView,
   ChatAttachment,
   ChatInput,
   ChatMessage,

@@ -240,15 +240,15 @@ async function convertJob(jobDir: string, spec: JobSpec, options: ConverterOptio
 
     t = Date.now();
     const document = join(jobDir, "input", `document.${FORMAT_EXTENSIONS[spec.format]}`);
-    const pdfDir = join(scratch, "pdf");
+    const pdfJob: PdfJob = { document, format: spec.format, profile, pdfDir: join(scratch, "pdf"), home: scratch, deadline, options };
     let pdf: string;
     if (prestarted) {
-      const warm = await toPdfWarm(prestarted.office, document, spec.format, profile, pdfDir, scratch, deadline, options);
+      const warm = await toPdfWarm(prestarted.office, pdfJob);
       pdf = warm.pdf;
       // 1 when the running LibreOffice converted it, 0 when it had to be started after all.
       timings.warmOffice = warm.warm ? 1 : 0;
     } else {
-      pdf = await toPdf(document, spec.format, profile, pdfDir, scratch, deadline, options);
+      pdf = await toPdf(pdfJob);
     }
     lap("soffice", t);
 
@@ -302,24 +302,25 @@ async function madePdf(pdfDir: string, format: ConversionFormat, code: number | 
   );
 }
 
+/** One document's way to a PDF: where it is, where the PDF goes, and the profile and home LibreOffice use. */
+interface PdfJob {
+  document: string;
+  format: ConversionFormat;
+  profile: string;
+  pdfDir: string;
+  home: string;
+  deadline: number;
+  options: ConverterOptions;
+}
+
 /**
  * Converts through the pre-started LibreOffice. When it cannot be reached
  * (it died, or never opened its pipe), LibreOffice is started for the
  * document as in the normal mode: slower, same result.
  */
-async function toPdfWarm(
-  office: WarmOffice,
-  document: string,
-  format: ConversionFormat,
-  profile: string,
-  pdfDir: string,
-  home: string,
-  deadline: number,
-  options: ConverterOptions,
-): Promise<{ pdf: string; warm: boolean }> {
-  await stat(document).catch(() => {
-    throw new JobError("conversion_failed", "the job has no input document");
-  });
+async function toPdfWarm(office: WarmOffice, job: PdfJob): Promise<{ pdf: string; warm: boolean }> {
+  const { document, format, pdfDir, home, deadline, options } = job;
+  await checkInput(document);
   // Not past the deadline (and not kept waiting by a timer once it answered).
   const giveUp = new AbortController();
   const socket = await Promise.race([office.listening, sleep(Math.max(0, deadline - Date.now()), undefined, { signal: giveUp.signal }).catch(() => undefined)]);
@@ -331,24 +332,21 @@ async function toPdfWarm(
   }
   if (Date.now() >= deadline) throw new JobError("timeout", "the conversion ran out of time");
   office.kill();
-  return { pdf: await toPdf(document, format, profile, pdfDir, home, deadline, options), warm: false };
+  return { pdf: await toPdf(job), warm: false };
 }
 
-async function toPdf(
-  document: string,
-  format: ConversionFormat,
-  profile: string,
-  pdfDir: string,
-  home: string,
-  deadline: number,
-  options: ConverterOptions,
-): Promise<string> {
-  await stat(document).catch(() => {
-    throw new JobError("conversion_failed", "the job has no input document");
-  });
+async function toPdf(job: PdfJob): Promise<string> {
+  const { document, format, profile, pdfDir, home, deadline, options } = job;
+  await checkInput(document);
   const args = [`-env:UserInstallation=${fileUrl(profile)}`, ...OFFICE_FLAGS, ...conversionArgs(document, format, pdfDir)];
   const run = await runTool(options.sofficePath ?? SOFFICE_BIN, args, deadline, options.signal, { HOME: home });
   return madePdf(pdfDir, format, run.code, run.output);
+}
+
+async function checkInput(document: string): Promise<void> {
+  await stat(document).catch(() => {
+    throw new JobError("conversion_failed", "the job has no input document");
+  });
 }
 
 async function countPages(pdf: string, deadline: number, options: ConverterOptions): Promise<number> {

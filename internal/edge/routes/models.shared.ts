@@ -5,8 +5,7 @@
  */
 import { Type } from "typebox";
 import { withPlatformFee, PLATFORM_FEE_RATE } from "../../billing/index.ts";
-import type { CatalogView } from "../../extraction/client.ts";
-import type { CatalogModel } from "../../contracts/index.ts";
+import type { CatalogModel, CatalogView } from "../../contracts/index.ts";
 import { extractionOf } from "../services.ts";
 import type { EdgeDeps } from "../types.ts";
 

@@ -16,7 +16,7 @@
  * - Validation of a requested `model` always uses the current list.
  */
 import { FolioError } from "../../platform/errors/index.ts";
-import type { CatalogModel } from "../types.ts";
+import type { CatalogModel, CatalogSnapshot } from "../types.ts";
 import {
   DEFAULT_STRATEGY,
   STRATEGIES,
@@ -54,17 +54,6 @@ export interface CatalogOptions {
   requestTimeoutMs?: number;
 }
 
-export interface CatalogSnapshot {
-  /** Local models first, then upstream models in upstream order. */
-  models: CatalogModel[];
-  /** When the upstream list in use was fetched; null when it never was. */
-  fetchedAtMs: number | null;
-  /** Age of that list in whole seconds; null when it never was fetched. */
-  ageSeconds: number | null;
-  stale: boolean;
-  lastError: string | null;
-  upstreamConfigured: boolean;
-}
 
 export interface ResolvedModel {
   model: CatalogModel;
