@@ -128,13 +128,7 @@ export class Billing {
   async settle(hold: Hold, s: Settlement): Promise<SettleResult> {
     const charged = s.charge.chargedCents;
     const result = await this.db.transaction().execute(async (trx) => {
-      const closed = await trx
-        .updateTable("holds")
-        .set({ status: "settled", closed_at: sql`now()` })
-        .where("id", "=", hold.id)
-        .where("status", "=", "held")
-        .returning(["amount_cents"])
-        .executeTakeFirst();
+      const closed = await closeHold(trx, hold.id, "settled");
       if (!closed) throw new Error(`hold ${hold.id} is not open (already settled, released or expired)`);
       const account = await trx
         .updateTable("accounts")
@@ -192,13 +186,7 @@ export class Billing {
   /** Gives a hold back without charging or logging (the request never started). */
   async release(hold: Hold): Promise<void> {
     await this.db.transaction().execute(async (trx) => {
-      const closed = await trx
-        .updateTable("holds")
-        .set({ status: "released", closed_at: sql`now()` })
-        .where("id", "=", hold.id)
-        .where("status", "=", "held")
-        .returning(["amount_cents"])
-        .executeTakeFirst();
+      const closed = await closeHold(trx, hold.id, "released");
       if (!closed) return;
       await trx
         .updateTable("accounts")
@@ -257,4 +245,15 @@ export class Billing {
       return { balanceCents: account.balance_cents };
     });
   }
+}
+
+/** Closes an open hold; undefined when it is not open (settled, released or expired already). */
+function closeHold(trx: DB, holdId: string, status: "settled" | "released"): Promise<{ amount_cents: number } | undefined> {
+  return trx
+    .updateTable("holds")
+    .set({ status, closed_at: sql`now()` })
+    .where("id", "=", holdId)
+    .where("status", "=", "held")
+    .returning(["amount_cents"])
+    .executeTakeFirst();
 }

@@ -252,14 +252,29 @@ export class RunscBackend implements SandboxBackend {
       }
       await writeJob(jobDir, input, { profileDir, profileInPlace, timeoutMs, maxOutputBytes: this.maxOutputBytes, ...extra }, { chownOutput: true });
     });
+    return this.finish(id, base, jobDir, async () => {
+      const launched = this.launch(id, bundleDir, false);
+      const outcome = await this.supervise(launched, timeoutMs, signal);
+      return { outcome, result: await this.outcomeResult(id, input, jobDir, outcome, timeoutMs, signal, false) };
+    });
+  }
+
+  /**
+   * Runs a sandbox to its result; the container and its folder are removed
+   * by the returned `cleanup`, or at once when the run fails.
+   */
+  private async finish(
+    id: string,
+    base: string,
+    jobDir: string,
+    run: () => Promise<{ outcome: RunOutcome; result: JobResult }>,
+  ): Promise<{ result: JobResult; computeMillis: number; jobDir: string; cleanup: () => Promise<void> }> {
     const cleanup = async () => {
       await this.deleteContainer(id);
       await rm(base, { recursive: true, force: true });
     };
     try {
-      const launched = this.launch(id, bundleDir, false);
-      const outcome = await this.supervise(launched, timeoutMs, signal);
-      const result = await this.outcomeResult(id, input, jobDir, outcome, timeoutMs, signal, false);
+      const { outcome, result } = await run();
       return { result, computeMillis: outcome.computeMillis, jobDir, cleanup };
     } catch (err) {
       await cleanup();
@@ -274,19 +289,11 @@ export class RunscBackend implements SandboxBackend {
     signal: AbortSignal | undefined,
   ): Promise<{ result: JobResult; computeMillis: number; jobDir: string; cleanup: () => Promise<void> }> {
     const { launched, base, jobDir } = sandbox;
-    const cleanup = async () => {
-      await this.deleteContainer(launched.id);
-      await rm(base, { recursive: true, force: true });
-    };
-    try {
+    return this.finish(launched.id, base, jobDir, async () => {
       await writeJob(jobDir, input, { profileDir: SANDBOX_PATHS.profile, timeoutMs: input.timeoutMs, maxOutputBytes: this.maxOutputBytes }, { chownOutput: true });
       const outcome = await this.supervise(launched, input.timeoutMs, signal, () => launched.child.stdin?.write("\n"));
-      const result = await this.outcomeResult(launched.id, input, jobDir, outcome, input.timeoutMs, signal, true);
-      return { result, computeMillis: outcome.computeMillis, jobDir, cleanup };
-    } catch (err) {
-      await cleanup();
-      throw err;
-    }
+      return { outcome, result: await this.outcomeResult(launched.id, input, jobDir, outcome, input.timeoutMs, signal, true) };
+    });
   }
 
   /** Turns how a sandbox ended into its result, or the error the caller sees. */
