@@ -8,7 +8,7 @@ import type { AddressInfo } from "node:net";
 import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Decimal } from "../internal/billing/index.ts";
-import { call, createTestAccount, startStack, testDb, type TestStack } from "./harness.ts";
+import { call, createTestAccount, startStack, usageRows, type TestStack } from "./harness.ts";
 import { startFakeUpstream, type FakeUpstream, type RecordedRequest } from "./fake-upstream.ts";
 import { cer } from "./cer.ts";
 
@@ -61,11 +61,6 @@ afterAll(async () => {
 });
 
 const chat = (s: TestStack, key: string, body: unknown) => call(s.edge, "POST", "/v1/chat/completions", key, body);
-
-async function usageRows(accountId: string) {
-  const { db } = await testDb();
-  return db.selectFrom("usage_logs").selectAll().where("account_id", "=", accountId).orderBy("created_at").execute();
-}
 
 async function balance(s: TestStack, key: string): Promise<number> {
   return (await call(s.edge, "GET", "/v1/account/balance", key)).body.balance_cents as number;

@@ -7,7 +7,7 @@
  */
 import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { call, createTestAccount, createTestKey, startStack, startTestEdge, testDb, type TestStack } from "./harness.ts";
+import { balanceOf, call, createTestAccount, createTestKey, startStack, startTestEdge, testDb, usageRows, type TestStack } from "./harness.ts";
 import { startFakeUpstream, type FakeUpstream } from "./fake-upstream.ts";
 import { pngInfo } from "../internal/sandbox/testdocs.ts";
 import type { RunningEdge } from "../internal/edge/index.ts";
@@ -40,16 +40,6 @@ afterAll(async () => {
   await upstream?.close();
 });
 
-async function usageRows(accountId: string) {
-  const { db } = await testDb();
-  return db.selectFrom("usage_logs").selectAll().where("account_id", "=", accountId).orderBy("created_at").execute();
-}
-
-async function balance(s: { url: string }, key: string): Promise<{ balance_cents: number; held_cents: number }> {
-  const { balance_cents, held_cents } = (await call(s, "GET", "/v1/account/balance", key)).body as { balance_cents: number; held_cents: number };
-  return { balance_cents, held_cents };
-}
-
 const convert = (s: { url: string }, key: string, name: string, mimeType: string) =>
   call(s, "POST", "/v1/convert", key, { file: convertFixture(name).toString("base64"), filename: name, mimeType });
 
@@ -78,7 +68,7 @@ describe("POST /v1/convert", () => {
     expect(u.platform_fee_cents).toBeCloseTo(u.provider_cost_cents * 0.05, 9);
     expect(u.total_cost_cents).toBe(1);
 
-    expect(await balance(stack.edge, acc.adminKey)).toEqual({ balance_cents: 49, held_cents: 0 });
+    expect(await balanceOf(stack.edge, acc.adminKey)).toEqual({ balance_cents: 49, held_cents: 0 });
     const rows = await usageRows(acc.accountId);
     expect(rows).toHaveLength(1);
     expect(rows[0]).toMatchObject({ id: r.body.id, endpoint: "/v1/convert", model: "folio/conversion", status: "success", pages_processed: 2, cost_cents: "1" });
@@ -103,7 +93,7 @@ describe("POST /v1/convert", () => {
     expect(r.body.error.code).toBe("unsupported_format");
     expect(r.body.error.message).toMatch(/declared DOCX.*image/);
     expect(r.body.error.supported_formats).toEqual(SUPPORTED);
-    expect(await balance(stack.edge, acc.adminKey)).toEqual({ balance_cents: 5, held_cents: 0 });
+    expect(await balanceOf(stack.edge, acc.adminKey)).toEqual({ balance_cents: 5, held_cents: 0 });
   });
 
   it("answers conversion_failed (500) for a truncated DOCX and for a password-protected ODT, charging nothing", async () => {
@@ -115,7 +105,7 @@ describe("POST /v1/convert", () => {
     const p = await convert(stack.edge, acc.adminKey, "password.odt", ODT);
     expect(p.status, JSON.stringify(p.body)).toBe(500);
     expect(p.body.error.code).toBe("conversion_failed");
-    expect(await balance(stack.edge, acc.adminKey)).toEqual({ balance_cents: 5, held_cents: 0 });
+    expect(await balanceOf(stack.edge, acc.adminKey)).toEqual({ balance_cents: 5, held_cents: 0 });
     const rows = await usageRows(acc.accountId);
     expect(rows.map((r) => ({ status: r.status, code: r.error_code, cost: r.cost_cents }))).toEqual([
       { status: "error", code: "conversion_failed", cost: "0" },
@@ -128,7 +118,7 @@ describe("POST /v1/convert", () => {
     const r = await convert(slow.edge, acc.adminKey, "slides.pptx", "application/vnd.openxmlformats-officedocument.presentationml.presentation");
     expect(r.status, JSON.stringify(r.body)).toBe(500);
     expect(r.body.error.code).toBe("timeout");
-    expect(await balance(slow.edge, acc.adminKey)).toEqual({ balance_cents: 5, held_cents: 0 });
+    expect(await balanceOf(slow.edge, acc.adminKey)).toEqual({ balance_cents: 5, held_cents: 0 });
   });
 
   it("refuses a conversion when every sandbox is busy and the queue is full (503, retryable)", async () => {
@@ -200,7 +190,7 @@ describe("office documents in /v1/ocr and /v1/chat/completions", () => {
     expect(r.body.usage.pages_processed).toBe(2);
     // Two tesseract pages (0.1 + 0.1 cents → 1 cent) plus the conversion (1 cent minimum).
     expect(r.body.usage.total_cost_cents).toBe(2);
-    expect(await balance(stack.edge, acc.adminKey)).toEqual({ balance_cents: 48, held_cents: 0 });
+    expect(await balanceOf(stack.edge, acc.adminKey)).toEqual({ balance_cents: 48, held_cents: 0 });
   });
 
   it("/v1/chat/completions turns an office data URL into page images and reports the conversion cost in the svc extension", async () => {

@@ -172,3 +172,15 @@ export async function startStack(
     },
   };
 }
+
+/** The account's usage log rows, oldest first. */
+export async function usageRows(accountId: string) {
+  const { db } = await testDb();
+  return db.selectFrom("usage_logs").selectAll().where("account_id", "=", accountId).orderBy("created_at").execute();
+}
+
+/** What GET /v1/account/balance shows for the key's account: spendable and held cents. */
+export async function balanceOf(edge: { url: string }, key: string): Promise<{ balance_cents: number; held_cents: number }> {
+  const { balance_cents, held_cents } = (await call(edge, "GET", "/v1/account/balance", key)).body as { balance_cents: number; held_cents: number };
+  return { balance_cents, held_cents };
+}

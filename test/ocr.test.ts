@@ -5,7 +5,7 @@
  */
 import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { call, createTestAccount, startStack, testDb, type TestStack } from "./harness.ts";
+import { call, createTestAccount, startStack, usageRows, type TestStack } from "./harness.ts";
 import { startFakeUpstream, type FakeUpstream } from "./fake-upstream.ts";
 import { cer } from "./cer.ts";
 
@@ -23,11 +23,6 @@ afterAll(async () => {
   await stack?.close();
   await upstream?.close();
 });
-
-async function usageRows(accountId: string) {
-  const { db } = await testDb();
-  return db.selectFrom("usage_logs").selectAll().where("account_id", "=", accountId).orderBy("created_at").execute();
-}
 
 describe("POST /v1/ocr with local/tesseract", () => {
   it("reads a PNG given as base64: the spec's OCR result, billed and logged", async () => {

@@ -13,20 +13,8 @@ import { join } from "node:path";
 import { createServer as createTlsServer, createSecureContext, type Server as TlsServer } from "node:tls";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { FolioError } from "../platform/errors/index.ts";
-import { fetchDocument, type FetchedDocument } from "./fetch.ts";
-import { policy, startServer, startServerOnAny, tableLookup, type TestServer } from "./testserver.ts";
-
-async function refusal(p: Promise<FetchedDocument>): Promise<FolioError> {
-  let got: FetchedDocument;
-  try {
-    got = await p;
-  } catch (err) {
-    if (err instanceof FolioError) return err;
-    throw err;
-  }
-  throw new Error(`expected a refusal, got HTTP body ${JSON.stringify(got.bytes.toString("utf8").slice(0, 200))} from ${got.finalUrl}`);
-}
+import { fetchDocument } from "./fetch.ts";
+import { policy, refusal, startServer, startServerOnAny, tableLookup, type TestServer } from "./testserver.ts";
 
 /** A lookup that fails the test if it is ever asked: address literals must never reach DNS. */
 const noDns = tableLookup({});

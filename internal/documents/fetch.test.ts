@@ -5,20 +5,8 @@
  */
 import type { ServerResponse } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { FolioError } from "../platform/errors/index.ts";
-import { fetchDocument, parseFetchAllowList, type FetchedDocument, type FetchPolicy } from "./fetch.ts";
-import { policy, startServer, startServerOnAny, tableLookup, type TestServer } from "./testserver.ts";
-
-async function refusal(p: Promise<FetchedDocument>): Promise<FolioError> {
-  let got: FetchedDocument;
-  try {
-    got = await p;
-  } catch (err) {
-    if (err instanceof FolioError) return err;
-    throw err;
-  }
-  throw new Error(`expected an error, got ${got.bytes.length} bytes from ${got.finalUrl}`);
-}
+import { fetchDocument, parseFetchAllowList, type FetchPolicy } from "./fetch.ts";
+import { policy, refusal, startServer, startServerOnAny, tableLookup, type TestServer } from "./testserver.ts";
 
 const PDF = Buffer.from("%PDF-1.4\n% a tiny document\n%%EOF\n");
 

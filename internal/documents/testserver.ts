@@ -5,7 +5,8 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
-import type { FetchPolicy, HostLookup, ResolvedAddress } from "./fetch.ts";
+import { FolioError } from "../platform/errors/index.ts";
+import type { FetchedDocument, FetchPolicy, HostLookup, ResolvedAddress } from "./fetch.ts";
 
 export interface SeenRequest {
   method: string;
@@ -83,4 +84,16 @@ export function tableLookup(table: Record<string, readonly string[]>): HostLooku
 
 export function policy(overrides: Partial<FetchPolicy> = {}): FetchPolicy {
   return { maxBytes: 1024 * 1024, timeoutMs: 3000, maxRedirects: 5, allow: [], ...overrides };
+}
+
+/** The FolioError a fetch fails with; a fetch that succeeds fails the test, showing what came back. */
+export async function refusal(p: Promise<FetchedDocument>): Promise<FolioError> {
+  let got: FetchedDocument;
+  try {
+    got = await p;
+  } catch (err) {
+    if (err instanceof FolioError) return err;
+    throw err;
+  }
+  throw new Error(`expected a refusal, got HTTP body ${JSON.stringify(got.bytes.toString("utf8").slice(0, 200))} from ${got.finalUrl}`);
 }

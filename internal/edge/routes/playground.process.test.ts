@@ -8,7 +8,7 @@
 import { readFileSync } from "node:fs";
 import { connect } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { call, createTestAccount, createTestKey, startStack, testDb, type TestStack } from "../../../test/harness.ts";
+import { balanceOf, call, createTestAccount, createTestKey, startStack, usageRows, type TestStack } from "../../../test/harness.ts";
 import { startFakeUpstream, type FakeUpstream } from "../../../test/fake-upstream.ts";
 import { cer } from "../../../test/cer.ts";
 import { pngInfo } from "../../sandbox/testdocs.ts";
@@ -34,16 +34,6 @@ afterAll(async () => {
   await small?.close();
   await upstream?.close();
 });
-
-async function usageRows(accountId: string) {
-  const { db } = await testDb();
-  return db.selectFrom("usage_logs").selectAll().where("account_id", "=", accountId).orderBy("created_at").execute();
-}
-
-async function balance(key: string): Promise<{ balance_cents: number; held_cents: number }> {
-  const { balance_cents, held_cents } = (await call(stack.edge, "GET", "/v1/account/balance", key)).body as { balance_cents: number; held_cents: number };
-  return { balance_cents, held_cents };
-}
 
 interface Answer {
   status: number;
@@ -113,7 +103,7 @@ describe("POST /v1/playground/process", () => {
     expect(b.cost.components).toEqual([{ component: "model", pages: 1, provider_cost_cents: 0.1, platform_fee_cents: 0.005, total_cost_cents: 1 }]);
     expect(b.cost).toMatchObject({ currency: "USD", total_cost_cents: 1, formatted: "$0.01" });
 
-    expect(await balance(acc.adminKey)).toEqual({ balance_cents: 99, held_cents: 0 });
+    expect(await balanceOf(stack.edge, acc.adminKey)).toEqual({ balance_cents: 99, held_cents: 0 });
     const rows = await usageRows(acc.accountId);
     expect(rows.map((x) => ({ id: x.id, endpoint: x.endpoint, status: x.status, model: x.model, cost: x.cost_cents }))).toEqual([
       { id: b.id, endpoint: PLAYGROUND_PATH, status: "success", model: "local/tesseract", cost: "1" },
@@ -151,7 +141,7 @@ describe("POST /v1/playground/process", () => {
     expect(conversion.compute_time_ms).toBeGreaterThan(0);
     expect(b.cost.total_cost_cents).toBe(2);
     expect(b.usage.total_cost_cents).toBe(2);
-    expect(await balance(acc.adminKey)).toEqual({ balance_cents: 48, held_cents: 0 });
+    expect(await balanceOf(stack.edge, acc.adminKey)).toEqual({ balance_cents: 48, held_cents: 0 });
     const rows = await usageRows(acc.accountId);
     expect(rows.map((x) => [x.endpoint, x.status, x.pages_processed, x.cost_cents])).toEqual([[PLAYGROUND_PATH, "success", 2, "2"]]);
   });
@@ -212,7 +202,7 @@ describe("POST /v1/playground/process", () => {
     expect(ev.map((e) => e.event)).toEqual(["started", "converting", "error"]);
     expect(ev[2]).toMatchObject({ status: 402, error: { code: "insufficient_credits" } });
     expect(ev[2].error.required_cents).toBeGreaterThan(firstHold);
-    expect(await balance(acc.adminKey)).toEqual({ balance_cents: firstHold - 1, held_cents: 0 });
+    expect(await balanceOf(stack.edge, acc.adminKey)).toEqual({ balance_cents: firstHold - 1, held_cents: 0 });
     const rows = await usageRows(acc.accountId);
     expect(rows.map((x) => [x.endpoint, x.status, x.error_code, x.cost_cents])).toEqual([[PLAYGROUND_PATH, "error", "insufficient_credits", "1"]]);
   });
@@ -242,7 +232,7 @@ describe("POST /v1/playground/process", () => {
       rows = await usageRows(acc.accountId);
     }
     expect(rows.map((x) => [x.endpoint, x.status, x.error_code, x.cost_cents])).toEqual([[PLAYGROUND_PATH, "error", "invalid_request", "0"]]);
-    expect(await balance(acc.adminKey)).toEqual({ balance_cents: 50, held_cents: 0 });
+    expect(await balanceOf(stack.edge, acc.adminKey)).toEqual({ balance_cents: 50, held_cents: 0 });
     // The edge is still serving.
     expect((await call(stack.edge, "GET", "/healthz")).status).toBe(200);
   });
