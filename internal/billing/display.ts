@@ -12,7 +12,9 @@ import {
   PLATFORM_FEE_RATE,
   type ComponentCharge,
   type DecimalLike,
+  withPlatformFee,
 } from "./pricing.ts";
+import type { UnitPrices } from "./estimates.ts";
 
 /** Dollars with two decimals and a thousands separator: 123456.5 cents → "$1,234.57". */
 export function formatUsd(cents: DecimalLike): string {
@@ -51,3 +53,24 @@ export const PRICE_TEXT = Object.freeze({
   /** The dedicated PDF parser's rate. */
   parser: `${PDF_PARSER_USD_PER_THOUSAND_PAGES} $ per 1,000 pages + ${PLATFORM_FEE_PERCENT}%`,
 });
+
+/** A model's prices as the catalog lists them: each provider price plus the platform fee, exact decimal strings. */
+export function listedPrices(p: UnitPrices): UnitPrices {
+  const listed = (v: string) => withPlatformFee(v).toFixed();
+  return pricesOf(p, listed);
+}
+
+/** The prices a model has, in the order every listing shows them (prompt, completion, image, request, page). */
+export function pricesOf(p: UnitPrices, transform: (usd: string) => string = (v) => v): UnitPrices {
+  const out: UnitPrices = { prompt: transform(p.prompt), completion: transform(p.completion) };
+  for (const k of ["image", "request", "page"] as const) {
+    const v = p[k];
+    if (v !== undefined) out[k] = transform(v);
+  }
+  return out;
+}
+
+/** A listed (fee-inclusive) price per million tokens, in dollars. */
+export function listedPerMillionTokens(usdPerToken: string): Decimal {
+  return withPlatformFee(usdPerToken).mul(1_000_000);
+}

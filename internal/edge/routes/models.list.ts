@@ -1,4 +1,5 @@
 import { Type } from "typebox";
+import { PLATFORM_FEE_PERCENT } from "../../billing/index.ts";
 import type { App, EdgeDeps } from "../types.ts";
 import { errorResponses } from "../schemas.ts";
 import { CatalogInfo, ModelEntry, catalogInfo, catalogView, modelEntry, publicRoute, strategiesByModel } from "./models.shared.ts";
@@ -9,7 +10,7 @@ export default function register(app: App, deps: EdgeDeps): void {
     {
       config: publicRoute,
       schema: {
-        summary: "The live catalog of vision models, prices with the 5% platform fee",
+        summary: `The live catalog of vision models, prices with the ${PLATFORM_FEE_PERCENT}% platform fee`,
         description: "Answers without a key (limited per client address); a key that is sent must be valid. Text-only, unavailable and unpriced models are excluded.",
         tags: ["Models"],
         response: { 200: Type.Object({ object: Type.Literal("list"), data: Type.Array(ModelEntry), folio: CatalogInfo }), ...errorResponses },

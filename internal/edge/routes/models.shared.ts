@@ -4,7 +4,7 @@
  * read, plus the `folio` extension object (docs/models.md).
  */
 import { Type } from "typebox";
-import { withPlatformFee, PLATFORM_FEE_RATE } from "../../billing/index.ts";
+import { PLATFORM_FEE_PERCENT, listedPrices, pricesOf } from "../../billing/index.ts";
 import type { CatalogModel, CatalogView } from "../../contracts/index.ts";
 import { extractionOf } from "../services.ts";
 import type { EdgeDeps } from "../types.ts";
@@ -44,15 +44,6 @@ export const ModelEntry = Type.Object({
   }),
 });
 
-function prices(p: CatalogModel["pricing"], transform: (v: string) => string) {
-  const out: Record<string, string> = { prompt: transform(p.prompt), completion: transform(p.completion) };
-  for (const k of ["image", "request", "page"] as const) {
-    const v = p[k];
-    if (v !== undefined) out[k] = transform(v);
-  }
-  return out as { prompt: string; completion: string; image?: string; request?: string; page?: string };
-}
-
 export function strategiesByModel(view: CatalogView): Map<string, string[]> {
   const m = new Map<string, string[]>();
   for (const s of view.strategies) m.set(s.resolved, [...(m.get(s.resolved) ?? []), s.strategy]);
@@ -78,9 +69,9 @@ export function modelEntry(model: CatalogModel, byModel: Map<string, string[]>) 
       strategies,
       pricing: {
         currency: "USD" as const,
-        platform_fee_percentage: PLATFORM_FEE_RATE.mul(100).toString(),
-        listed: prices(model.pricing, (v) => withPlatformFee(v).toFixed()),
-        provider: prices(model.pricing, (v) => v),
+        platform_fee_percentage: PLATFORM_FEE_PERCENT,
+        listed: listedPrices(model.pricing),
+        provider: pricesOf(model.pricing),
       },
     },
   };

@@ -1,5 +1,5 @@
 import { Type } from "typebox";
-import { Decimal, withPlatformFee } from "../../billing/index.ts";
+import { Decimal, listedPerMillionTokens } from "../../billing/index.ts";
 import type { App, EdgeDeps } from "../types.ts";
 import { errorResponses } from "../schemas.ts";
 import { CatalogInfo, catalogInfo, catalogView, publicRoute } from "./models.shared.ts";
@@ -44,7 +44,6 @@ export default function register(app: App, deps: EdgeDeps): void {
         return out;
       };
       const upstream = view.models.filter((m) => m.source === "upstream");
-      const perMillion = (v: string) => withPlatformFee(v).mul(1_000_000);
       return {
         object: "models.stats" as const,
         total_models: view.models.length,
@@ -52,8 +51,8 @@ export default function register(app: App, deps: EdgeDeps): void {
         by_category: count((m) => [m.category]),
         by_input_kind: count((m) => m.inputKinds),
         listed_price_per_million_tokens: {
-          prompt: spread(upstream.map((m) => perMillion(m.pricing.prompt))),
-          completion: spread(upstream.map((m) => perMillion(m.pricing.completion))),
+          prompt: spread(upstream.map((m) => listedPerMillionTokens(m.pricing.prompt))),
+          completion: spread(upstream.map((m) => listedPerMillionTokens(m.pricing.completion))),
         },
         folio: catalogInfo(view),
       };

@@ -3,9 +3,9 @@
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
 import { FolioError } from "../../platform/errors/index.ts";
-import { Decimal, withPlatformFee } from "../../billing/index.ts";
+import { Decimal, listedPrices, withPlatformFee } from "../../billing/index.ts";
 import { loadModelsSnapshot } from "../../../test/fake-upstream.ts";
-import { categorize, parseUpstreamModels, pricingWithFee } from "./upstream.ts";
+import { categorize, parseUpstreamModels } from "./upstream.ts";
 
 const NOW = Date.UTC(2025, 4, 23) / 1000;
 
@@ -91,9 +91,9 @@ describe("parseUpstreamModels on the recorded OpenRouter snapshot", () => {
 
   it("lists every price with the 5% fee, exactly", () => {
     const gpt41 = models.find((m) => m.id === "openai/gpt-4.1");
-    expect(gpt41 && pricingWithFee(gpt41.pricing)).toEqual({ prompt: "0.0000021", completion: "0.0000084", image: "0", request: "0" });
+    expect(gpt41 && listedPrices(gpt41.pricing)).toEqual({ prompt: "0.0000021", completion: "0.0000084", image: "0", request: "0" });
     for (const m of models) {
-      const listed = pricingWithFee(m.pricing);
+      const listed = listedPrices(m.pricing);
       expect(new Decimal(listed.prompt).eq(new Decimal(m.pricing.prompt).mul("1.05"))).toBe(true);
       expect(new Decimal(listed.completion).eq(new Decimal(m.pricing.completion).mul("1.05"))).toBe(true);
     }
@@ -102,7 +102,7 @@ describe("parseUpstreamModels on the recorded OpenRouter snapshot", () => {
   it("lists the fee without binary rounding where floats would drift", () => {
     // 0.0000000375 * 1.05 in binary floating point is 3.9375000000000004e-8.
     expect(withPlatformFee("0.0000000375").toFixed()).toBe("0.000000039375");
-    expect(pricingWithFee({ prompt: "0.0000000375", completion: "0.00000015" })).toEqual({ prompt: "0.000000039375", completion: "0.0000001575" });
+    expect(listedPrices({ prompt: "0.0000000375", completion: "0.00000015" })).toEqual({ prompt: "0.000000039375", completion: "0.0000001575" });
   });
 });
 

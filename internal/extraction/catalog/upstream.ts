@@ -32,7 +32,7 @@
  * undiscounted price is used). The same prices are listed and used for holds.
  */
 import { FolioError } from "../../platform/errors/index.ts";
-import { Decimal, parseDecimal, withPlatformFee } from "../../billing/index.ts";
+import { Decimal, listedPerMillionTokens, parseDecimal } from "../../billing/index.ts";
 import type { CatalogModel, InputKind, ModelPricing } from "../types.ts";
 import { isRecord } from "../util.ts";
 
@@ -231,22 +231,11 @@ export function categorize(pricing: ModelPricing): string {
     (p): p is string => p !== undefined,
   );
   if (prices.every((p) => new Decimal(p).isZero())) return "free";
-  const perMillion = withPlatformFee(pricing.prompt).mul(1_000_000);
+  const perMillion = listedPerMillionTokens(pricing.prompt);
   if (perMillion.lt(CATEGORY_THRESHOLDS_USD_PER_MILLION.economy)) return "economy";
   if (perMillion.lt(CATEGORY_THRESHOLDS_USD_PER_MILLION.standard)) return "standard";
   return "premium";
 }
-
-/** The listed prices: each provider price plus the 5% platform fee, exact decimal strings. */
-export function pricingWithFee(pricing: ModelPricing): ModelPricing {
-  const fee = (p: string) => withPlatformFee(p).toFixed();
-  const out: ModelPricing = { prompt: fee(pricing.prompt), completion: fee(pricing.completion) };
-  if (pricing.image !== undefined) out.image = fee(pricing.image);
-  if (pricing.request !== undefined) out.request = fee(pricing.request);
-  if (pricing.page !== undefined) out.page = fee(pricing.page);
-  return out;
-}
-
 
 function stringArray(v: unknown): string[] | undefined {
   return Array.isArray(v) ? v.filter((x): x is string => typeof x === "string") : undefined;

@@ -62,7 +62,7 @@ export interface LedgerEntriesTable {
   amount_cents: number;
   /** Exact provider cost behind a debit, fractional cents. */
   provider_cost_cents: Numeric | null;
-  /** Exact 5% platform fee behind a debit, fractional cents. */
+  /** Exact platform fee behind a debit, fractional cents (internal/billing). */
   platform_fee_cents: Numeric | null;
   balance_after_cents: number;
   request_id: string | null;
