@@ -26,6 +26,11 @@ export function centsToNumber(cents: DecimalLike): number {
   return new Decimal(cents).toNumber();
 }
 
+/** Cents as a JSON number of dollars (`balance_usd`, `total_usd`). */
+export function centsToUsd(cents: DecimalLike): number {
+  return new Decimal(cents).div(100).toNumber();
+}
+
 /** A charge's three figures as every response names them. */
 export function chargeFields(c: ComponentCharge): { provider_cost_cents: number; platform_fee_cents: number; total_cost_cents: number } {
   return { provider_cost_cents: centsToNumber(c.providerCostCents), platform_fee_cents: centsToNumber(c.platformFeeCents), total_cost_cents: c.chargedCents };

@@ -3,7 +3,7 @@
  */
 import { sql } from "kysely";
 import type { DB, UsageLogRow } from "../platform/db/index.ts";
-import { Decimal, centsToNumber, formatUsd } from "../billing/index.ts";
+import { Decimal, centsToNumber, centsToUsd, formatUsd } from "../billing/index.ts";
 
 export interface UsageFilter {
   start: number;
@@ -116,7 +116,7 @@ export async function summarize(db: DB, accountId: string, start: number, end: n
       provider_cost_cents: centsToNumber(totals.provider),
       platform_fee_cents: centsToNumber(totals.fee),
       total_cents: centsToNumber(total),
-      total_usd: total.div(100).toNumber(),
+      total_usd: centsToUsd(total),
       formatted: formatUsd(total),
     },
     by_model: Object.fromEntries(models.map((m) => [m.model, { requests: Number(m.requests), tokens: Number(m.tokens), cost_cents: centsToNumber(m.cost) }])),

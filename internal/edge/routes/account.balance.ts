@@ -1,6 +1,6 @@
 import { Type } from "typebox";
 import { getAccount } from "../../accounts/index.ts";
-import { formatUsd } from "../../billing/index.ts";
+import { centsToUsd, formatUsd } from "../../billing/index.ts";
 import type { App, EdgeDeps } from "../types.ts";
 import { principalOf } from "../types.ts";
 import { keyed } from "../schemas.ts";
@@ -27,7 +27,7 @@ export default function register(app: App, deps: EdgeDeps): void {
       const a = await getAccount(deps.db, principalOf(req).accountId);
       return {
         balance_cents: a.balance_cents,
-        balance_usd: a.balance_cents / 100,
+        balance_usd: centsToUsd(a.balance_cents),
         formatted: formatUsd(a.balance_cents),
         currency: "USD" as const,
         held_cents: a.held_cents,
