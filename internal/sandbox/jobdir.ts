@@ -5,7 +5,7 @@
 import { chown, mkdir, readFile, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { FolioError } from "../platform/errors/index.ts";
-import { FORMAT_EXTENSIONS, PAGE_DPI } from "./converter.ts";
+import { FORMAT_EXTENSIONS, PAGE_DPI } from "../formats/index.ts";
 import type { JobResult, JobSpec, SandboxInput } from "./interface.ts";
 import { NOBODY } from "./oci.ts";
 
