@@ -6,53 +6,49 @@ NPX := npx --no-install
 
 .PHONY: help deps run test lint typecheck build web bench clean generate k8s-validate e2e-kind
 
-help:
-	@echo "make run    - install what is missing and start folio dev on :8080"
-	@echo "make test   - install what is missing, start Postgres/Redis if needed, run every test"
-	@echo "make lint   - typecheck + eslint"
-	@echo "make build  - compile to dist/ (then: npx folio --help)"
-	@echo "make web    - build the playground page (web/playground -> dist/web/playground)"
-	@echo "make bench  - benchmarks (docs/benchmarks.md)"
-	@echo "make k8s-validate - helm lint/template, kustomize and schema checks of deploy/ (no cluster needed)"
-	@echo "make e2e-kind - install on a kind cluster with gVisor and convert a DOCX (docs/e2e-kind.md)"
+# Every target says what it does in a `## ` comment on its line; `make help`
+# lists them all, and names a .PHONY target that has none.
+help: ## list every target
+	@awk -F ':.*## ' '/^[a-zA-Z0-9_-]+:.*## / { printf "make %-13s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
+	@for t in $$(sed -n 's/^\.PHONY: //p' $(MAKEFILE_LIST)); do grep -Eq "^$$t:.*## " $(MAKEFILE_LIST) || echo "make $$t (no description: add a ## comment to its line)"; done
 
-deps:
+deps: ## install the npm and Debian packages `make run` needs (scripts/ensure-deps.sh)
 	@scripts/ensure-deps.sh run
 
 # The playground page the edge serves at /playground (docs/playground.md):
 # typechecked, built by Vite, and rebuilt by run/test when its sources change.
 WEB_PAGE := dist/web/playground/index.html
-WEB_SRC := $(shell find web/playground -type f -not -path '*/node_modules/*' 2>/dev/null)
+# The page also bundles two dependency-free modules of internal/ (money formatting, strategy names).
+WEB_SRC := $(shell find web/playground -type f -not -path '*/node_modules/*' 2>/dev/null) internal/billing/format.ts internal/contracts/strategies.ts
 WEB_BUILD := $(NPX) tsc -p web/playground/tsconfig.json && $(NPX) vite build web/playground --logLevel warn
 
-web: deps
+web: deps ## build the playground page (web/playground -> dist/web/playground)
 	$(WEB_BUILD)
 
 $(WEB_PAGE): $(WEB_SRC)
 	@$(MAKE) --no-print-directory web
 
 # Tracing registers before the program (internal/platform/telemetry/register.ts); it is idle unless OTEL_* asks for export.
-run: deps $(WEB_PAGE)
+run: deps $(WEB_PAGE) ## install what is missing and start folio dev on http://127.0.0.1:8080
 	$(NPX) tsx --import ./internal/platform/telemetry/register.ts cmd/folio/main.ts dev
 
-test:
+test: ## install what is missing, start Postgres and Redis if needed, run every test
 	@scripts/ensure-deps.sh test
 	@$(MAKE) --no-print-directory $(WEB_PAGE)
 	@eval "$$(scripts/test-services.sh)" && scripts/run-tests.sh
 
-lint: deps typecheck
+lint: deps typecheck ## typecheck, eslint (with the boundaries of docs/architecture.md), and every generator's --check
 	$(NPX) eslint . --max-warnings=0
-	@scripts/gen-proto.sh --check
-	@$(NPX) tsx scripts/gen-crd.ts --check
+	@scripts/generate.sh --check
 
-generate: deps
-	scripts/gen-proto.sh
+generate: deps ## run every generator of committed files (scripts/generate.sh)
+	scripts/generate.sh
 
-typecheck: deps
+typecheck: deps ## tsc over the project and the playground page
 	$(NPX) tsc -p tsconfig.json --noEmit
 	$(NPX) tsc -p web/playground/tsconfig.json
 
-build: deps
+build: deps ## compile to dist/ (then: npx folio --help)
 	rm -rf dist
 	$(NPX) tsc -p tsconfig.build.json
 	cp -r proto dist/proto
@@ -62,17 +58,17 @@ build: deps
 # The Helm chart, kustomize overlays, CRD, dashboard and Dockerfiles, checked
 # without a cluster by test/deploy.test.ts (also part of `make test`); helm and
 # kubectl come from scripts/k8s-tools.sh into .tools/ (docs/operations.md).
-k8s-validate: deps
+k8s-validate: deps ## helm lint/template, kustomize and schema checks of deploy/ (no cluster needed)
 	@scripts/k8s-tools.sh >/dev/null
 	@eval "$$(scripts/test-services.sh)" && $(NPX) vitest run test/deploy.test.ts
 
 # Folio on a real kind cluster with gVisor sandboxes (docs/e2e-kind.md); needs docker, kind, kubectl, helm and gVisor on the host.
-e2e-kind:
+e2e-kind: ## install on a kind cluster with gVisor and convert a DOCX (docs/e2e-kind.md)
 	scripts/e2e-kind.sh
 
-bench:
+bench: ## benchmarks (docs/benchmarks.md)
 	@scripts/ensure-deps.sh test
 	@eval "$$(scripts/test-services.sh)" && $(NPX) tsx bench/run.ts
 
-clean:
+clean: ## remove dist/ and test-artifacts/
 	rm -rf dist test-artifacts

@@ -39,6 +39,19 @@ const BOUNDARIES = {
     { group: ["**/extraction/**", "**/conversion/**", "**/sandbox/**"], message: "billing prices work from numbers it is given; it imports no service" },
   ],
   formats: [{ group: ["**/*", "!node:*"], message: "internal/formats imports nothing: the sandbox program, the playground page and the CLI use it as it is" }],
+  "cli/client": [
+    {
+      group: [
+        ...["edge", "extraction", "conversion", "sandbox", "operator", "platform", "auth", "accounts", "usage", "ratelimit", "documents", "cli/run", "cli/admin"].map((f) => `**/${f}/**`),
+        "**/billing/*",
+        "!**/billing/format.ts",
+        "**/contracts/*",
+        "!**/contracts/strategies.ts",
+      ],
+      message: "the CLI client speaks the public HTTP API only: it may use internal/formats, the strategy names and money formatting, nothing of the services",
+    },
+  ],
+  "cli/admin": [NOTHING_IMPORTS_THE_EDGE],
 };
 const OTHER_FOLDERS = ["accounts", "auth", "contracts", "documents", "operator", "platform", "ratelimit", "usage"];
 

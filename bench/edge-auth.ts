@@ -26,7 +26,7 @@ import os from "node:os";
 import autocannon from "autocannon";
 import Fastify from "fastify";
 import pg from "pg";
-import { adminCreateAccount } from "../internal/cli/admin.ts";
+import { adminCreateAccount } from "../internal/cli/admin/index.ts";
 import { startEdge, type RunningEdge } from "../internal/edge/index.ts";
 import type { EdgeConfig } from "../internal/platform/config/index.ts";
 import { migrateToLatest, openDatabase, redactUrl } from "../internal/platform/db/index.ts";

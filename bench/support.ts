@@ -1,6 +1,6 @@
 import { edgeSchema, parseConfig, type EdgeConfig, type Env } from "../internal/platform/config/index.ts";
 import { openDatabase } from "../internal/platform/db/index.ts";
-import { adminAddCredits } from "../internal/cli/admin.ts";
+import { adminAddCredits } from "../internal/cli/admin/index.ts";
 
 /** Adds credits to a benchmark account. */
 export async function addCredits(databaseUrl: string, accountId: string, cents: number): Promise<void> {

@@ -27,6 +27,8 @@ describe("architecture boundaries (eslint)", () => {
     ["internal/sandbox/kubernetes/x.ts", 'import "../../edge/index.ts";', /nothing imports the edge/],
     ["internal/billing/x.ts", 'import "../conversion/index.ts";', /imports no service/],
     ["internal/formats/x.ts", 'import "../platform/errors/index.ts";', /internal\/formats imports nothing/],
+    ["internal/cli/client/x.ts", 'import "../../extraction/client.ts";', /CLI client speaks the public HTTP API only/],
+    ["internal/cli/client/x.ts", 'import { formatUsd } from "../../billing/index.ts";', /CLI client speaks the public HTTP API only/],
   ])("%s: %s is refused", async (path, code, why) => {
     const errors = await boundaryErrors(path, code);
     expect(errors.length, JSON.stringify(errors)).toBe(1);
@@ -38,6 +40,8 @@ describe("architecture boundaries (eslint)", () => {
     ["internal/conversion/x.ts", 'import "../sandbox/index.ts";\nimport "../billing/index.ts";'],
     ["internal/extraction/x.ts", 'import "../billing/index.ts";\nimport "../contracts/index.ts";'],
     ["internal/edge/x.test.ts", 'import "../extraction/service.ts";'],
+    ["internal/cli/client/x.ts", 'import "../../formats/index.ts";\nimport "../../billing/format.ts";\nimport "../../contracts/strategies.ts";'],
+    ["internal/cli/run/x.ts", 'import "../../edge/index.ts";\nimport "../../extraction/index.ts";'],
   ])("%s: allowed imports pass", async (path, code) => {
     expect(await boundaryErrors(path, code)).toEqual([]);
   });

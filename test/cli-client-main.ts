@@ -5,7 +5,7 @@
  * test/cli-client.test.ts while the entry point does not wire them in yet.
  */
 import { Command } from "commander";
-import { registerClientCommands } from "../internal/cli/client-commands.ts";
+import { registerClientCommands } from "../internal/cli/client/index.ts";
 
 const program = new Command().name("folio").showHelpAfterError();
 registerClientCommands(program);

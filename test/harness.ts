@@ -9,7 +9,7 @@ import { startConversion, type RunningConversion } from "../internal/conversion/
 import { startExtraction, type RunningExtraction } from "../internal/extraction/index.ts";
 import { openDatabase, type DatabaseHandle } from "../internal/platform/db/index.ts";
 import { createLogger } from "../internal/platform/log/index.ts";
-import { adminAddCredits, adminCreateAccount, adminCreateKey } from "../internal/cli/admin.ts";
+import { adminAddCredits, adminCreateAccount, adminCreateKey } from "../internal/cli/admin/index.ts";
 import { RedisRateLimiter } from "../internal/ratelimit/index.ts";
 import { DEFAULT_PERMISSIONS } from "../internal/auth/index.ts";
 

@@ -10,7 +10,7 @@ import { startEdge, type RunningEdge } from "../internal/edge/index.ts";
 import { edgeSchema, parseConfig } from "../internal/platform/config/index.ts";
 import { migrateToLatest, openDatabase, type DatabaseHandle } from "../internal/platform/db/index.ts";
 import { createLogger } from "../internal/platform/log/index.ts";
-import { ensureDevAccount, DEV_CREDIT_CENTS } from "../internal/cli/dev-account.ts";
+import { ensureDevAccount, DEV_CREDIT_CENTS } from "../internal/cli/run/index.ts";
 import { Billing, chargeComponent } from "../internal/billing/index.ts";
 import { summarize } from "../internal/usage/index.ts";
 import { call } from "./harness.ts";

@@ -10,7 +10,7 @@ import type { InMemorySpanExporter } from "@opentelemetry/sdk-trace";
 import { startConversion } from "../internal/conversion/index.ts";
 import { startEdge } from "../internal/edge/index.ts";
 import { startExtraction } from "../internal/extraction/index.ts";
-import { adminCreateAccount } from "../internal/cli/admin.ts";
+import { adminCreateAccount } from "../internal/cli/admin/index.ts";
 import { conversionSchema, edgeSchema, extractionSchema, parseConfig } from "../internal/platform/config/index.ts";
 import { openDatabase } from "../internal/platform/db/index.ts";
 import { createLogger } from "../internal/platform/log/index.ts";

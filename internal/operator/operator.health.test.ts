@@ -1,6 +1,6 @@
 // The operator process's endpoints: /healthz, /readyz (watches synced, leader or follower) and the operator's metrics.
 import { afterEach, describe, expect, it } from "vitest";
-import { serveHealth } from "../cli/operator.ts";
+import { serveHealth } from "../cli/run/index.ts";
 import { Harness, until } from "./testserver.ts";
 
 let harness: Harness;

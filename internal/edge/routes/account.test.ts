@@ -4,7 +4,7 @@
  * settled charge.
  */
 import { sql } from "kysely";
-import { adminUpdateAccount } from "../../cli/admin.ts";
+import { adminUpdateAccount } from "../../cli/admin/index.ts";
 import { RedisRateLimiter } from "../../ratelimit/index.ts";
 import { createLogger } from "../../platform/log/index.ts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";

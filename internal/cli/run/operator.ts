@@ -1,9 +1,9 @@
 import { createServer, type Server } from "node:http";
 import { KubeConfig } from "@kubernetes/client-node";
-import { OperatorMetrics, startOperator, type RunningOperator } from "../operator/index.ts";
-import { operatorSchema, parseConfig, type Env } from "../platform/config/index.ts";
-import { createLogger } from "../platform/log/index.ts";
-import { stopOnSignal } from "./edge.ts";
+import { OperatorMetrics, startOperator, type RunningOperator } from "../../operator/index.ts";
+import { operatorSchema, parseConfig, type Env } from "../../platform/config/index.ts";
+import { createLogger } from "../../platform/log/index.ts";
+import { stopOnSignal } from "./services.ts";
 
 /**
  * Runs the operator until SIGINT/SIGTERM: credentials from the kubeconfig or

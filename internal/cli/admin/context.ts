@@ -1,7 +1,7 @@
-import { cliSchema, parseConfig, type Env } from "../platform/config/index.ts";
-import { openDatabase } from "../platform/db/index.ts";
-import { createLogger } from "../platform/log/index.ts";
-import { RedisRateLimiter } from "../ratelimit/index.ts";
+import { cliSchema, parseConfig, type Env } from "../../platform/config/index.ts";
+import { openDatabase } from "../../platform/db/index.ts";
+import { createLogger } from "../../platform/log/index.ts";
+import { RedisRateLimiter } from "../../ratelimit/index.ts";
 import type { AdminContext } from "./admin.ts";
 
 /** Opens the database (and Redis, when configured) for one CLI command, then closes them. */

@@ -1,45 +1,17 @@
 /**
- * `folio ocr` and `folio convert`: the terminal's client of a running Folio,
- * over the public HTTP API only (POST /v1/playground/process for its progress
- * events and page images, POST /v1/convert). The key comes from --api-key or
- * FOLIO_API_KEY and is never printed.
+ * `folio ocr` and `folio convert`: read or convert a document through a
+ * running Folio (POST /v1/playground/process for its progress events and
+ * page images, POST /v1/convert), over the HTTP client in `http.ts`.
  */
 import { mkdir, readFile, writeFile } from "node:fs/promises";
-import { basename, extname, join } from "node:path";
+import { basename, join } from "node:path";
 import type { Writable } from "node:stream";
 import cliProgress from "cli-progress";
+import { formatCents } from "../../billing/format.ts";
+import { CONVERSION_FORMATS, CONVERSION_MIME_TYPES, FORMAT_EXTENSIONS, conversionFormatForFilename } from "../../formats/index.ts";
+import { ClientError, apiFailure, connect, failure, ndjson, send, type ApiErrorBody, type ConnectionOptions } from "./http.ts";
 
-export const DEFAULT_BASE_URL = "http://127.0.0.1:8080";
 export const OUTPUT_FORMATS = ["text", "json", "markdown"] as const;
-export const STRATEGIES = ["quality", "accuracy", "speed", "cost", "balanced"] as const;
-
-/** The conversion formats by file extension (docs/conversion.md). */
-export const CONVERT_MIME_TYPES: Readonly<Record<string, string>> = {
-  ".docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
-  ".pptx": "application/vnd.openxmlformats-officedocument.presentationml.presentation",
-  ".doc": "application/msword",
-  ".odt": "application/vnd.oasis.opendocument.text",
-  ".rtf": "application/rtf",
-  ".txt": "text/plain",
-};
-
-/** A failure the user can act on: printed as `folio: <message>`, exit status 1. */
-export class ClientError extends Error {
-  constructor(
-    message: string,
-    /** The API's error code, when the API answered with one. */
-    readonly code?: string,
-    readonly status?: number,
-  ) {
-    super(message);
-    this.name = "ClientError";
-  }
-}
-
-export interface ConnectionOptions {
-  baseUrl?: string;
-  apiKey?: string;
-}
 
 export interface OcrOptions extends ConnectionOptions {
   model?: string;
@@ -66,25 +38,6 @@ export interface Io {
 
 const processIo = (): Io => ({ stdout: process.stdout, stderr: process.stderr, env: process.env });
 
-interface Connection {
-  baseUrl: string;
-  headers: Record<string, string>;
-}
-
-function connect(o: ConnectionOptions, env: Io["env"]): Connection {
-  const raw = (o.baseUrl ?? env.FOLIO_BASE_URL ?? DEFAULT_BASE_URL).trim().replace(/\/+$/, "");
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    throw new ClientError(`the base URL '${raw}' is not a URL (set FOLIO_BASE_URL or --base-url, e.g. ${DEFAULT_BASE_URL})`);
-  }
-  if (url.protocol !== "http:" && url.protocol !== "https:") throw new ClientError(`the base URL must be http or https, not ${url.protocol}`);
-  const key = (o.apiKey ?? env.FOLIO_API_KEY ?? "").trim();
-  if (!key) throw new ClientError("no API key: set FOLIO_API_KEY (or pass --api-key)");
-  return { baseUrl: raw, headers: { authorization: `Bearer ${key}`, "user-agent": "folio-cli" } };
-}
-
 /** The parts of a playground result the terminal uses (docs/playground.md has the whole shape). */
 interface Result {
   id: string;
@@ -93,14 +46,6 @@ interface Result {
   usage: { pages_processed: number };
   timings: { total_ms: number };
   cost: { formatted: string; components: { component: string; total_cost_cents: number }[] };
-}
-
-interface ApiErrorBody {
-  code: string;
-  message: string;
-  retry_after_seconds?: number;
-  required_cents?: number;
-  missing_permissions?: string[];
 }
 
 type StreamEvent =
@@ -162,9 +107,11 @@ export async function runOcr(target: string, o: OcrOptions, io: Io = processIo()
 /** `folio convert FILE --out DIR`: PNG pages into DIR, their paths on stdout, the cost on stderr. */
 export async function runConvert(file: string, o: ConvertOptions, io: Io = processIo()): Promise<void> {
   const conn = connect(o, io.env);
-  const mimeType = o.mimeType ?? CONVERT_MIME_TYPES[extname(file).toLowerCase()];
+  const format = conversionFormatForFilename(file);
+  const mimeType = o.mimeType ?? (format ? CONVERSION_MIME_TYPES[format][0] : undefined);
   if (!mimeType) {
-    throw new ClientError(`cannot tell the format of '${basename(file)}' from its extension: use one of ${Object.keys(CONVERT_MIME_TYPES).join(", ")} or pass --mime-type`);
+    const extensions = CONVERSION_FORMATS.map((f) => `.${FORMAT_EXTENSIONS[f]}`).join(", ");
+    throw new ClientError(`cannot tell the format of '${basename(file)}' from its extension: use one of ${extensions} or pass --mime-type`);
   }
   const bytes = await readInput(file);
   const res = await send(conn, "/v1/convert", {
@@ -183,7 +130,7 @@ export async function runConvert(file: string, o: ConvertOptions, io: Io = proce
     r.result.images.map((i) => ({ page: i.page_number, image: { url: `data:${i.mime_type};base64,${i.base64}`, mime_type: i.mime_type } })),
   );
   for (const path of written) io.stdout.write(`${path}\n`);
-  io.stderr.write(`cost: ${dollars(r.usage.total_cost_cents)} · ${r.result.page_count} page${r.result.page_count === 1 ? "" : "s"} · ${(r.usage.compute_time_ms / 1000).toFixed(1)} s compute · ${r.id}\n`);
+  io.stderr.write(`cost: ${formatCents(r.usage.total_cost_cents)} · ${r.result.page_count} page${r.result.page_count === 1 ? "" : "s"} · ${(r.usage.compute_time_ms / 1000).toFixed(1)} s compute · ${r.id}\n`);
 }
 
 async function readInput(path: string): Promise<Buffer> {
@@ -195,67 +142,6 @@ async function readInput(path: string): Promise<Buffer> {
   }
 }
 
-async function send(conn: Connection, path: string, init: RequestInit): Promise<Response> {
-  try {
-    return await fetch(conn.baseUrl + path, init);
-  } catch (err) {
-    const cause = (err as { cause?: { code?: string; message?: string } }).cause;
-    throw new ClientError(`cannot reach Folio at ${conn.baseUrl}: ${cause?.code ?? cause?.message ?? (err as Error).message} (is it running? set FOLIO_BASE_URL or --base-url)`);
-  }
-}
-
-async function apiFailure(res: Response): Promise<ClientError> {
-  const text = await res.text();
-  try {
-    const body = JSON.parse(text) as { error?: ApiErrorBody };
-    if (body.error && typeof body.error.code === "string") {
-      const retry = Number(res.headers.get("retry-after"));
-      return failure(res.status, { ...body.error, ...(body.error.retry_after_seconds === undefined && retry > 0 ? { retry_after_seconds: retry } : {}) });
-    }
-  } catch {
-    /* not the error shape */
-  }
-  return new ClientError(`the server answered HTTP ${res.status}${text ? `: ${text.slice(0, 200)}` : ""}`, undefined, res.status);
-}
-
-/** An API error in plain words, with what to do next where there is something, and its code. */
-function failure(status: number, e: ApiErrorBody): ClientError {
-  const hint: Record<string, string | undefined> = {
-    insufficient_credits: `not enough credit${e.required_cents !== undefined ? ` (this needs ${dollars(e.required_cents)} available)` : ""}; add credits with \`folio admin credits add\``,
-    rate_limit_exceeded: `rate limit reached; try again in ${e.retry_after_seconds ?? "a few"} seconds`,
-    invalid_api_key: "the API key was not accepted; check FOLIO_API_KEY",
-    permission_denied: `the API key lacks ${(e.missing_permissions ?? []).join(", ") || "a permission this needs"}`,
-    timeout: "the conversion took too long and was stopped (nothing charged for it)",
-  };
-  const lead = hint[e.code];
-  return new ClientError(`${lead ? `${lead}: ` : ""}${e.message} [${e.code}, HTTP ${status}]`, e.code, status);
-}
-
-/** Lines of an NDJSON body as they arrive. */
-async function* ndjson<T>(res: Response): AsyncGenerator<T> {
-  if (!res.body) return;
-  const decoder = new TextDecoder();
-  let buffered = "";
-  for await (const chunk of res.body) {
-    buffered += decoder.decode(chunk as Uint8Array, { stream: true });
-    let nl: number;
-    while ((nl = buffered.indexOf("\n")) >= 0) {
-      const line = buffered.slice(0, nl).trim();
-      buffered = buffered.slice(nl + 1);
-      if (line) yield parseLine<T>(line);
-    }
-  }
-  buffered += decoder.decode();
-  if (buffered.trim()) yield parseLine<T>(buffered.trim());
-}
-
-function parseLine<T>(line: string): T {
-  try {
-    return JSON.parse(line) as T;
-  } catch {
-    throw new ClientError(`the server sent a line that is not JSON: ${line.slice(0, 100)}`);
-  }
-}
 
 /** What the server reports while it works: a line per stage, a bar over the pages when there are several. */
 class Progress {
@@ -314,10 +200,8 @@ function withoutImages(r: Result): unknown {
   return { ...r, result: { ...r.result, pages: r.result.pages.map((p) => ({ ...p, image: p.image ? { mime_type: p.image.mime_type } : null })) } };
 }
 
-const dollars = (cents: number) => `$${(cents / 100).toFixed(2)}`;
-
 function costLine(r: Result): string {
-  const parts = r.cost.components.map((c) => `${c.component} ${dollars(c.total_cost_cents)}`);
+  const parts = r.cost.components.map((c) => `${c.component} ${formatCents(c.total_cost_cents)}`);
   const pages = r.usage.pages_processed;
   return `cost: ${r.cost.formatted}${parts.length > 1 ? ` (${parts.join(" + ")})` : ""} · ${pages} page${pages === 1 ? "" : "s"} · ${r.model} · ${(r.timings.total_ms / 1000).toFixed(1)} s · ${r.id}`;
 }

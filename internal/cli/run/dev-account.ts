@@ -5,10 +5,10 @@
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync, chmodSync } from "node:fs";
 import { join } from "node:path";
-import { ALL_PERMISSIONS, KeyStore, hashKey } from "../auth/index.ts";
-import { createAccount, findAccountByEmail } from "../accounts/index.ts";
-import { Billing } from "../billing/index.ts";
-import type { DB } from "../platform/db/index.ts";
+import { ALL_PERMISSIONS, KeyStore, hashKey } from "../../auth/index.ts";
+import { createAccount, findAccountByEmail } from "../../accounts/index.ts";
+import { Billing } from "../../billing/index.ts";
+import type { DB } from "../../platform/db/index.ts";
 
 export const DEV_EMAIL = "dev@folio.local";
 export const DEV_CREDIT_CENTS = 1000;

@@ -2,12 +2,12 @@
  * `folio admin …`: operator commands that work on the database directly
  * (there is no payment processor; credits are added here).
  */
-import { ALL_PERMISSIONS, KeyStore, validatePermissions } from "../auth/index.ts";
-import { createAccount, getAccount, unixSeconds, updateAccount, type AccountPatch } from "../accounts/index.ts";
-import { Billing } from "../billing/index.ts";
-import type { DB } from "../platform/db/index.ts";
-import type { RateLimiter } from "../ratelimit/index.ts";
-import { keyFence } from "../ratelimit/index.ts";
+import { ALL_PERMISSIONS, KeyStore, validatePermissions } from "../../auth/index.ts";
+import { createAccount, getAccount, unixSeconds, updateAccount, type AccountPatch } from "../../accounts/index.ts";
+import { Billing } from "../../billing/index.ts";
+import type { DB } from "../../platform/db/index.ts";
+import type { RateLimiter } from "../../ratelimit/index.ts";
+import { keyFence } from "../../ratelimit/index.ts";
 
 export interface AdminContext {
   db: DB;

@@ -1,11 +1,18 @@
 /**
  * The client commands of `folio`: `folio ocr` and `folio convert`, which talk
- * to a running Folio over its HTTP API (internal/cli/ocr.ts does the work).
+ * to a running Folio over its HTTP API (`commands.ts` does the work over the
+ * HTTP client in `http.ts`).
  * Failures throw a ClientError; the entry point prints `folio: <message>` and
  * exits 1.
  */
 import { Option, type Command } from "commander";
-import { DEFAULT_BASE_URL, OUTPUT_FORMATS, STRATEGIES, runConvert, runOcr, type ConvertOptions, type OcrOptions } from "./ocr.ts";
+import { STRATEGIES } from "../../contracts/strategies.ts";
+import { PAGE_DPI } from "../../formats/index.ts";
+import { OUTPUT_FORMATS, runConvert, runOcr, type ConvertOptions, type OcrOptions } from "./commands.ts";
+import { DEFAULT_BASE_URL } from "./http.ts";
+
+export { ClientError, DEFAULT_BASE_URL } from "./http.ts";
+export { runConvert, runOcr, type ConvertOptions, type Io, type OcrOptions } from "./commands.ts";
 
 function connectionOptions(cmd: Command): Command {
   return cmd
@@ -32,7 +39,7 @@ export function registerClientCommands(program: Command): void {
   connectionOptions(
     program
       .command("convert")
-      .description("Convert an office document to 200-DPI PNG pages through a running Folio (POST /v1/convert)")
+      .description(`Convert an office document to ${PAGE_DPI}-DPI PNG pages through a running Folio (POST /v1/convert)`)
       .argument("<file>", "DOCX, PPTX, DOC, ODT, RTF or TXT")
       .requiredOption("--out <dir>", "folder for the pages (page-001.png, …)")
       .option("--mime-type <type>", "the document's MIME type, when its extension does not say"),

@@ -3,15 +3,15 @@
  * edge binds 127.0.0.1 unless FOLIO_HTTP_HOST says otherwise.
  */
 import { relative } from "node:path";
-import { startEdge } from "../edge/index.ts";
-import { conversionSchema, edgeSchema, extractionSchema, parseConfig, type Env } from "../platform/config/index.ts";
-import { startExtraction } from "../extraction/index.ts";
-import { startConversion, type RunningConversion } from "../conversion/index.ts";
-import type { Logger } from "../platform/log/index.ts";
-import { migrateToLatest, openDatabase } from "../platform/db/index.ts";
-import { createLogger } from "../platform/log/index.ts";
+import { startEdge } from "../../edge/index.ts";
+import { conversionSchema, edgeSchema, extractionSchema, parseConfig, type Env } from "../../platform/config/index.ts";
+import { startExtraction } from "../../extraction/index.ts";
+import { startConversion, type RunningConversion } from "../../conversion/index.ts";
+import type { Logger } from "../../platform/log/index.ts";
+import { migrateToLatest, openDatabase } from "../../platform/db/index.ts";
+import { createLogger } from "../../platform/log/index.ts";
 import { ensureDevAccount } from "./dev-account.ts";
-import { stopOnSignal } from "./edge.ts";
+import { stopOnSignal } from "./services.ts";
 
 export async function runDev(env: Env): Promise<void> {
   // Services run in this process but still talk gRPC over loopback, like a deployment.
