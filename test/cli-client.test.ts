@@ -6,13 +6,13 @@
  */
 import { spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestAccount, startStack, testDb, type TestStack } from "./harness.ts";
 import { cer } from "./cer.ts";
+import { freePort } from "./support.ts";
 import { pngInfo } from "../internal/sandbox/testdocs.ts";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -55,18 +55,6 @@ function folio(args: string[], key: string | null, env: Record<string, string> =
   return new Promise((resolve, reject) => {
     child.once("error", reject);
     child.once("close", (code) => resolve({ code, stdout, stderr }));
-  });
-}
-
-/** A loopback port nothing listens on (it was free a moment ago). */
-function closedPort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
   });
 }
 
@@ -151,7 +139,7 @@ describe("folio ocr", SLOW, () => {
     const missing = await folio(["ocr", join(scratch, "nope.png")], "folio_sk_not_a_real_key");
     expect(missing.code, show(missing)).toBe(1);
     expect(missing.stderr).toMatch(/^folio: no such file: .*nope\.png$/m);
-    const closed = await closedPort();
+    const closed = await freePort();
     const down = await folio(["ocr", fixture("ocr/english.png")], "folio_sk_not_a_real_key", { FOLIO_BASE_URL: `http://127.0.0.1:${closed}` });
     expect(down.code, show(down)).toBe(1);
     expect(down.stderr).toMatch(new RegExp(`^folio: cannot reach Folio at http://127\\.0\\.0\\.1:${closed}: ECONNREFUSED`, "m"));

@@ -11,12 +11,12 @@
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { freePort } from "./support.ts";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const ARTIFACTS = join(ROOT, "test-artifacts", "playground");
@@ -32,17 +32,6 @@ let poorKey: string;
 /** No credit and one request a minute: its second request is a real 429. */
 let hurriedKey: string;
 let browser: Browser;
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 /** The environment of the child processes: this run's data folder, no test Postgres/Redis (folio dev's embedded defaults). */
 function childEnv(port: number): NodeJS.ProcessEnv {

@@ -1,5 +1,6 @@
 /** Helpers shared by unit and integration tests: OCR fixtures and expected failures. */
 import { readFileSync } from "node:fs";
+import { createServer } from "node:net";
 import { fileURLToPath } from "node:url";
 import { expect } from "vitest";
 import { FolioError } from "../internal/platform/errors/index.ts";
@@ -27,4 +28,16 @@ export async function folioFailure(p: Promise<unknown>, what = "the call"): Prom
   );
   expect(err, `expected ${what} to fail with a FolioError`).toBeInstanceOf(FolioError);
   return err as FolioError;
+}
+
+/** A loopback port nothing listens on (it was free a moment ago): for a server to start on, or a client to find closed. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once("error", reject);
+    s.listen(0, "127.0.0.1", () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+  });
 }
