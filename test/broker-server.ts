@@ -2,8 +2,7 @@
  * A SandboxBroker served on loopback gRPC with a client of it, as sandbox
  * pods would reach it: shared by the broker and kubernetes-backend tests.
  */
-import type { SandboxBroker } from "../internal/conversion/broker.ts";
-import { registerBroker } from "../internal/conversion/broker.ts";
+import { registerBroker, type SandboxBroker } from "../internal/sandbox/kubernetes/index.ts";
 import type { ProtoGrpcType } from "../internal/gen/proto/conversion.ts";
 import type { SandboxBrokerClient } from "../internal/gen/proto/folio/conversion/v1/SandboxBroker.ts";
 import { clientOptions, grpc, loadProto, startGrpcServer } from "../internal/platform/grpc/index.ts";

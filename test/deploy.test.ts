@@ -62,8 +62,8 @@ import { ConversionMetrics, EdgeMetrics, ExtractionMetrics, type Metrics } from 
 import { OperatorMetrics } from "../internal/operator/metrics.ts";
 import { NETWORK_POLICY_NAME, SANDBOX_UID, buildJob, buildNetworkPolicy, networkPolicyMatches, parseLabelSelector } from "../internal/operator/job.ts";
 import { API_VERSION, KIND, SANDBOX_POD_LABELS, type ConversionSandbox } from "../internal/operator/types.ts";
-import { REQUEST_LABELS } from "../internal/conversion/kubernetes.ts";
-import { brokerModeOptions } from "../internal/sandbox/remote.ts";
+import { REQUEST_LABELS } from "../internal/sandbox/kubernetes/backend.ts";
+import { brokerModeOptions } from "../internal/sandbox/kubernetes/pod.ts";
 import { buildSandboxProgram } from "../internal/sandbox/assets.ts";
 import { prepareProfile } from "../internal/sandbox/profile.ts";
 

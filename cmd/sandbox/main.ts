@@ -11,7 +11,7 @@
  *   pages, writes the termination message to FOLIO_TERMINATION_LOG (default
  *   `/dev/termination-log`). Exit code 0 once the result was submitted,
  *   conversion failures included; 1 when the exchange with the broker
- *   failed. See `internal/sandbox/remote.ts`.
+ *   failed. See `internal/sandbox/kubernetes/pod.ts`.
  */
 import { createRequire } from "node:module";
 import { runJob } from "../../internal/sandbox/converter.ts";
@@ -38,7 +38,7 @@ async function brokerMode(): Promise<void> {
   const scope = globalThis as { require?: NodeJS.Require };
   scope.require ??= createRequire(import.meta.url);
   // Loaded only here: the job-folder mode never loads gRPC.
-  const { brokerModeOptions, runBrokerMode } = await import("../../internal/sandbox/remote.ts");
+  const { brokerModeOptions, runBrokerMode } = await import("../../internal/sandbox/kubernetes/pod.ts");
   const { exitCode } = await runBrokerMode({ ...brokerModeOptions(process.env), log: line });
   process.exitCode = exitCode;
 }

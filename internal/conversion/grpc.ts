@@ -13,7 +13,6 @@ import { callSignal, grpc, loadProto, toGrpcStatus, unary } from "../platform/gr
 import type { ConversionService } from "./service.ts";
 
 export const CONVERSION_SERVICE_NAME = "folio.conversion.v1.ConversionService";
-export const BROKER_SERVICE_NAME = "folio.conversion.v1.SandboxBroker";
 
 export function conversionProto(): ProtoGrpcType {
   return loadProto<ProtoGrpcType>("folio/conversion/v1/conversion.proto");

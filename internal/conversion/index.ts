@@ -9,7 +9,7 @@ import { startGrpcServer, type RunningGrpcServer } from "../platform/grpc/index.
 import type { Logger } from "../platform/log/index.ts";
 import { ConversionMetrics } from "../platform/metrics/index.ts";
 import { RunscBackend, UnsandboxedBackend, type SandboxBackend } from "../sandbox/index.ts";
-import { BROKER_SERVICE_NAME, registerConversion } from "./grpc.ts";
+import { registerConversion } from "./grpc.ts";
 import type { BackendName } from "../contracts/index.ts";
 import { ConversionService, type ConversionLimits } from "./service.ts";
 
@@ -87,10 +87,10 @@ async function kubernetesBackend(config: ConversionConfig, log: Logger): Promise
   if (!config.FOLIO_BROKER_ADDRESS) {
     throw new FolioError("internal_error", "configuration: FOLIO_BROKER_ADDRESS: required by FOLIO_SANDBOX=kubernetes (the address sandbox pods dial, e.g. folio-conversion.folio.svc:50053)");
   }
-  const [{ KubeConfig }, { KubernetesBackend }, { SandboxBroker, registerBroker }] = await Promise.all([
+  // Loaded only for this backend: the others never load the Kubernetes client.
+  const [{ KubeConfig }, { BROKER_SERVICE_NAME, KubernetesBackend, SandboxBroker, registerBroker }] = await Promise.all([
     import("@kubernetes/client-node"),
-    import("./kubernetes.ts"),
-    import("./broker.ts"),
+    import("../sandbox/kubernetes/index.ts"),
   ]);
   const kubeConfig = new KubeConfig();
   kubeConfig.loadFromDefault();

@@ -16,5 +16,3 @@ export {
 export { decodeBase64Strict, parseDataUrl } from "./base64.ts";
 export { looksLikeText, sniffDocument, type DocumentKind, type Sniffed } from "./sniff.ts";
 export { openPdf, pdfPageCount, rasterizePdf, type OpenedPdf, type RasterizeOptions, type RasterizedPdf } from "./pdf.ts";
-// TEMP(merge): re-exported until the moved kubernetes/operator modules import internal/formats.
-export { CONVERSION_FORMATS, CONVERSION_MIME_TYPES, type ConversionFormat } from "../formats/index.ts";

@@ -2,11 +2,13 @@
  * The ConversionSandbox resource as TypeBox schemas: one schema language for
  * HTTP bodies, configuration and the CRD (STYLE.md 6). `scripts/gen-crd.ts`
  * turns these into the CRD's openAPIV3Schema (`crd.ts`), so the descriptions
- * below are what `kubectl explain conversionsandbox.spec` prints.
+ * below are what `kubectl explain conversionsandbox.spec` prints. They are
+ * the one definition of the resource: `types.ts` derives its TypeScript
+ * types from them.
  */
-import { Type, type Static } from "typebox";
-import { CONVERSION_FORMATS } from "../documents/index.ts";
-import { API_VERSION, KIND, type ConversionSandboxSpec, type ConversionSandboxStatus, type TerminationMessage } from "./types.ts";
+import { Type } from "typebox";
+import { CONVERSION_FORMATS } from "../formats/index.ts";
+import { API_VERSION, KIND } from "./types.ts";
 
 /** A Kubernetes resource quantity as the operator accepts it (`500m`, `2`, `1536Mi`, `2Gi`). */
 export const QUANTITY_PATTERN = "^[0-9]+(\\.[0-9]+)?(m|k|Ki|Mi|Gi|Ti|M|G|T)?$";
@@ -104,11 +106,3 @@ export const TerminationMessageSchema = Type.Object({
   message: Type.Optional(Type.String()),
   computeMillis: Type.Optional(Type.Number({ minimum: 0 })),
 });
-
-// The hand-written interfaces in types.ts and the schemas must describe the
-// same objects: these fail to compile the moment they drift apart.
-type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
-const specMatches: Same<Static<typeof ConversionSandboxSpecSchema>, ConversionSandboxSpec> = true;
-const statusMatches: Same<Static<typeof ConversionSandboxStatusSchema>, ConversionSandboxStatus> = true;
-const terminationMatches: Same<Static<typeof TerminationMessageSchema>, TerminationMessage> = true;
-void [specMatches, statusMatches, terminationMatches];

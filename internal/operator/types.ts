@@ -8,7 +8,9 @@
  * it from the conversion service's broker with the one-time `broker.token`
  * and sends the pages back the same way.
  */
-import type { ConversionFormat } from "../documents/index.ts";
+import type { Static } from "typebox";
+// Types only: the sandbox program bundles this module, and the schemas' values stay out of it.
+import type { ConversionSandboxSpecSchema, ConversionSandboxStatusSchema, SANDBOX_PHASES, TerminationMessageSchema } from "./schema.ts";
 
 export const GROUP = "folio.dev";
 export const VERSION = "v1alpha1";
@@ -40,40 +42,13 @@ export const SANDBOX_ENV = Object.freeze({
   traceparent: "TRACEPARENT",
 });
 
-export interface ConversionSandboxSpec {
-  format: ConversionFormat;
-  maxPages: number;
-  /** Wall-clock limit of the sandbox: the Job's activeDeadlineSeconds. */
-  timeoutSeconds: number;
-  broker: {
-    /** host:port of the conversion service's broker, as sandbox pods dial it. */
-    address: string;
-    /** One-time token: one FetchJob and one SubmitResult, until the deadline. */
-    token: string;
-  };
-  /** W3C trace context of the conversion, passed to the sandbox as TRACEPARENT. */
-  traceparent?: string;
-  /** Overrides of the operator's default pod resources (Kubernetes quantities). */
-  resources?: { cpu?: string; memory?: string };
-}
+/** What to convert and how the sandbox reaches the conversion service (`schema.ts` is its one definition). */
+export type ConversionSandboxSpec = Static<typeof ConversionSandboxSpecSchema>;
 
-export type SandboxPhase = "Pending" | "Running" | "Succeeded" | "Failed";
+export type SandboxPhase = (typeof SANDBOX_PHASES)[number];
 
-export interface ConversionSandboxStatus {
-  phase?: SandboxPhase;
-  jobName?: string;
-  podName?: string;
-  /** RFC 3339. */
-  startedAt?: string;
-  finishedAt?: string;
-  /** Container start to exit, milliseconds. */
-  computeMillis?: number;
-  pageCount?: number;
-  /** Short CamelCase cause of a failure: DeadlineExceeded, OOMKilled, ImagePullFailed, ConversionFailed, PodFailed, JobFailed, ... */
-  reason?: string;
-  message?: string;
-  observedGeneration?: number;
-}
+/** Written by the operator through the status subresource (`schema.ts`). */
+export type ConversionSandboxStatus = Static<typeof ConversionSandboxStatusSchema>;
 
 export interface ConversionSandbox {
   apiVersion: typeof API_VERSION;
@@ -98,11 +73,4 @@ export interface ConversionSandbox {
  * What `cmd/sandbox` writes to its termination message (`/dev/termination-log`)
  * in broker mode; the operator reads it from the pod's container status.
  */
-export interface TerminationMessage {
-  ok: boolean;
-  pageCount: number;
-  /** conversion_failed | timeout | broker_error */
-  errorCode?: string;
-  message?: string;
-  computeMillis?: number;
-}
+export type TerminationMessage = Static<typeof TerminationMessageSchema>;

@@ -41,8 +41,6 @@ import type { JobErrorCode, JobResult, JobSpec } from "./interface.ts";
 import { runProbe } from "./probe.ts";
 import { SOFFICE_BIN, fileUrl } from "./profile.ts";
 
-export { FORMAT_EXTENSIONS, PAGE_DPI };
-
 /** Default limits when job.json names none. */
 const DEFAULT_TIMEOUT_MS = 120_000;
 const DEFAULT_MAX_OUTPUT_BYTES = 512 * 1024 * 1024;

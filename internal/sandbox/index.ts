@@ -15,7 +15,7 @@ export type {
 } from "./interface.ts";
 export { RunscBackend, type RunscBackendOptions } from "./runsc.ts";
 export { UnsandboxedBackend, type UnsandboxedBackendOptions } from "./unsandboxed.ts";
-export { FORMAT_EXTENSIONS, PAGE_DPI, runJob } from "./converter.ts";
+export { runJob } from "./converter.ts";
 export { PROFILE_SETTINGS, prepareProfile } from "./profile.ts";
 export { DEFAULT_LIMITS, buildOciConfig, type SandboxLimits } from "./oci.ts";
 export { prepareAssets, prepareRootfs, buildSandboxProgram } from "./assets.ts";

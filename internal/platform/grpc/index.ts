@@ -9,12 +9,12 @@ import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
 import { HealthImplementation } from "grpc-health-check";
 import { fromGrpcError, toGrpcStatus } from "./errors.ts";
+import { MAX_MESSAGE_BYTES, PROTO_LOAD_OPTIONS } from "./load-options.ts";
 
 export { fromGrpcError, toGrpcStatus } from "./errors.ts";
 export { grpc };
 
-/** Largest gRPC message: one page image or one document chunk fits with room. */
-export const MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
+export { MAX_MESSAGE_BYTES, PROTO_LOAD_OPTIONS };
 
 /** The `proto/` folder: beside the sources, or copied into dist/ by `make build`. */
 function protoRoot(): string {
@@ -27,14 +27,7 @@ function protoRoot(): string {
 
 /** Loads a .proto file (path relative to proto/) with the options the generated types assume. */
 export function loadProto<T>(relPath: string): T {
-  const def = protoLoader.loadSync(relPath, {
-    includeDirs: [protoRoot()],
-    keepCase: true,
-    longs: Number,
-    enums: String,
-    defaults: true,
-    oneofs: true,
-  });
+  const def = protoLoader.loadSync(relPath, { includeDirs: [protoRoot()], ...PROTO_LOAD_OPTIONS });
   return grpc.loadPackageDefinition(def) as unknown as T;
 }
 

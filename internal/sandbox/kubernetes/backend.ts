@@ -42,10 +42,11 @@
 import { randomBytes } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import { CustomObjectsApi, Watch, type KubeConfig } from "@kubernetes/client-node";
-import { API_VERSION, GROUP, KIND, LABELS, PLURAL, VERSION, type ConversionSandbox, type ConversionSandboxSpec, type ConversionSandboxStatus } from "../operator/types.ts";
-import { FolioError } from "../platform/errors/index.ts";
-import type { Logger } from "../platform/log/index.ts";
-import { FORMAT_EXTENSIONS, type SandboxBackend, type SandboxInput, type SandboxResult } from "../sandbox/index.ts";
+import { API_VERSION, GROUP, KIND, LABELS, PLURAL, VERSION, type ConversionSandbox, type ConversionSandboxSpec, type ConversionSandboxStatus } from "../../operator/types.ts";
+import { FolioError } from "../../platform/errors/index.ts";
+import type { Logger } from "../../platform/log/index.ts";
+import { FORMAT_EXTENSIONS } from "../../formats/index.ts";
+import type { SandboxBackend, SandboxInput, SandboxResult } from "../interface.ts";
 import type { BrokerResult, SandboxBroker } from "./broker.ts";
 
 export interface KubernetesBackendOptions {

@@ -17,94 +17,30 @@
  * failed. Every gRPC call has a deadline.
  *
  * This module is bundled into the sandbox program by esbuild, where the
- * `.proto` files are not at hand: the SandboxBroker service is described by
- * {@link BROKER_PROTO_JSON} below, a protobufjs JSON copy of its part of
- * `proto/folio/conversion/v1/conversion.proto`, loaded with proto-loader's
- * `fromJSON`. `remote.test.ts` fails when the copy and the file differ. The
- * program imports this module only in broker mode, so the job-folder mode
- * never loads gRPC.
+ * `.proto` files are not at hand: the SandboxBroker service comes from the
+ * protobufjs JSON descriptor that `make generate` writes from
+ * `proto/folio/conversion/v1/conversion.proto`
+ * (`internal/gen/proto/descriptors.ts`), loaded with proto-loader's
+ * `fromJSON`. The program imports this module only in broker mode, so the
+ * job-folder mode never loads gRPC.
  */
 import { once } from "node:events";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import * as grpc from "@grpc/grpc-js";
 import { fromJSON } from "@grpc/proto-loader";
-import type { JobHeader__Output } from "../gen/proto/folio/conversion/v1/JobHeader.ts";
-import type { ResultChunk } from "../gen/proto/folio/conversion/v1/ResultChunk.ts";
-import type { SandboxBrokerClient } from "../gen/proto/folio/conversion/v1/SandboxBroker.ts";
+import type { JobHeader__Output } from "../../gen/proto/folio/conversion/v1/JobHeader.ts";
+import type { ResultChunk } from "../../gen/proto/folio/conversion/v1/ResultChunk.ts";
+import type { SandboxBrokerClient } from "../../gen/proto/folio/conversion/v1/SandboxBroker.ts";
 // types.ts, not the operator's index.ts: the bundle must not pull in the Kubernetes client.
-import { SANDBOX_ENV, type TerminationMessage } from "../operator/types.ts";
-import { FORMAT_EXTENSIONS, PAGE_DPI, runJob } from "./converter.ts";
-import type { ConversionFormat, JobResult } from "./interface.ts";
-import { readPages, writeJob } from "./jobdir.ts";
+import { SANDBOX_ENV, type TerminationMessage } from "../../operator/types.ts";
+import { FORMAT_EXTENSIONS, PAGE_DPI, pngSize } from "../../formats/index.ts";
+import { conversionDescriptor } from "../../gen/proto/descriptors.ts";
+import { MAX_MESSAGE_BYTES, PROTO_LOAD_OPTIONS } from "../../platform/grpc/load-options.ts";
+import { runJob } from "../converter.ts";
+import type { ConversionFormat, JobResult } from "../interface.ts";
+import { readPages, writeJob } from "../jobdir.ts";
 
-/** The SandboxBroker service and its messages, as protobufjs JSON (see the module comment). */
-export const BROKER_PROTO_JSON = {
-  nested: {
-    folio: {
-      nested: {
-        conversion: {
-          nested: {
-            v1: {
-              nested: {
-                SandboxBroker: {
-                  methods: {
-                    FetchJob: { requestType: "FetchJobRequest", responseType: "JobChunk", responseStream: true },
-                    SubmitResult: { requestType: "ResultChunk", requestStream: true, responseType: "SubmitResultResponse" },
-                  },
-                },
-                FetchJobRequest: { fields: { token: { type: "string", id: 1 } } },
-                JobHeader: {
-                  fields: {
-                    format: { type: "string", id: 1 },
-                    dpi: { type: "uint32", id: 2 },
-                    max_pages: { type: "uint32", id: 3 },
-                    timeout_ms: { type: "uint64", id: 4 },
-                    max_output_bytes: { type: "uint64", id: 5 },
-                    document_bytes: { type: "uint64", id: 6 },
-                    traceparent: { type: "string", id: 7 },
-                  },
-                },
-                JobChunk: {
-                  oneofs: { item: { oneof: ["header", "data"] } },
-                  fields: { header: { type: "JobHeader", id: 1 }, data: { type: "bytes", id: 2 } },
-                },
-                ResultStart: { fields: { token: { type: "string", id: 1 } } },
-                Page: {
-                  fields: {
-                    page_number: { type: "uint32", id: 1 },
-                    png: { type: "bytes", id: 2 },
-                    width: { type: "uint32", id: 3 },
-                    height: { type: "uint32", id: 4 },
-                  },
-                },
-                JobOutcome: {
-                  fields: {
-                    ok: { type: "bool", id: 1 },
-                    page_count: { type: "uint32", id: 2 },
-                    error_code: { type: "string", id: 3 },
-                    error_message: { type: "string", id: 4 },
-                    timings: { keyType: "string", type: "uint64", id: 5 },
-                  },
-                },
-                ResultChunk: {
-                  oneofs: { item: { oneof: ["start", "page", "result"] } },
-                  fields: { start: { type: "ResultStart", id: 1 }, page: { type: "Page", id: 2 }, result: { type: "JobOutcome", id: 3 } },
-                },
-                SubmitResultResponse: { fields: {} },
-              },
-            },
-          },
-        },
-      },
-    },
-  },
-};
-
-/** The same load options as `loadProto`, so the generated types fit. */
-const LOAD_OPTIONS = { keepCase: true, longs: Number, enums: String, defaults: true, oneofs: true };
-/** Largest message either way; pages are one message each. Same as the server's MAX_MESSAGE_BYTES. */
-const MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
 /** FetchJob, connection included: the pod's network may take a moment to come up. */
 const DEFAULT_FETCH_DEADLINE_MS = 60_000;
 /** SubmitResult: up to FOLIO_CONVERSION_MAX_OUTPUT_BYTES of pages over the cluster network. */
@@ -196,10 +132,10 @@ export async function runBrokerMode(options: BrokerModeOptions): Promise<{ exitC
 
 function brokerClient(address: string): SandboxBrokerClient {
   // protobufjs's declared JSON types are stricter than what it reads (they
-  // demand method comments, and know no map fields); remote.test.ts checks
-  // the object against the real .proto instead.
-  const json = BROKER_PROTO_JSON as unknown as Parameters<typeof fromJSON>[0];
-  const loaded = grpc.loadPackageDefinition(fromJSON(json, LOAD_OPTIONS)) as unknown as {
+  // demand method comments, and know no map fields); pod.test.ts checks the
+  // descriptor against the real .proto instead.
+  const json = conversionDescriptor as unknown as Parameters<typeof fromJSON>[0];
+  const loaded = grpc.loadPackageDefinition(fromJSON(json, PROTO_LOAD_OPTIONS)) as unknown as {
     folio: { conversion: { v1: { SandboxBroker: new (address: string, credentials: grpc.ChannelCredentials, options: grpc.ChannelOptions) => SandboxBrokerClient } } };
   };
   // Plain HTTP/2 inside the cluster: the NetworkPolicy lets sandbox pods reach
@@ -308,7 +244,8 @@ async function submitResult(client: SandboxBrokerClient, token: string, pages: B
   };
   await send({ start: { token } });
   for (const [i, png] of pages.entries()) {
-    const { width, height } = pngSize(png);
+    // 0 × 0 when it is no PNG: the broker checks every page anyway.
+    const { width, height } = pngSize(png) ?? { width: 0, height: 0 };
     await send({ page: { page_number: i + 1, png, width, height } });
   }
   const timings = Object.fromEntries(Object.entries(result.timings ?? {}).map(([k, v]) => [k, Math.max(0, Math.round(v))]));
@@ -323,10 +260,4 @@ async function submitResult(client: SandboxBrokerClient, token: string, pages: B
   });
   if (!finished) stream.end();
   await answered;
-}
-
-/** Width and height from a PNG's IHDR (0 when it has none: the broker checks pages anyway). */
-function pngSize(png: Buffer): { width: number; height: number } {
-  if (png.length < 24 || png.toString("latin1", 12, 16) !== "IHDR") return { width: 0, height: 0 };
-  return { width: png.readUInt32BE(16), height: png.readUInt32BE(20) };
 }

@@ -8,13 +8,13 @@
 import { randomBytes } from "node:crypto";
 import { Writable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { JobHeader__Output } from "../gen/proto/folio/conversion/v1/JobHeader.ts";
-import type { ResultChunk } from "../gen/proto/folio/conversion/v1/ResultChunk.ts";
-import type { SandboxBrokerClient } from "../gen/proto/folio/conversion/v1/SandboxBroker.ts";
-import { FolioError } from "../platform/errors/index.ts";
-import { fromGrpcError, grpc } from "../platform/grpc/index.ts";
-import { startBrokerServer, type BrokerServer } from "../../test/broker-server.ts";
-import { createLogger } from "../platform/log/index.ts";
+import type { JobHeader__Output } from "../../gen/proto/folio/conversion/v1/JobHeader.ts";
+import type { ResultChunk } from "../../gen/proto/folio/conversion/v1/ResultChunk.ts";
+import type { SandboxBrokerClient } from "../../gen/proto/folio/conversion/v1/SandboxBroker.ts";
+import { FolioError } from "../../platform/errors/index.ts";
+import { fromGrpcError, grpc } from "../../platform/grpc/index.ts";
+import { startBrokerServer, type BrokerServer } from "../../../test/broker-server.ts";
+import { createLogger } from "../../platform/log/index.ts";
 import { SandboxBroker, type BrokerJobInput } from "./broker.ts";
 
 const logLines: string[] = [];

@@ -24,19 +24,19 @@
  * Neither the token nor the document is ever logged.
  */
 import { createHash, randomBytes, randomUUID } from "node:crypto";
-import type { ConversionFormat } from "../documents/index.ts";
-import type { ProtoGrpcType } from "../gen/proto/conversion.ts";
-import type { JobChunk } from "../gen/proto/folio/conversion/v1/JobChunk.ts";
-import type { FetchJobRequest__Output } from "../gen/proto/folio/conversion/v1/FetchJobRequest.ts";
-import type { ResultChunk__Output } from "../gen/proto/folio/conversion/v1/ResultChunk.ts";
-import type { SandboxBrokerHandlers } from "../gen/proto/folio/conversion/v1/SandboxBroker.ts";
-import type { SubmitResultResponse } from "../gen/proto/folio/conversion/v1/SubmitResultResponse.ts";
-import { FolioError } from "../platform/errors/index.ts";
-import { grpc, loadProto, toGrpcStatus } from "../platform/grpc/index.ts";
-import type { Logger } from "../platform/log/index.ts";
+import { PAGE_DPI, hasPngSignature, type ConversionFormat } from "../../formats/index.ts";
+import type { ProtoGrpcType } from "../../gen/proto/conversion.ts";
+import type { JobChunk } from "../../gen/proto/folio/conversion/v1/JobChunk.ts";
+import type { FetchJobRequest__Output } from "../../gen/proto/folio/conversion/v1/FetchJobRequest.ts";
+import type { ResultChunk__Output } from "../../gen/proto/folio/conversion/v1/ResultChunk.ts";
+import type { SandboxBrokerHandlers } from "../../gen/proto/folio/conversion/v1/SandboxBroker.ts";
+import type { SubmitResultResponse } from "../../gen/proto/folio/conversion/v1/SubmitResultResponse.ts";
+import { FolioError } from "../../platform/errors/index.ts";
+import { grpc, loadProto, toGrpcStatus } from "../../platform/grpc/index.ts";
+import type { Logger } from "../../platform/log/index.ts";
 
-/** Resolution the sandbox renders at; the spec fixes it. */
-const PAGE_DPI = 200;
+/** The service name in the gRPC health service. */
+export const BROKER_SERVICE_NAME = "folio.conversion.v1.SandboxBroker";
 /** Random bytes in a token: 256 bits, beyond guessing. */
 const TOKEN_BYTES = 32;
 /**
@@ -45,7 +45,6 @@ const TOKEN_BYTES = 32;
  * message in both processes' memory.
  */
 const DEFAULT_CHUNK_BYTES = 1024 * 1024;
-const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
 /** The one message for every refused token (see the module comment). */
 const REFUSED = "the sandbox token is not valid";
 
@@ -274,7 +273,7 @@ export class SandboxBroker {
           const png = chunk.page.png ?? Buffer.alloc(0);
           if (chunk.page.page_number !== expected) throw returned(`page ${chunk.page.page_number} where page ${expected} was expected`);
           if (expected > job.maxPages) throw returned(`more than the ${job.maxPages} pages allowed`);
-          if (png.length < PNG_SIGNATURE.length || !png.subarray(0, PNG_SIGNATURE.length).equals(PNG_SIGNATURE)) {
+          if (!hasPngSignature(png)) {
             throw returned(`page ${expected} that is not a PNG`);
           }
           bytes += png.length;

@@ -12,14 +12,16 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as protoLoader from "@grpc/proto-loader";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { SandboxBroker, registerBroker, type BrokerJobInput } from "../conversion/broker.ts";
-import { startGrpcServer, type RunningGrpcServer } from "../platform/grpc/index.ts";
-import { createLogger } from "../platform/log/index.ts";
-import type { TerminationMessage } from "../operator/types.ts";
-import { PROJECT_ROOT, buildSandboxProgram, resolveNodeBinary } from "./assets.ts";
-import { prepareProfile } from "./profile.ts";
-import { BROKER_PROTO_JSON, runBrokerMode, type BrokerModeOptions } from "./remote.ts";
-import { pngInfo } from "./testdocs.ts";
+import { SandboxBroker, registerBroker, type BrokerJobInput } from "./broker.ts";
+import { startGrpcServer, type RunningGrpcServer } from "../../platform/grpc/index.ts";
+import { createLogger } from "../../platform/log/index.ts";
+import type { TerminationMessage } from "../../operator/types.ts";
+import { PROJECT_ROOT, buildSandboxProgram, resolveNodeBinary } from "../assets.ts";
+import { prepareProfile } from "../profile.ts";
+import { conversionDescriptor } from "../../gen/proto/descriptors.ts";
+import { PROTO_LOAD_OPTIONS } from "../../platform/grpc/load-options.ts";
+import { runBrokerMode, type BrokerModeOptions } from "./pod.ts";
+import { pngInfo } from "../testdocs.ts";
 
 const FIXTURES = join(PROJECT_ROOT, "test", "fixtures", "convert");
 const work = mkdtempSync(join(tmpdir(), "folio-remote-test-"));
@@ -50,11 +52,11 @@ function options(token: string, name: string, overrides: Partial<BrokerModeOptio
 
 const terminationMessage = (path: string) => JSON.parse(readFileSync(path, "utf8")) as TerminationMessage;
 
-describe("the embedded SandboxBroker description", () => {
-  it("matches proto/folio/conversion/v1/conversion.proto", () => {
-    const opts = { keepCase: true, longs: Number, enums: String, defaults: true, oneofs: true };
+describe("the generated descriptor the bundled program loads", () => {
+  it("gives the same SandboxBroker and messages as proto/folio/conversion/v1/conversion.proto", () => {
+    const opts = PROTO_LOAD_OPTIONS;
     const fromFile = protoLoader.loadSync("folio/conversion/v1/conversion.proto", { ...opts, includeDirs: [join(PROJECT_ROOT, "proto")] });
-    const embedded = protoLoader.fromJSON(BROKER_PROTO_JSON as unknown as Parameters<typeof protoLoader.fromJSON>[0], opts);
+    const embedded = protoLoader.fromJSON(conversionDescriptor as unknown as Parameters<typeof protoLoader.fromJSON>[0], opts);
     const describe = (def: protoLoader.PackageDefinition) => {
       const out: Record<string, unknown> = {};
       for (const [name, value] of Object.entries(def)) {
