@@ -2,6 +2,7 @@
  * A SandboxBroker served on loopback gRPC with a client of it, as sandbox
  * pods would reach it: shared by the broker and kubernetes-backend tests.
  */
+import { afterAll, beforeAll } from "vitest";
 import { registerBroker, type SandboxBroker } from "../internal/sandbox/kubernetes/index.ts";
 import type { ProtoGrpcType } from "../internal/gen/proto/conversion.ts";
 import type { SandboxBrokerClient } from "../internal/gen/proto/folio/conversion/v1/SandboxBroker.ts";
@@ -27,6 +28,29 @@ export async function startBrokerServer(broker: SandboxBroker): Promise<BrokerSe
     close: async () => {
       client.close();
       await server.close();
+    },
+  };
+}
+
+/** Serves `broker` for the calling test file: started before its tests, closed after them. */
+export function serveBrokerForTests(broker: SandboxBroker): Pick<BrokerServer, "address" | "client"> {
+  let running: BrokerServer | undefined;
+  beforeAll(async () => {
+    running = await startBrokerServer(broker);
+  });
+  afterAll(async () => {
+    await running?.close();
+  });
+  const started = () => {
+    if (!running) throw new Error("the broker server is started in beforeAll");
+    return running;
+  };
+  return {
+    get address() {
+      return started().address;
+    },
+    get client() {
+      return started().client;
     },
   };
 }

@@ -22,12 +22,12 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest
 import { startFakeKubeApi, type FakeKubeApi, type KubeObject } from "../../../test/fake-kube-api.ts";
 import { startFakeKubelet, type FakeKubelet, type PodBehaviour } from "../../../test/fake-kubelet.ts";
 import type { ResultChunk } from "../../gen/proto/folio/conversion/v1/ResultChunk.ts";
-import type { SandboxBrokerClient } from "../../gen/proto/folio/conversion/v1/SandboxBroker.ts";
 import { startOperator, type ConversionSandbox, type ConversionSandboxStatus, type RunningOperator } from "../../operator/index.ts";
 import { operatorSchema, parseConfig } from "../../platform/config/index.ts";
 import { FolioError } from "../../platform/errors/index.ts";
 import { fromGrpcError, grpc } from "../../platform/grpc/index.ts";
-import { startBrokerServer, type BrokerServer } from "../../../test/broker-server.ts";
+import { serveBrokerForTests } from "../../../test/broker-server.ts";
+import { PNG_SIGNATURE } from "../../formats/index.ts";
 import { createLogger } from "../../platform/log/index.ts";
 import { PROJECT_ROOT, buildSandboxProgram, resolveNodeBinary } from "../assets.ts";
 import { prepareProfile } from "../profile.ts";
@@ -38,22 +38,11 @@ import { KubernetesBackend, REQUEST_LABELS, type KubernetesBackendOptions } from
 const NAMESPACE = "default";
 const FIXTURES = join(PROJECT_ROOT, "test", "fixtures", "convert");
 const fixture = (name: string) => readFileSync(join(FIXTURES, name));
-const PNG_SIGNATURE = Buffer.from("89504e470d0a1a0a", "hex");
 const fakePng = (n: number) => Buffer.concat([PNG_SIGNATURE, Buffer.from(`page ${n}`)]);
 
 const log = createLogger(process.env.FOLIO_TEST_LOG ?? "silent");
 const broker = new SandboxBroker({ log });
-let brokerServer: BrokerServer;
-let client: SandboxBrokerClient;
-
-beforeAll(async () => {
-  brokerServer = await startBrokerServer(broker);
-  client = brokerServer.client;
-});
-
-afterAll(async () => {
-  await brokerServer?.close();
-});
+const brokerServer = serveBrokerForTests(broker);
 
 /** Awaits a rejection and returns it as a FolioError (failing, with what it got, otherwise). */
 async function folioError(p: Promise<unknown>): Promise<FolioError> {
@@ -74,7 +63,7 @@ async function theSandbox(api: FakeKubeApi): Promise<ConversionSandbox> {
 /** Acts as the sandbox program: fetches the job, then submits `pages` fake PNGs. */
 async function actAsSandbox(token: string, pages: number): Promise<Buffer> {
   const document = await new Promise<Buffer>((resolve, reject) => {
-    const call = client.FetchJob({ token }, { deadline: Date.now() + 10_000 });
+    const call = brokerServer.client.FetchJob({ token }, { deadline: Date.now() + 10_000 });
     const data: Buffer[] = [];
     call.on("data", (chunk: { item?: string; data?: Buffer }) => {
       if (chunk.item === "data" && chunk.data) data.push(chunk.data);
@@ -86,7 +75,7 @@ async function actAsSandbox(token: string, pages: number): Promise<Buffer> {
   for (let n = 1; n <= pages; n++) messages.push({ page: { page_number: n, png: fakePng(n) } });
   messages.push({ result: { ok: true, page_count: pages, timings: {} } });
   await new Promise<void>((resolve, reject) => {
-    const call = client.SubmitResult({ deadline: Date.now() + 10_000 }, (err) => (err ? reject(fromGrpcError(err, "broker")) : resolve()));
+    const call = brokerServer.client.SubmitResult({ deadline: Date.now() + 10_000 }, (err) => (err ? reject(fromGrpcError(err, "broker")) : resolve()));
     for (const m of messages) call.write(m);
     call.end();
   });
@@ -261,13 +250,13 @@ describe("KubernetesBackend, the test writing the status", () => {
     const sandbox = await theSandbox(api);
     const token = sandbox.spec.broker.token;
     await new Promise<void>((resolve, reject) => {
-      const call = client.FetchJob({ token }, { deadline: Date.now() + 10_000 });
+      const call = brokerServer.client.FetchJob({ token }, { deadline: Date.now() + 10_000 });
       call.on("data", () => undefined);
       call.on("error", reject);
       call.on("end", resolve);
     });
     await new Promise<void>((resolve, reject) => {
-      const call = client.SubmitResult({ deadline: Date.now() + 10_000 }, (err) => (err ? reject(err) : resolve()));
+      const call = brokerServer.client.SubmitResult({ deadline: Date.now() + 10_000 }, (err) => (err ? reject(err) : resolve()));
       call.write({ start: { token } });
       call.write({ result: { ok: false, page_count: 0, error_code: "conversion_failed", error_message: "the document has 9 pages; at most 5 are converted" } });
       call.end();

@@ -7,13 +7,13 @@
  */
 import { randomBytes } from "node:crypto";
 import { Writable } from "node:stream";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { JobHeader__Output } from "../../gen/proto/folio/conversion/v1/JobHeader.ts";
 import type { ResultChunk } from "../../gen/proto/folio/conversion/v1/ResultChunk.ts";
-import type { SandboxBrokerClient } from "../../gen/proto/folio/conversion/v1/SandboxBroker.ts";
 import { FolioError } from "../../platform/errors/index.ts";
 import { fromGrpcError, grpc } from "../../platform/grpc/index.ts";
-import { startBrokerServer, type BrokerServer } from "../../../test/broker-server.ts";
+import { serveBrokerForTests } from "../../../test/broker-server.ts";
+import { PNG_SIGNATURE } from "../../formats/index.ts";
 import { createLogger } from "../../platform/log/index.ts";
 import { SandboxBroker, type BrokerJobInput } from "./broker.ts";
 
@@ -25,19 +25,8 @@ const logSink = new Writable({
   },
 });
 const broker = new SandboxBroker({ log: createLogger("debug", logSink), chunkBytes: 1000 });
-let server: BrokerServer;
-let client: SandboxBrokerClient;
+const server = serveBrokerForTests(broker);
 
-beforeAll(async () => {
-  server = await startBrokerServer(broker);
-  client = server.client;
-});
-
-afterAll(async () => {
-  await server?.close();
-});
-
-const PNG_SIGNATURE = Buffer.from("89504e470d0a1a0a", "hex");
 /** Enough of a PNG for the broker, which checks the signature only. */
 const png = (n: number) => Buffer.concat([PNG_SIGNATURE, Buffer.from(`page ${n} `.repeat(20))]);
 
@@ -56,7 +45,7 @@ function job(overrides: Partial<BrokerJobInput> = {}): BrokerJobInput {
 /** FetchJob as a sandbox does it: the header, then the document's chunks. */
 function fetchJob(token: string): Promise<{ header: JobHeader__Output | undefined; document: Buffer; chunks: number }> {
   return new Promise((resolve, reject) => {
-    const call = client.FetchJob({ token }, { deadline: Date.now() + 10_000 });
+    const call = server.client.FetchJob({ token }, { deadline: Date.now() + 10_000 });
     let header: JobHeader__Output | undefined;
     const data: Buffer[] = [];
     call.on("data", (chunk: { item?: string; header?: JobHeader__Output | null; data?: Buffer }) => {
@@ -71,7 +60,7 @@ function fetchJob(token: string): Promise<{ header: JobHeader__Output | undefine
 /** SubmitResult with the given messages (the first normally `start`). */
 function submit(messages: ResultChunk[]): Promise<void> {
   return new Promise((resolve, reject) => {
-    const call = client.SubmitResult({ deadline: Date.now() + 10_000 }, (err) => (err ? reject(fromGrpcError(err, "broker")) : resolve()));
+    const call = server.client.SubmitResult({ deadline: Date.now() + 10_000 }, (err) => (err ? reject(fromGrpcError(err, "broker")) : resolve()));
     for (const m of messages) call.write(m);
     call.end();
   });
@@ -179,7 +168,7 @@ describe("SandboxBroker", () => {
   it("fails the job when the sandbox's result stream breaks off", async () => {
     const reg = broker.register(job());
     await fetchJob(reg.token);
-    const call = client.SubmitResult({ deadline: Date.now() + 10_000 }, () => undefined);
+    const call = server.client.SubmitResult({ deadline: Date.now() + 10_000 }, () => undefined);
     call.write(start(reg.token));
     call.write(page(1));
     // Wait until the broker has taken the start message, then cut the stream.
@@ -202,7 +191,7 @@ describe("SandboxBroker", () => {
   it("stops a running fetch when the registration is cancelled", async () => {
     const size = 8 * 1024 * 1024;
     const reg = broker.register(job({ document: randomBytes(size) }));
-    const call = client.FetchJob({ token: reg.token }, { deadline: Date.now() + 10_000 });
+    const call = server.client.FetchJob({ token: reg.token }, { deadline: Date.now() + 10_000 });
     let received = 0;
     const ended = new Promise<unknown>((resolve) => {
       call.on("data", (chunk: { item?: string; data?: Buffer }) => {
