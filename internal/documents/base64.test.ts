@@ -5,6 +5,7 @@
 import { describe, expect, it } from "vitest";
 import { FolioError } from "../platform/errors/index.ts";
 import { decodeBase64Strict, parseDataUrl } from "./base64.ts";
+import { PNG_SIGNATURE } from "../formats/index.ts";
 
 function failure(fn: () => unknown): FolioError {
   let result: unknown;
@@ -87,7 +88,7 @@ describe("parseDataUrl", () => {
   it("returns the MIME type without parameters and the decoded bytes", () => {
     expect(parseDataUrl("data:image/png;base64,iVBORw0KGgo=", "image_url.url")).toEqual({
       mimeType: "image/png",
-      bytes: Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+      bytes: Buffer.from(PNG_SIGNATURE),
     });
     const withParams = parseDataUrl("DATA:Text/Plain;charset=UTF-8;BASE64,aGk=", "image_url.url");
     expect(withParams).toEqual({ mimeType: "text/plain", bytes: Buffer.from("hi") });

@@ -4,6 +4,7 @@
  * entries), an OLE2 compound-file writer, and minimal images.
  */
 import { crc32, deflateRawSync, deflateSync } from "node:zlib";
+import { PNG_SIGNATURE } from "../formats/index.ts";
 
 export interface ZipEntry {
   name: string;
@@ -190,7 +191,7 @@ export function png(): Buffer {
   ihdr[9] = 2; // RGB
   const scanline = Buffer.from([0, 255, 255, 255]); // filter byte + one pixel
   return Buffer.concat([
-    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    PNG_SIGNATURE,
     pngChunk("IHDR", ihdr),
     pngChunk("IDAT", deflateSync(scanline)),
     pngChunk("IEND", Buffer.alloc(0)),

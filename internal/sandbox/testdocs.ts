@@ -7,6 +7,7 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { zip } from "../documents/testdata.ts";
+import { hasPngSignature } from "../formats/index.ts";
 
 /** An SVG that shows `text` large enough for OCR and keeps it as text for pdftotext. */
 export function canarySvg(text: string): string {
@@ -114,7 +115,7 @@ export interface PngInfo {
 
 /** Reads IHDR and pHYs from a PNG; throws when the signature is wrong. */
 export function pngInfo(png: Buffer): PngInfo {
-  if (png.subarray(0, 8).toString("hex") !== "89504e470d0a1a0a") throw new Error("not a PNG");
+  if (!hasPngSignature(png)) throw new Error("not a PNG");
   const info: PngInfo = { width: 0, height: 0 };
   let offset = 8;
   while (offset + 8 <= png.length) {

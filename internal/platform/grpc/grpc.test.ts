@@ -16,6 +16,7 @@ import { FolioError, toHttpError, type ErrorCode } from "../errors/index.ts";
 import { createLogger } from "../log/index.ts";
 import { startFakeUpstream, type FakeUpstream } from "../../../test/fake-upstream.ts";
 import { MAX_MESSAGE_BYTES, callUnary, clientOptions, fromGrpcError, grpc, startGrpcServer, toGrpcStatus, unary, type RunningGrpcServer } from "./index.ts";
+import { PNG_SIGNATURE } from "../../formats/index.ts";
 
 const UPSTREAM_MODEL = "openai/gpt-4.1-mini";
 const page = () => ({ pageNumber: 1, image: readFileSync(new URL("../../../test/fixtures/ocr/english.png", import.meta.url)), mimeType: "image/png" });
@@ -394,7 +395,7 @@ describe("the error mapping over a real gRPC connection (a tiny test service)", 
 
 describe("messages above the 4 MB default", () => {
   it("a ~6 MB page image goes through ExtractPage to the upstream", async () => {
-    const image = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), randomBytes(6 * 1024 * 1024)]);
+    const image = Buffer.concat([PNG_SIGNATURE, randomBytes(6 * 1024 * 1024)]);
     const before = upstream.chatRequests().length;
     const r = await client.extractPage(UPSTREAM_MODEL, { pageNumber: 1, image, mimeType: "image/png" }, textOptions);
     expect(r.result.text).toMatch(/^FAKE OCR TEXT \d+$/);
