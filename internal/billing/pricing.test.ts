@@ -6,6 +6,7 @@ import {
   conversionCostCents,
   formatUsd,
   parseDecimal,
+  reportedUsdToCents,
   sumCharges,
   withPlatformFee,
 } from "./index.ts";
@@ -87,5 +88,20 @@ describe("pricing rule", () => {
     expect(formatUsd("123456.5")).toBe("$1,234.57");
     expect(formatUsd(0)).toBe("$0.00");
     expect(formatUsd(-250)).toBe("-$2.50");
+  });
+});
+
+describe("reportedUsdToCents", () => {
+  it("converts dollars to cents exactly from the number's decimal form", () => {
+    expect(reportedUsdToCents(8.6e-5)?.toFixed()).toBe("0.0086");
+    expect(reportedUsdToCents(1e-7)?.toFixed()).toBe("0.00001");
+    expect(reportedUsdToCents(0.1 + 0.2)?.toFixed()).toBe("30.000000000000004"); // what the double says, nothing invented
+    expect(reportedUsdToCents(0.00435825)?.toFixed()).toBe("0.435825");
+    expect(reportedUsdToCents("0.000123")?.toFixed()).toBe("0.0123");
+    expect(reportedUsdToCents(0)?.eq(new Decimal(0))).toBe(true);
+  });
+
+  it("ignores unusable values", () => {
+    for (const v of [-1, Number.NaN, Number.POSITIVE_INFINITY, "1e-5", "abc", null, undefined, {}]) expect(reportedUsdToCents(v)).toBeNull();
   });
 });

@@ -40,6 +40,24 @@ export function parseDecimal(value: string): Decimal | undefined {
   return new Decimal(value.trim());
 }
 
+/**
+ * A cost a provider reported in US dollars (a JSON number or a decimal
+ * string) as exact cents, from the number's shortest decimal form; null when
+ * it is not a usable amount.
+ */
+export function reportedUsdToCents(value: unknown): Decimal | null {
+  let d: Decimal | undefined;
+  if (typeof value === "number") {
+    if (!Number.isFinite(value) || value < 0) return null;
+    // String(8.6e-5) is "0.000086" and String(1e-7) is "1e-7": both exact in decimal.js.
+    d = new Decimal(String(value));
+  } else if (typeof value === "string") {
+    d = parseDecimal(value);
+  }
+  if (d === undefined || !d.isFinite() || d.isNegative()) return null;
+  return d.mul(100);
+}
+
 export function platformFee(providerCostCents: DecimalLike): Decimal {
   return new Decimal(providerCostCents).mul(PLATFORM_FEE_RATE);
 }

@@ -3,10 +3,9 @@
 // policy, and the page engine.
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { createServer } from "node:net";
-import { Decimal } from "../../billing/index.ts";
 import { FolioError, errorBody, httpStatusOf, toHttpError } from "../../platform/errors/index.ts";
 import { FAKE_TABLE_ROWS, fakeUsage, loadFixture, loadModelsSnapshot, startFakeUpstream, type FakeUpstream } from "../../../test/fake-upstream.ts";
-import { UpstreamClient, UpstreamEngine, costCents } from "./upstream.ts";
+import { UpstreamClient, UpstreamEngine } from "./upstream.ts";
 
 const MODEL = "openai/gpt-4.1-mini";
 const PNG = Buffer.from("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==", "base64");
@@ -80,21 +79,6 @@ describe("UpstreamClient success", () => {
       expect(r.finishReason).toBe("stop");
       expect(r.raw).toEqual(recorded);
     }
-  });
-});
-
-describe("costCents", () => {
-  it("converts dollars to cents exactly from the number's decimal form", () => {
-    expect(costCents(8.6e-5)?.toFixed()).toBe("0.0086");
-    expect(costCents(1e-7)?.toFixed()).toBe("0.00001");
-    expect(costCents(0.1 + 0.2)?.toFixed()).toBe("30.000000000000004"); // what the double says, nothing invented
-    expect(costCents(0.00435825)?.toFixed()).toBe("0.435825");
-    expect(costCents("0.000123")?.toFixed()).toBe("0.0123");
-    expect(costCents(0)?.eq(new Decimal(0))).toBe(true);
-  });
-
-  it("ignores unusable values", () => {
-    for (const v of [-1, Number.NaN, Number.POSITIVE_INFINITY, "1e-5", "abc", null, undefined, {}]) expect(costCents(v)).toBeNull();
   });
 });
 

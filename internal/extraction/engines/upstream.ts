@@ -26,7 +26,7 @@
  * after the request was sent (the call may have been billed), errors inside a
  * 200 body, malformed answers. A failure is never retried with another model.
  */
-import { Decimal, parseDecimal } from "../../billing/index.ts";
+import { reportedUsdToCents, type Decimal } from "../../billing/index.ts";
 import { FolioError } from "../../platform/errors/index.ts";
 import type { CatalogModel, Engine, ExtractOptions, PageInput, PageResult } from "../types.ts";
 import { buildPagePrompt } from "./prompts.ts";
@@ -166,7 +166,7 @@ export class UpstreamClient {
         finishReason,
         promptTokens: tokenCount(usage.prompt_tokens),
         completionTokens: tokenCount(usage.completion_tokens),
-        reportedCostCents: costCents(usage.cost),
+        reportedCostCents: reportedUsdToCents(usage.cost),
         raw: json,
       },
     };
@@ -267,20 +267,6 @@ export class UpstreamEngine implements Engine {
     if (parsed.confidence !== undefined) result.confidence = parsed.confidence;
     return result;
   }
-}
-
-/** `usage.cost` in US dollars → exact cents, from the number's shortest decimal form. */
-export function costCents(value: unknown): Decimal | null {
-  let d: Decimal | undefined;
-  if (typeof value === "number") {
-    if (!Number.isFinite(value) || value < 0) return null;
-    // String(8.6e-5) is "0.000086" and String(1e-7) is "1e-7": both exact in decimal.js.
-    d = new Decimal(String(value));
-  } else if (typeof value === "string") {
-    d = parseDecimal(value);
-  }
-  if (d === undefined || !d.isFinite() || d.isNegative()) return null;
-  return d.mul(100);
 }
 
 function messageContent(content: unknown): string {
