@@ -18,11 +18,41 @@ export interface PageInput {
 
 export type OutputFormat = "text" | "json" | "markdown";
 
+/** What `options.include_layout` asks for: the blocks, or the blocks with their words. */
+export type LayoutDetail = "blocks" | "words";
+
 export interface ExtractOptions {
   extractTables: boolean;
-  /** ISO 639-1 code ("en", "de"), a hint. */
+  /** ISO 639-1 code ("en", "de"), a hint; absent: the engine finds the page's language. */
   language?: string;
   outputFormat: OutputFormat;
+  /** Absent: no layout in the answer. */
+  includeLayout?: LayoutDetail;
+}
+
+export type LayoutBlockType = "text" | "table" | "figure" | "header" | "footer";
+
+/** A word of a layout block: its box and the engine's confidence (0–1). */
+export interface LayoutWord {
+  text: string;
+  /** [x0, y0, x1, y1] in pixels of the page image. */
+  bbox: [number, number, number, number];
+  confidence: number;
+}
+
+export interface LayoutBlock {
+  type: LayoutBlockType;
+  bbox: [number, number, number, number];
+  text: string;
+  /** Only when the words were asked for. */
+  words?: LayoutWord[];
+}
+
+/** A page's layout (docs/ocr.md "Layout"): blocks in reading order, boxes in pixels of the page image. */
+export interface PageLayout {
+  width: number;
+  height: number;
+  blocks: LayoutBlock[];
 }
 
 /**
@@ -50,6 +80,8 @@ export interface PageResult {
   tables: Table[];
   /** 0..1, only when the engine produced a valid score. */
   confidence?: number;
+  /** Only when `includeLayout` asked for it. */
+  layout?: PageLayout;
   usage: EngineUsage;
 }
 

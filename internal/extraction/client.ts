@@ -14,7 +14,8 @@ import type { ExtractPageResponse__Output } from "../gen/proto/folio/extraction/
 import type { ChatRequest } from "../gen/proto/folio/extraction/v1/ChatRequest.ts";
 import type { ChatResponse__Output } from "../gen/proto/folio/extraction/v1/ChatResponse.ts";
 import { extractionProto, modelFromProto } from "./grpc.ts";
-import type { CatalogModel, CatalogView, ChatInput, ChatOutput, CostSource, ExtractOptions, PageExtraction, PageInput } from "../contracts/index.ts";
+import type { PageLayout__Output } from "../gen/proto/folio/extraction/v1/PageLayout.ts";
+import type { CatalogModel, CatalogView, ChatInput, ChatOutput, CostSource, ExtractOptions, LayoutBlockType, PageExtraction, PageInput, PageLayout } from "../contracts/index.ts";
 
 
 /** The model a request named (or its strategy chose), with the completion cap sent upstream per call. */
@@ -78,7 +79,7 @@ export class ExtractionClient {
         page_number: page.pageNumber,
         image: page.image,
         mime_type: page.mimeType,
-        options: { extract_tables: options.extractTables, language: options.language ?? "", output_format: options.outputFormat },
+        options: { extract_tables: options.extractTables, language: options.language ?? "", output_format: options.outputFormat, include_layout: options.includeLayout ?? "" },
       },
       { deadlineMs: this.opts.workDeadlineMs, what: WHAT, signal },
     );
@@ -87,6 +88,7 @@ export class ExtractionClient {
         text: r.text,
         tables: r.tables.map((t) => ({ page_number: t.page_number, rows: t.rows.map((row) => row.cells), markdown: t.markdown })),
         ...(r.has_confidence ? { confidence: r.confidence } : {}),
+        ...(r.layout ? { layout: layoutFromProto(r.layout) } : {}),
         usage: { promptTokens: r.usage?.prompt_tokens ?? 0, completionTokens: r.usage?.completion_tokens ?? 0, reportedCostCents: null },
       },
       providerCostCents: new Decimal(r.usage?.provider_cost_cents || "0"),
@@ -130,4 +132,21 @@ export class ExtractionClient {
   close(): void {
     this.client.close();
   }
+}
+
+function box(b: readonly number[]): [number, number, number, number] {
+  return [b[0] ?? 0, b[1] ?? 0, b[2] ?? 0, b[3] ?? 0];
+}
+
+function layoutFromProto(l: PageLayout__Output): PageLayout {
+  return {
+    width: l.width,
+    height: l.height,
+    blocks: l.blocks.map((b) => ({
+      type: b.type as LayoutBlockType,
+      bbox: box(b.bbox),
+      text: b.text,
+      ...(b.has_words ? { words: b.words.map((w) => ({ text: w.text, bbox: box(w.bbox), confidence: w.confidence })) } : {}),
+    })),
+  };
 }

@@ -9,7 +9,7 @@ import type { ExtractionServiceHandlers } from "../gen/proto/folio/extraction/v1
 import type { Model } from "../gen/proto/folio/extraction/v1/Model.ts";
 import type { Model__Output } from "../gen/proto/folio/extraction/v1/Model.ts";
 import type { ExtractionService } from "./service.ts";
-import type { CatalogModel, ChatPart, InputKind, ModelSource, OutputFormat } from "./types.ts";
+import type { CatalogModel, ChatPart, InputKind, ModelSource, OutputFormat, PageLayout } from "./types.ts";
 
 export const EXTRACTION_SERVICE_NAME = "folio.extraction.v1.ExtractionService";
 
@@ -123,6 +123,7 @@ export function registerExtraction(server: grpc.Server, svc: ExtractionService, 
             extractTables: o?.extract_tables ?? false,
             language: o?.language || undefined,
             outputFormat: ((o?.output_format || "text") as OutputFormat),
+            ...(o?.include_layout === "blocks" || o?.include_layout === "words" ? { includeLayout: o.include_layout } : {}),
           },
           signal,
         ));
@@ -131,6 +132,7 @@ export function registerExtraction(server: grpc.Server, svc: ExtractionService, 
           tables: r.result.tables.map((t) => ({ page_number: t.page_number, rows: t.rows.map((cells) => ({ cells })), markdown: t.markdown })),
           has_confidence: r.result.confidence !== undefined,
           confidence: r.result.confidence ?? 0,
+          ...(r.result.layout ? { layout: layoutToProto(r.result.layout) } : {}),
           usage: {
             prompt_tokens: r.result.usage.promptTokens,
             completion_tokens: r.result.usage.completionTokens,
@@ -179,6 +181,14 @@ export function registerExtraction(server: grpc.Server, svc: ExtractionService, 
   };
   server.addService(proto.folio.extraction.v1.ExtractionService.service, handlers);
   return [EXTRACTION_SERVICE_NAME];
+}
+
+function layoutToProto(l: PageLayout) {
+  return {
+    width: l.width,
+    height: l.height,
+    blocks: l.blocks.map((b) => ({ type: b.type, bbox: b.bbox, text: b.text, has_words: b.words !== undefined, words: b.words ?? [] })),
+  };
 }
 
 export { Decimal };

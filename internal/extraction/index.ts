@@ -94,12 +94,22 @@ export interface StartExtractionOptions {
   sharedProcess?: boolean;
 }
 
-export async function startExtraction({ config, log, sharedProcess = false }: StartExtractionOptions): Promise<RunningExtraction> {
-  const upstream = config.FOLIO_UPSTREAM_API_KEY ? { baseUrl: config.FOLIO_UPSTREAM_BASE_URL.replace(/\/+$/, ""), apiKey: config.FOLIO_UPSTREAM_API_KEY } : undefined;
-  const local: Map<string, Engine> = new Map<string, Engine>([
+/** The local engines by model id, as the extraction service runs them (also what `make eval` measures). */
+export function localEngines(): Map<string, Engine> {
+  return new Map<string, Engine>([
     [TESSERACT_MODEL_ID, new TesseractEngine()],
     [PPOCR_MODEL_ID, new PpOcrEngine()],
   ]);
+}
+
+/** Stops what local engines keep running between pages (the PP-OCR worker). */
+export async function shutdownLocalEngines(): Promise<void> {
+  await shutdownPpOcr();
+}
+
+export async function startExtraction({ config, log, sharedProcess = false }: StartExtractionOptions): Promise<RunningExtraction> {
+  const upstream = config.FOLIO_UPSTREAM_API_KEY ? { baseUrl: config.FOLIO_UPSTREAM_BASE_URL.replace(/\/+$/, ""), apiKey: config.FOLIO_UPSTREAM_API_KEY } : undefined;
+  const local = localEngines();
   // The gauges read the catalog only when scraped, after it exists.
   const metrics = new ExtractionMetrics(() => catalog.snapshot(), !sharedProcess);
   const catalog = new Catalog({
@@ -150,7 +160,7 @@ export async function startExtraction({ config, log, sharedProcess = false }: St
     close: async () => {
       catalog.stop();
       await grpc.close();
-      await shutdownPpOcr();
+      await shutdownLocalEngines();
       if (served) await new Promise((r) => served.server.close(r));
     },
   };

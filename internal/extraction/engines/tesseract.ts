@@ -1,38 +1,43 @@
 /**
  * `local/tesseract`: the tesseract 5 CLI (Debian's tesseract-ocr), one child
- * process per page, no shell, the image on stdin and TSV on stdout. From the
- * TSV word rows come both the text (words joined by a space, a line break per
- * line, a blank line between paragraphs and blocks, as tesseract's own text
- * output does) and the confidence: the mean confidence of the recognised
- * words (conf >= 0, non-empty text), scaled from 0–100 to 0–1.
+ * process per pass over a page, no shell, the image on stdin and TSV on
+ * stdout. From the TSV's words and boxes, `layout/page.ts` makes the text in
+ * reading order, the tables and the layout blocks; the confidence is the
+ * mean confidence of the recognised words, scaled from 0–100 to 0–1.
  *
  * Local engines return plain text whatever `output_format` asks for: the
  * json/markdown structuring is an instruction in the prompts of upstream
- * models, and tesseract has no prompt. It finds no tables either (`tables`
- * is always empty); it prices nothing (usage 0 tokens, no reported cost: the
- * caller charges the configured price per page). Concurrency limits are the
- * caller's.
+ * models, and tesseract has no prompt. Tables found on the page come back in
+ * `tables` when `extract_tables` asks for them. It prices nothing (usage 0
+ * tokens, no reported cost: the caller charges the configured price per
+ * page). Concurrency limits are the caller's.
  *
  * Decisions a reader may question:
  * - Only bytes that start like an image reach tesseract. Given anything
  *   else, tesseract reads the input as a LIST OF FILE NAMES and OCRs those
  *   files: `echo /some/secret.png | tesseract stdin stdout` prints the
  *   secret. The allow-list below closes that whatever the caller sniffed.
- * - Page segmentation mode 4 (one column of text of variable sizes) by
- *   default: it reads a page top to bottom line by line, so table rows stay
- *   rows; the automatic mode 3 split the fixtures' tables into one block per
- *   column (CER 0.64 against 0.00 on test/fixtures/ocr/table.png), tied on
- *   clean prose (0.00) and did worse on the degraded scan.png (0.080 against
- *   0.060). The price: multi-column layouts are read across the columns.
- *   Configurable per engine ({@link TesseractEngineOptions.pageSegmentationMode}).
+ * - Page segmentation mode 3 (tesseract's automatic layout analysis): it
+ *   finds columns, and `layout/` reads what it gets wrong (tables, a
+ *   receipt's prices) row by row; mode 4 reads every line straight across
+ *   the columns of a page (docs/benchmarks.md "Reading quality").
+ * - The language, when the request names none: the page is read in English
+ *   first; when the words read are another installed language (franc, a
+ *   trigram model, over the recognised text), it is read again in that
+ *   language; when the words are read with low confidence, the other
+ *   installed scripts (Fraktur) are tried and the most confident reading
+ *   wins. One pass for an English page, two for another language.
  * - OMP_THREAD_LIMIT=1 by default: pages already run in parallel, and on a
  *   2-CPU machine tesseract's OpenMP threads made one A4 page 2.1× slower
  *   (1.67 s against 0.78 s), not faster.
  */
 import { execFile, spawn } from "node:child_process";
 import { FolioError } from "../../platform/errors/index.ts";
-import type { Engine, ExtractOptions, PageInput, PageResult } from "../types.ts";
+import type { Engine, ExtractOptions, PageInput, PageResult, Table } from "../types.ts";
 import { hasPngSignature } from "../../formats/index.ts";
+import { analyzePage, type AnalyzedPage } from "../layout/page.ts";
+import { renderMarkdownTable } from "./tables.ts";
+import { guessLanguage } from "./language.ts";
 
 /**
  * ISO 639-1 codes (and a few region/script forms) → tesseract traineddata
@@ -76,13 +81,21 @@ export interface TesseractEngineOptions {
    * AbortSignal (request deadline) normally fires first.
    */
   timeoutMs?: number;
-  /** tesseract `--psm`; default 4 (see the module comment). */
+  /** tesseract `--psm`; default 3 (see the module comment). */
   pageSegmentationMode?: number;
   /** OMP_THREAD_LIMIT for the child; default 1 (see the module comment). */
   threads?: number;
 }
 
 const DEFAULT_TIMEOUT_MS = 120_000;
+/** Below this mean word confidence (0–1) the other scripts are tried. */
+const LOW_CONFIDENCE = 0.75;
+/** Another script's reading wins when its mean confidence is this much higher. */
+const SCRIPT_MARGIN = 0.1;
+/** A guessed language's reading is kept unless its confidence is this much lower than English's. */
+const CONFIDENCE_MARGIN = 0.02;
+/** Scripts with traineddata of their own, tried on pages read with low confidence: German Fraktur. */
+const OTHER_SCRIPTS = ["frk"];
 /** A dense A4 page is ~100 KB of TSV; far more means something is wrong. */
 const MAX_TSV_BYTES = 32 * 1024 * 1024;
 /** Kept for error causes (logs). */
@@ -179,52 +192,10 @@ function traineddataFor(code: string, installed: ReadonlySet<string>): string | 
   return undefined;
 }
 
-// ---------------------------------------------------------------- TSV
-
-interface Word {
-  page: number;
-  block: number;
-  par: number;
-  line: number;
-  conf: number;
-  text: string;
-}
-
-/**
- * Text and mean word confidence (0–1; absent when no word was recognised)
- * from tesseract's TSV output.
- */
-export function fromTsv(tsv: string): { text: string; confidence?: number } {
-  const words: Word[] = [];
-  for (const row of tsv.split("\n")) {
-    const f = row.replace(/\r$/, "").split("\t");
-    // level 5 = word; the header row and block/paragraph/line rows are skipped.
-    if (f.length < 12 || f[0] !== "5") continue;
-    const text = f.slice(11).join("\t").trim();
-    if (!text) continue;
-    words.push({ page: Number(f[1]), block: Number(f[2]), par: Number(f[3]), line: Number(f[4]), conf: Number(f[10]), text });
-  }
-  let out = "";
-  let prev: Word | undefined;
-  for (const w of words) {
-    if (prev) {
-      if (w.page !== prev.page || w.block !== prev.block || w.par !== prev.par) out += "\n\n";
-      else if (w.line !== prev.line) out += "\n";
-      else out += " ";
-    }
-    out += w.text;
-    prev = w;
-  }
-  const scored = words.filter((w) => Number.isFinite(w.conf) && w.conf >= 0);
-  if (scored.length === 0) return { text: out };
-  const mean = scored.reduce((sum, w) => sum + w.conf, 0) / scored.length / 100;
-  return { text: out, confidence: Math.min(1, Math.max(0, mean)) };
-}
-
 // ---------------------------------------------------------------- images
 
-/** Formats leptonica decodes that PageInput may carry, by signature. */
-export function imageFormat(bytes: Buffer): "png" | "jpeg" | "tiff" | "gif" | "webp" | "bmp" | undefined {
+/** Formats leptonica decodes that PageInput may carry, by signature (PNM: pages rasterized from a PDF for a local engine). */
+export function imageFormat(bytes: Buffer): "png" | "jpeg" | "tiff" | "gif" | "webp" | "bmp" | "pnm" | undefined {
   const starts = (sig: number[], at = 0) => bytes.length >= at + sig.length && sig.every((b, i) => bytes[at + i] === b);
   if (hasPngSignature(bytes)) return "png";
   if (starts([0xff, 0xd8, 0xff])) return "jpeg";
@@ -232,6 +203,8 @@ export function imageFormat(bytes: Buffer): "png" | "jpeg" | "tiff" | "gif" | "w
   if (starts([0x47, 0x49, 0x46, 0x38])) return "gif";
   if (starts([0x52, 0x49, 0x46, 0x46]) && starts([0x57, 0x45, 0x42, 0x50], 8)) return "webp";
   if (starts([0x42, 0x4d])) return "bmp";
+  // Binary PGM/PPM ("P5"/"P6" and a blank): raw pages rendered from a PDF.
+  if ((starts([0x50, 0x35]) || starts([0x50, 0x36])) && bytes.length > 2 && /\s/.test(String.fromCharCode(bytes[2]!))) return "pnm";
   return undefined;
 }
 
@@ -247,7 +220,7 @@ export class TesseractEngine implements Engine {
   constructor(opts: TesseractEngineOptions = {}) {
     this.#command = opts.command ?? DEFAULT_COMMAND;
     this.#timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-    this.#psm = opts.pageSegmentationMode ?? 4;
+    this.#psm = opts.pageSegmentationMode ?? 3;
     this.#threads = opts.threads ?? 1;
   }
 
@@ -260,19 +233,57 @@ export class TesseractEngine implements Engine {
   async extractPage(page: PageInput, options: ExtractOptions, signal: AbortSignal): Promise<PageResult> {
     signal.throwIfAborted();
     if (!imageFormat(page.image)) {
-      throw new FolioError("invalid_request", `page ${page.pageNumber} is not an image tesseract can read (PNG, JPEG, TIFF, GIF, WebP or BMP)`, {
+      throw new FolioError("invalid_request", `page ${page.pageNumber} is not an image tesseract can read (PNG, JPEG, TIFF, GIF, WebP, BMP or PNM)`, {
         extra: { page_number: page.pageNumber },
       });
     }
-    const lang = await tesseractLanguage(options.language, this.#command);
+    const words = options.includeLayout === "words";
+    const read = async (lang: string) => analyzePage(await this.#run(page, lang, signal), { words });
+    let best: AnalyzedPage;
+    if (options.language !== undefined && options.language.trim() !== "") {
+      best = await read(await tesseractLanguage(options.language, this.#command));
+    } else {
+      best = await this.#readAnyLanguage(read);
+    }
     signal.throwIfAborted();
-    const { text, confidence } = fromTsv(await this.#run(page, lang, signal));
+    const tables: Table[] = options.extractTables
+      ? best.tables.map((rows) => ({ page_number: page.pageNumber, rows, markdown: renderMarkdownTable(rows) }))
+      : [];
     return {
-      text,
-      tables: [],
-      ...(confidence !== undefined ? { confidence } : {}),
+      text: best.text,
+      tables,
+      ...(best.confidence !== undefined ? { confidence: best.confidence } : {}),
+      ...(options.includeLayout ? { layout: best.layout } : {}),
       usage: { promptTokens: 0, completionTokens: 0, reportedCostCents: null },
     };
+  }
+
+  /** See "The language" in the module comment. */
+  async #readAnyLanguage(read: (lang: string) => Promise<AnalyzedPage>): Promise<AnalyzedPage> {
+    const installed = await installedTraineddata(this.#command);
+    const first = await tesseractLanguage(undefined, this.#command);
+    let best = await read(first);
+    let bestLang = first;
+    const guess = guessLanguage(best.text, [...installed]);
+    if (guess && guess !== first) {
+      const again = await read(guess);
+      // The language model should read its own language at least as confidently.
+      if ((again.confidence ?? 0) >= (best.confidence ?? 0) - CONFIDENCE_MARGIN) {
+        best = again;
+        bestLang = guess;
+      }
+    }
+    if ((best.confidence ?? 0) < LOW_CONFIDENCE) {
+      for (const script of OTHER_SCRIPTS) {
+        if (!installed.has(script) || script === bestLang) continue;
+        const other = await read(script);
+        if ((other.confidence ?? 0) >= (best.confidence ?? 0) + SCRIPT_MARGIN) {
+          best = other;
+          bestLang = script;
+        }
+      }
+    }
+    return best;
   }
 
   #run(page: PageInput, lang: string, signal: AbortSignal): Promise<string> {

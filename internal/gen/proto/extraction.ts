@@ -10,9 +10,12 @@ import type { ExtractOptions as _folio_extraction_v1_ExtractOptions, ExtractOpti
 import type { ExtractPageRequest as _folio_extraction_v1_ExtractPageRequest, ExtractPageRequest__Output as _folio_extraction_v1_ExtractPageRequest__Output } from './folio/extraction/v1/ExtractPageRequest.ts';
 import type { ExtractPageResponse as _folio_extraction_v1_ExtractPageResponse, ExtractPageResponse__Output as _folio_extraction_v1_ExtractPageResponse__Output } from './folio/extraction/v1/ExtractPageResponse.ts';
 import type { ExtractionServiceClient as _folio_extraction_v1_ExtractionServiceClient, ExtractionServiceDefinition as _folio_extraction_v1_ExtractionServiceDefinition } from './folio/extraction/v1/ExtractionService.ts';
+import type { LayoutBlock as _folio_extraction_v1_LayoutBlock, LayoutBlock__Output as _folio_extraction_v1_LayoutBlock__Output } from './folio/extraction/v1/LayoutBlock.ts';
+import type { LayoutWord as _folio_extraction_v1_LayoutWord, LayoutWord__Output as _folio_extraction_v1_LayoutWord__Output } from './folio/extraction/v1/LayoutWord.ts';
 import type { ListModelsRequest as _folio_extraction_v1_ListModelsRequest, ListModelsRequest__Output as _folio_extraction_v1_ListModelsRequest__Output } from './folio/extraction/v1/ListModelsRequest.ts';
 import type { ListModelsResponse as _folio_extraction_v1_ListModelsResponse, ListModelsResponse__Output as _folio_extraction_v1_ListModelsResponse__Output } from './folio/extraction/v1/ListModelsResponse.ts';
 import type { Model as _folio_extraction_v1_Model, Model__Output as _folio_extraction_v1_Model__Output } from './folio/extraction/v1/Model.ts';
+import type { PageLayout as _folio_extraction_v1_PageLayout, PageLayout__Output as _folio_extraction_v1_PageLayout__Output } from './folio/extraction/v1/PageLayout.ts';
 import type { Plugin as _folio_extraction_v1_Plugin, Plugin__Output as _folio_extraction_v1_Plugin__Output } from './folio/extraction/v1/Plugin.ts';
 import type { Pricing as _folio_extraction_v1_Pricing, Pricing__Output as _folio_extraction_v1_Pricing__Output } from './folio/extraction/v1/Pricing.ts';
 import type { ResolveModelRequest as _folio_extraction_v1_ResolveModelRequest, ResolveModelRequest__Output as _folio_extraction_v1_ResolveModelRequest__Output } from './folio/extraction/v1/ResolveModelRequest.ts';
@@ -39,9 +42,12 @@ export interface ProtoGrpcType {
         ExtractPageRequest: MessageTypeDefinition<_folio_extraction_v1_ExtractPageRequest, _folio_extraction_v1_ExtractPageRequest__Output>
         ExtractPageResponse: MessageTypeDefinition<_folio_extraction_v1_ExtractPageResponse, _folio_extraction_v1_ExtractPageResponse__Output>
         ExtractionService: SubtypeConstructor<typeof grpc.Client, _folio_extraction_v1_ExtractionServiceClient> & { service: _folio_extraction_v1_ExtractionServiceDefinition }
+        LayoutBlock: MessageTypeDefinition<_folio_extraction_v1_LayoutBlock, _folio_extraction_v1_LayoutBlock__Output>
+        LayoutWord: MessageTypeDefinition<_folio_extraction_v1_LayoutWord, _folio_extraction_v1_LayoutWord__Output>
         ListModelsRequest: MessageTypeDefinition<_folio_extraction_v1_ListModelsRequest, _folio_extraction_v1_ListModelsRequest__Output>
         ListModelsResponse: MessageTypeDefinition<_folio_extraction_v1_ListModelsResponse, _folio_extraction_v1_ListModelsResponse__Output>
         Model: MessageTypeDefinition<_folio_extraction_v1_Model, _folio_extraction_v1_Model__Output>
+        PageLayout: MessageTypeDefinition<_folio_extraction_v1_PageLayout, _folio_extraction_v1_PageLayout__Output>
         Plugin: MessageTypeDefinition<_folio_extraction_v1_Plugin, _folio_extraction_v1_Plugin__Output>
         Pricing: MessageTypeDefinition<_folio_extraction_v1_Pricing, _folio_extraction_v1_Pricing__Output>
         ResolveModelRequest: MessageTypeDefinition<_folio_extraction_v1_ResolveModelRequest, _folio_extraction_v1_ResolveModelRequest__Output>

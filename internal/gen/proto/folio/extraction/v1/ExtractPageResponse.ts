@@ -2,6 +2,7 @@
 
 import type { Table as _folio_extraction_v1_Table, Table__Output as _folio_extraction_v1_Table__Output } from '../../../folio/extraction/v1/Table.ts';
 import type { Usage as _folio_extraction_v1_Usage, Usage__Output as _folio_extraction_v1_Usage__Output } from '../../../folio/extraction/v1/Usage.ts';
+import type { PageLayout as _folio_extraction_v1_PageLayout, PageLayout__Output as _folio_extraction_v1_PageLayout__Output } from '../../../folio/extraction/v1/PageLayout.ts';
 
 export interface ExtractPageResponse {
   'text'?: (string);
@@ -9,6 +10,10 @@ export interface ExtractPageResponse {
   'has_confidence'?: (boolean);
   'confidence'?: (number | string);
   'usage'?: (_folio_extraction_v1_Usage | null);
+  /**
+   * Set only when include_layout asked for it.
+   */
+  'layout'?: (_folio_extraction_v1_PageLayout | null);
 }
 
 export interface ExtractPageResponse__Output {
@@ -17,4 +22,8 @@ export interface ExtractPageResponse__Output {
   'has_confidence': (boolean);
   'confidence': (number);
   'usage': (_folio_extraction_v1_Usage__Output | null);
+  /**
+   * Set only when include_layout asked for it.
+   */
+  'layout': (_folio_extraction_v1_PageLayout__Output | null);
 }

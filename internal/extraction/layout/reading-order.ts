@@ -1,0 +1,442 @@
+/**
+ * Reading order and page structure from word boxes: a recursive XY-cut.
+ *
+ * A region of words is cut where a band of whitespace crosses all of it:
+ * across (a horizontal gap: the words above are read before the words below)
+ * or down (a vertical gap: columns, or the cells of a table row). The widest
+ * gap, measured in line heights, is cut first, so a title above two columns
+ * comes off before the columns are separated, and the columns before their
+ * lines. Where a region has vertical gaps it is either prose in columns (read
+ * column after column) or a table (read row after row, each row cell after
+ * cell). The test: a region whose columns are all wide enough for prose, or
+ * whose lines do not line up across the gap, is columns; a region with a
+ * narrow column whose lines line up with its neighbours' is a table (a
+ * statement, a receipt's price column, a form's fields).
+ *
+ * Decisions a reader may question:
+ * - Words without a letter or digit (rules read as dashes or colons,
+ *   specks) do not hold gaps open or shut: they are placed afterwards, in the
+ *   region whose box holds their centre.
+ * - Small rotations of a scan are undone before cutting (the slope of
+ *   tesseract's own lines), otherwise no gap crosses a tilted page.
+ * - Thresholds are in units of the page's median word height, so they hold
+ *   at any resolution; their values were chosen on the corpus described in
+ *   docs/benchmarks.md and are the same for every page.
+ */
+import { boundsOf, isSymbolOnly, median, type Box, type OcrWord } from "./words.ts";
+
+/** A vertical gap narrower than this many word heights is a space between words, not a column gap. */
+const MIN_COLUMN_GAP = 1.0;
+/** A column at least this many word heights wide can hold prose (about 25 characters). */
+const MIN_PROSE_COLUMN = 12;
+/** Share of a narrow column's lines that must line up with the next column's for the region to be a table. */
+const MIN_ROW_ALIGNMENT = 0.6;
+/** A valley down a column: x positions where at most this share of its lines has ink. */
+const VALLEY_SHARE = 0.3;
+
+export interface TextLine {
+  words: OcrWord[];
+  box: Box;
+}
+
+export type LayoutNode =
+  | { kind: "leaf"; box: Box; lines: TextLine[] }
+  | { kind: "stack"; box: Box; children: LayoutNode[] }
+  | { kind: "columns"; box: Box; children: LayoutNode[] }
+  /** Rows of a table, top to bottom; each row's cells left to right, one per column (null: an empty cell). */
+  | { kind: "table"; box: Box; rows: (LayoutNode | null)[][] };
+
+export interface ReadingOrder {
+  root: LayoutNode | null;
+  /** The median word height the thresholds were scaled by. */
+  wordHeight: number;
+  /** Slope undone before cutting (dy/dx). */
+  skew: number;
+}
+
+/** Orders a page's words: see the module comment. The words' boxes are not changed. */
+export function readingOrder(words: readonly OcrWord[]): ReadingOrder {
+  const solid = words.filter((w) => !isSymbolOnly(w.text));
+  const skew = estimateSkew(words);
+  const pivot = words.length ? boundsOf(words).x0 : 0;
+  // Cut on straightened copies; the original word objects ride along for the output.
+  const items = (solid.length ? solid : [...words]).map((w) => straighten(w, skew, pivot));
+  const h = lineHeight(items) || 1;
+  const symbols = solid.length ? words.filter((w) => isSymbolOnly(w.text)).map((w) => straighten(w, skew, pivot)) : [];
+  const root = items.length ? cut(items, h) : null;
+  if (root) {
+    const leaves = leavesOf(root);
+    if (symbols.length) placeSymbols(leaves, symbols, h);
+    for (const l of leaves) {
+      l.lines = toLines(l.items);
+      l.box = boundsOf(l.lines.map((x) => x.box));
+      delete (l as Partial<Leaf>).items;
+    }
+  }
+  return { root, wordHeight: h, skew };
+}
+
+/**
+ * The page's text size: the median height of tesseract's lines (ascenders to
+ * descenders), steadier than word heights, which shrink to the x-height for
+ * words like "a" or "one".
+ */
+function lineHeight(items: readonly Item[]): number {
+  const lines = new Map<string, { y0: number; y1: number }>();
+  for (const it of items) {
+    const l = lines.get(it.word.line);
+    if (l) {
+      l.y0 = Math.min(l.y0, it.y0);
+      l.y1 = Math.max(l.y1, it.y1);
+    } else lines.set(it.word.line, { y0: it.y0, y1: it.y1 });
+  }
+  return median([...lines.values()].map((l) => l.y1 - l.y0));
+}
+
+interface Item extends Box {
+  word: OcrWord;
+}
+
+function straighten(w: OcrWord, skew: number, pivot: number): Item {
+  const dy = skew * ((w.x0 + w.x1) / 2 - pivot);
+  return { x0: w.x0, x1: w.x1, y0: w.y0 - dy, y1: w.y1 - dy, word: w };
+}
+
+/** Median slope of tesseract's lines of three or more words (word centres, least squares); 0 when there are none. */
+export function estimateSkew(words: readonly OcrWord[]): number {
+  const byLine = new Map<string, OcrWord[]>();
+  for (const w of words) {
+    if (isSymbolOnly(w.text)) continue;
+    const l = byLine.get(w.line);
+    if (l) l.push(w);
+    else byLine.set(w.line, [w]);
+  }
+  const slopes: number[] = [];
+  for (const ws of byLine.values()) {
+    if (ws.length < 3) continue;
+    const xs = ws.map((w) => (w.x0 + w.x1) / 2);
+    const ys = ws.map((w) => w.y1);
+    const mx = xs.reduce((a, b) => a + b, 0) / xs.length;
+    const my = ys.reduce((a, b) => a + b, 0) / ys.length;
+    let sxx = 0;
+    let sxy = 0;
+    for (let i = 0; i < xs.length; i++) {
+      sxx += (xs[i]! - mx) ** 2;
+      sxy += (xs[i]! - mx) * (ys[i]! - my);
+    }
+    if (sxx > 0) slopes.push(sxy / sxx);
+  }
+  if (slopes.length < 3) return 0;
+  const s = median(slopes);
+  // Under about 0.3 degrees nothing is gained; over 10 degrees this is not a tilted scan.
+  return Math.abs(s) < 0.005 || Math.abs(s) > 0.18 ? 0 : s;
+}
+
+interface Gap {
+  /** Where the gap starts and ends along its axis. */
+  from: number;
+  to: number;
+}
+
+/** Whitespace bands across all of `items` along an axis: "y" gives horizontal gaps (rows), "x" vertical ones (columns). */
+function gaps(items: readonly Box[], axis: "x" | "y", minSize: number): Gap[] {
+  const spans = items.map((b) => (axis === "y" ? [b.y0, b.y1] : [b.x0, b.x1]) as [number, number]).sort((a, b) => a[0] - b[0]);
+  const out: Gap[] = [];
+  let end = spans[0]![1];
+  for (const [s, e] of spans.slice(1)) {
+    if (s - end >= minSize && s > end) out.push({ from: end, to: s });
+    if (e > end) end = e;
+  }
+  return out;
+}
+
+function split<T extends Box>(items: readonly T[], axis: "x" | "y", at: readonly Gap[]): T[][] {
+  return slots(items, axis, at).filter((p) => p.length > 0);
+}
+
+/** Items between consecutive gaps, one slot per space between gaps (empty slots kept). */
+function slots<T extends Box>(items: readonly T[], axis: "x" | "y", at: readonly Gap[]): T[][] {
+  const edges = at.map((g) => (g.from + g.to) / 2).sort((a, b) => a - b);
+  const parts: T[][] = edges.map(() => []).concat([[]]);
+  for (const it of items) {
+    const c = axis === "y" ? (it.y0 + it.y1) / 2 : (it.x0 + it.x1) / 2;
+    let i = 0;
+    while (i < edges.length && c > edges[i]!) i++;
+    parts[i]!.push(it);
+  }
+  return parts;
+}
+
+function cut(items: Item[], h: number, region?: Box): LayoutNode {
+  const box = boundsOf(items);
+  if (items.length === 1) return leaf(items, box);
+  const minGap = MIN_COLUMN_GAP * h;
+  const down = gaps(items, "x", minGap);
+  const across = gaps(items, "y", 1);
+  if (down.length > 0) {
+    const columns = split(items, "x", down);
+    if (columns.every((c) => isProseColumn(c, h))) return { kind: "columns", box, children: columns.map((c) => cut(c, h)) };
+    // Neighbouring columns whose lines line up belong to one table; the groups are read one after the other.
+    const groups = tableGroups(columns, h);
+    if (groups.length > 1) return { kind: "columns", box, children: groups.map((g) => cut(g.flat(), h)) };
+    if (across.length > 0) return table(items, box, down, across, h);
+    // One band cut by wide spaces: a line of words is one leaf; cells holding several lines are read cell by cell.
+    const cells = columns.map((c) => cut(c, h));
+    if (cells.every((c) => c.kind === "leaf" && lineCount(c) <= 1)) return leaf(items, box);
+    return { kind: "table", box, rows: [cells] };
+  }
+  if (across.length === 0) return leaf(items, box);
+  // Lines or blocks one above the other. Neighbouring bands that share a column gap
+  // (a gutter, a table's column gaps) are one section, cut again as a whole, so
+  // columns are found before their lines are separated.
+  const bands = split(items, "y", across);
+  const within = region ?? box;
+  const sections: Item[][][] = [];
+  let current: Item[][] = [];
+  let free: Gap[] = [];
+  let extent = { x0: 0, x1: 0 };
+  for (const band of bands) {
+    const f = freeSpans(band, within, minGap);
+    const b = boundsOf(band);
+    if (current.length) {
+      // A band joins when it keeps at least half of the column gaps, its own or the section's, whichever
+      // has more: a table's rows join each other, a title across them does not join them.
+      const shared = intersect(free, f, minGap);
+      const union = { x0: Math.min(extent.x0, b.x0), x1: Math.max(extent.x1, b.x1) };
+      const kept = interior(shared, union);
+      if (kept > 0 && kept >= Math.ceil(Math.max(interior(free, extent), interior(f, b)) / 2)) {
+        current.push(band);
+        free = shared;
+        extent = union;
+        continue;
+      }
+      sections.push(current);
+    }
+    current = [band];
+    free = f;
+    extent = b;
+  }
+  sections.push(current);
+  const children: LayoutNode[] = [];
+  for (const section of sections) {
+    const union = section.flat();
+    // A section is cut again only when a column gap runs through its words; otherwise its bands stand alone.
+    if (section.length > 1 && gaps(union, "x", minGap).length > 0) children.push(cut(union, h, within));
+    else children.push(...section.map((b) => cut(b, h, within)));
+  }
+  return stack(children, box);
+}
+
+function lineCount(n: LayoutNode): number {
+  return n.kind === "leaf" ? toLines((n as Leaf).items).length : Infinity;
+}
+
+/** Whitespace of a band along x, margins included, within the region: spans at least `min` wide. */
+function freeSpans(band: readonly Box[], region: Box, min: number): Gap[] {
+  const spans = band.map((b) => [b.x0, b.x1] as [number, number]).sort((a, b) => a[0] - b[0]);
+  const out: Gap[] = [];
+  let end = region.x0;
+  for (const [s, e] of spans) {
+    if (s - end >= min) out.push({ from: end, to: s });
+    if (e > end) end = e;
+  }
+  if (region.x1 - end >= min) out.push({ from: end, to: region.x1 });
+  return out;
+}
+
+/** How many of `spans` lie between ink on both sides (not in a margin of `extent`). */
+function interior(spans: readonly Gap[], extent: { x0: number; x1: number }): number {
+  return spans.filter((g) => g.from > extent.x0 && g.to < extent.x1).length;
+}
+
+function intersect(a: readonly Gap[], b: readonly Gap[], min: number): Gap[] {
+  const out: Gap[] = [];
+  for (const x of a) {
+    for (const y of b) {
+      const from = Math.max(x.from, y.from);
+      const to = Math.min(x.to, y.to);
+      if (to - from >= min) out.push({ from, to });
+    }
+  }
+  return out;
+}
+
+
+/** A table: every row band, each cut into cells at the table's column gaps. */
+function table(items: Item[], box: Box, down: Gap[], across: Gap[], h: number): LayoutNode {
+  const rows = split(items, "y", across).map((row) => slots(row, "x", down).map((cell) => (cell.length ? cut(cell, h) : null)));
+  return { kind: "table", box, rows };
+}
+
+function stack(children: LayoutNode[], box: Box): LayoutNode {
+  // Flatten nested stacks: a stack of stacks is one sequence of blocks.
+  const flat: LayoutNode[] = [];
+  for (const c of children) {
+    if (c.kind === "stack") flat.push(...c.children);
+    else flat.push(c);
+  }
+  return { kind: "stack", box, children: flat };
+}
+
+/**
+ * Runs of neighbouring columns that belong to one table; a column that
+ * belongs with neither neighbour is a run alone. Two columns belong together
+ * when their lines line up and one of them is too narrow for prose, or both
+ * hold valleys (each is itself several columns of a table, or part of one).
+ * Two wide columns of prose line up too when they share a leading: they stay
+ * apart, and so does a column of prose beside one that holds tables.
+ */
+function tableGroups(columns: readonly Item[][], h: number): Item[][][] {
+  const bands = columns.map(lineBands);
+  const shapes = columns.map((c) => ({ narrow: width(c) < MIN_PROSE_COLUMN * h, valley: hasValley(c, h) }));
+  const groups: Item[][][] = [[columns[0]!]];
+  for (let i = 1; i < columns.length; i++) {
+    const [a, b] = [shapes[i - 1]!, shapes[i]!];
+    const fits = a.narrow || b.narrow || (a.valley && b.valley);
+    if (fits && alignment(bands[i - 1]!, bands[i]!) >= MIN_ROW_ALIGNMENT) groups[groups.length - 1]!.push(columns[i]!);
+    else groups.push([columns[i]!]);
+  }
+  return groups;
+}
+
+function width(items: readonly Box[]): number {
+  const b = boundsOf(items);
+  return b.x1 - b.x0;
+}
+
+/** A column of prose: wide enough, and no valley of whitespace runs down it (see {@link hasValley}). */
+function isProseColumn(items: readonly Item[], h: number): boolean {
+  return width(items) >= MIN_PROSE_COLUMN * h && !hasValley(items, h);
+}
+
+/**
+ * True when a valley of whitespace runs down a column through nearly all of
+ * its lines, with ink on both sides: the column holds several columns of a
+ * table (interrupted by a heading or a note across them), not prose.
+ */
+function hasValley(items: readonly Item[], h: number): boolean {
+  const b = boundsOf(items);
+  const lines = lineBands(items);
+  if (lines.length < 3) return false;
+  // Ink coverage per x, counted in lines: bins of a quarter word height.
+  const bin = Math.max(1, h / 4);
+  const n = Math.ceil((b.x1 - b.x0) / bin) + 1;
+  const covered = new Array<number>(n).fill(0);
+  for (const l of lines) {
+    const seen = new Uint8Array(n);
+    for (const it of items) {
+      const mid = (it.y0 + it.y1) / 2;
+      if (mid < l.from || mid > l.to) continue;
+      for (let i = Math.floor((it.x0 - b.x0) / bin); i <= Math.floor((it.x1 - 1 - b.x0) / bin); i++) seen[i] = 1;
+    }
+    for (let i = 0; i < n; i++) covered[i]! += seen[i]!;
+  }
+  const limit = VALLEY_SHARE * lines.length;
+  const minBins = Math.ceil((MIN_COLUMN_GAP * h) / bin);
+  let run = 0;
+  for (let i = 0; i < n; i++) {
+    if (covered[i]! <= limit) run++;
+    else {
+      // A valley with ink on both sides (i > run: not the left margin).
+      if (run >= minBins && i - run > 0) return true;
+      run = 0;
+    }
+  }
+  return false;
+}
+
+/** How well two columns' lines line up: the smaller of the shares of each one's lines that overlap a line of the other (a cell centred beside two lines counts). */
+function alignment(a: readonly Gap[], b: readonly Gap[]): number {
+  const share = (from: readonly Gap[], to: readonly Gap[]) =>
+    from.filter((l) => to.some((m) => Math.min(l.to, m.to) > Math.max(l.from, m.from))).length / Math.max(1, from.length);
+  return Math.min(share(a, b), share(b, a));
+}
+
+/** Vertical extents of the text lines in a set of words (overlapping extents merged). */
+function lineBands(items: readonly Box[]): Gap[] {
+  const spans = items.map((b) => [b.y0, b.y1] as [number, number]).sort((a, b) => a[0] - b[0]);
+  const out: Gap[] = [];
+  for (const [s, e] of spans) {
+    const last = out[out.length - 1];
+    if (last && s < last.to) last.to = Math.max(last.to, e);
+    else out.push({ from: s, to: e });
+  }
+  return out;
+}
+
+/** A region that is not cut further; its lines are made once the symbols are placed. */
+type Leaf = Extract<LayoutNode, { kind: "leaf" }> & { items: Item[] };
+
+function leaf(items: Item[], box: Box): LayoutNode {
+  const l: Leaf = { kind: "leaf", box, lines: [], items };
+  return l;
+}
+
+function leavesOf(root: LayoutNode): Leaf[] {
+  const out: Leaf[] = [];
+  const walk = (n: LayoutNode) => {
+    if (n.kind === "leaf") out.push(n as Leaf);
+    else if (n.kind === "table") n.rows.forEach((r) => r.forEach((c) => c && walk(c)));
+    else n.children.forEach(walk);
+  };
+  walk(root);
+  return out;
+}
+
+/** Words of one region as text lines: grouped by vertical overlap, left to right, lines top to bottom. */
+function toLines(items: readonly Item[]): TextLine[] {
+  // Tesseract's own lines are kept whole (it follows a curved or tilted line better than boxes can);
+  // pieces of lines side by side at the same height (a label and its price) become one line.
+  const units = new Map<string, Item[]>();
+  for (const it of items) {
+    const u = units.get(it.word.line);
+    if (u) u.push(it);
+    else units.set(it.word.line, [it]);
+  }
+  const pieces = [...units.values()].map((ws) => ({ items: ws, ...boundsOf(ws) })).sort((a, b) => (a.y0 + a.y1) / 2 - (b.y0 + b.y1) / 2);
+  const lines: { pieces: (typeof pieces)[number][]; y0: number; y1: number }[] = [];
+  for (const p of pieces) {
+    let best: (typeof lines)[number] | undefined;
+    let bestOverlap = 0;
+    for (const l of lines) {
+      const overlap = Math.min(l.y1, p.y1) - Math.max(l.y0, p.y0);
+      // Side by side only: a piece under or over another one's words is another line.
+      if (overlap < 0.5 * Math.min(p.y1 - p.y0, l.y1 - l.y0) || overlap <= bestOverlap) continue;
+      if (l.pieces.some((q) => Math.min(q.x1, p.x1) > Math.max(q.x0, p.x0))) continue;
+      best = l;
+      bestOverlap = overlap;
+    }
+    if (best) {
+      best.pieces.push(p);
+      best.y0 = Math.min(best.y0, p.y0);
+      best.y1 = Math.max(best.y1, p.y1);
+    } else lines.push({ pieces: [p], y0: p.y0, y1: p.y1 });
+  }
+  lines.sort((a, b) => a.y0 - b.y0);
+  return lines.map((l) => {
+    const ws = l.pieces.sort((a, b) => a.x0 - b.x0).flatMap((p) => p.items.sort((a, b) => a.x0 - b.x0).map((i) => i.word));
+    return { words: ws, box: boundsOf(ws) };
+  });
+}
+
+/** Puts each symbol-only word into the leaf whose box holds its centre (or the nearest leaf within two word heights). */
+function placeSymbols(leaves: readonly Leaf[], symbols: readonly Item[], h: number): void {
+  for (const s of symbols) {
+    const cx = (s.x0 + s.x1) / 2;
+    const cy = (s.y0 + s.y1) / 2;
+    let best: Leaf | undefined;
+    let bestD = Infinity;
+    for (const l of leaves) {
+      const b = boundsOf(l.items);
+      const dx = Math.max(b.x0 - cx, 0, cx - b.x1);
+      const dy = Math.max(b.y0 - cy, 0, cy - b.y1);
+      const d = dx * dx + dy * dy;
+      if (d < bestD) {
+        best = l;
+        bestD = d;
+      }
+    }
+    // Far from every text region: a speck, not a mark of the text.
+    if (best && bestD <= (2 * h) ** 2) best.items.push(s);
+  }
+}
