@@ -20,7 +20,7 @@ import {
 } from "../billing/index.ts";
 import { decodeBase64Strict, fetchDocument, parseDataUrl, pdfPageCount, rasterizePdf, sniffDocument, type Sniffed } from "../documents/index.ts";
 import type { ResolvedModel } from "../extraction/client.ts";
-import type { ExtractOptions, PageExtraction, PageInput, Table } from "../contracts/index.ts";
+import type { ExtractOptions, PageExtraction, PageInput, PageLayout, Table } from "../contracts/index.ts";
 import { PAGE_DPI } from "../formats/index.ts";
 import { FolioError } from "../platform/errors/index.ts";
 import { conversionOf, extractionOf } from "./services.ts";
@@ -68,8 +68,25 @@ export function urlOrBase64(body: { url?: string; base64?: string }): { source: 
 }
 
 /** The spec's OCR options as the extraction service takes them. */
-export function ocrOptions(o: { extract_tables?: boolean; language?: string; output_format?: "text" | "json" | "markdown" } | undefined): ExtractOptions {
-  return { extractTables: o?.extract_tables ?? false, outputFormat: o?.output_format ?? "text", ...(o?.language ? { language: o.language } : {}) };
+export function ocrOptions(
+  o: { extract_tables?: boolean; language?: string; output_format?: "text" | "json" | "markdown"; include_layout?: boolean | "blocks" | "words" } | undefined,
+): ExtractOptions {
+  const layout = o?.include_layout === true ? "blocks" : o?.include_layout || undefined;
+  return {
+    extractTables: o?.extract_tables ?? false,
+    outputFormat: o?.output_format ?? "text",
+    ...(o?.language ? { language: o.language } : {}),
+    ...(layout ? { includeLayout: layout } : {}),
+  };
+}
+
+/** Layout comes from the boxes of a local engine; an upstream model answers text only. */
+export function checkLayoutSupport(model: ResolvedModel, options: ExtractOptions): void {
+  if (options.includeLayout && model.model.source !== "local") {
+    throw new FolioError("invalid_request", `options.include_layout needs a local model (local/tesseract, local/ppocr); '${model.model.id}' returns text only`, {
+      param: "options.include_layout",
+    });
+  }
 }
 
 /** `strategy` and `provider_preferences.strategy` are the same value in two places; both given and different is a 400. */
@@ -209,6 +226,7 @@ export interface ReadResult {
 /** The whole pipeline for one document, billed as `req.endpoint`; see the module comment. */
 export async function readDocument(deps: EdgeDeps, req: ReadRequest): Promise<ReadResult> {
   const { document: doc, model, onEvent } = req;
+  checkLayoutSupport(model, req.options);
   const extraction = extractionOf(deps);
   const pageCount = await countPages(deps, doc);
   const office = pageCount === null;
@@ -269,7 +287,7 @@ export function formatLabel(sniffed: Sniffed): string {
 /** What every reading answer has: the text, per-page results, flattened tables and the mean confidence. */
 export function readingOf(read: ReadResult): {
   text: string;
-  pages: { page_number: number; text: string; confidence?: number }[];
+  pages: { page_number: number; text: string; confidence?: number; layout?: PageLayout }[];
   tables: Table[];
   confidence?: number;
 } {
@@ -277,6 +295,7 @@ export function readingOf(read: ReadResult): {
     page_number: page.pageNumber,
     text: r.result.text,
     ...(r.result.confidence !== undefined ? { confidence: r.result.confidence } : {}),
+    ...(r.result.layout ? { layout: r.result.layout } : {}),
   }));
   const confidences = pages.map((p) => p.confidence);
   const allScored = confidences.length > 0 && confidences.every((c) => c !== undefined);

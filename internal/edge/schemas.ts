@@ -59,9 +59,40 @@ export const OcrOptions = Type.Object(
     extract_tables: Type.Optional(Type.Boolean({ description: "Ask the model for table data (result.tables)." })),
     language: Type.Optional(Type.String({ pattern: "^[A-Za-z_]{2,16}$", description: "Language hint, ISO 639-1 (e.g. en, de)." })),
     output_format: Type.Optional(StringEnum(["text", "json", "markdown"])),
+    include_layout: Type.Optional(
+      Type.Union([Type.Boolean(), StringEnum(["blocks", "words"])], {
+        description:
+          "Adds `layout` to every page: blocks in reading order (text, table, figure, header, footer) with boxes in pixels of the page image; " +
+          "\"words\" adds each block's words with their confidence; true is \"blocks\". Local models only (docs/ocr.md, Layout).",
+      }),
+    ),
   },
   { additionalProperties: false },
 );
+
+const Bbox = Type.Array(Type.Integer(), { minItems: 4, maxItems: 4, description: "[x0, y0, x1, y1] in pixels of the page image (PDF and office pages: rendered at 200 DPI)." });
+
+/** `layout` of a page (docs/ocr.md "Layout"). */
+export const PageLayoutSchema = Type.Object({
+  width: Type.Integer({ description: "The page image's width in pixels." }),
+  height: Type.Integer({ description: "The page image's height in pixels." }),
+  blocks: Type.Array(
+    Type.Object({
+      type: StringEnum(["text", "table", "figure", "header", "footer"]),
+      bbox: Bbox,
+      text: Type.String({ description: "The block's text; a table's rows on lines, cells separated by a tab; empty for a figure." }),
+      words: Type.Optional(Type.Array(Type.Object({ text: Type.String(), bbox: Bbox, confidence: Type.Number({ minimum: 0, maximum: 1 }) }), { description: "Only with include_layout \"words\"." })),
+    }),
+  ),
+});
+
+/** One entry of `result.pages`. */
+export const PageEntry = Type.Object({
+  page_number: Type.Integer(),
+  text: Type.String(),
+  confidence: Type.Optional(Type.Number()),
+  layout: Type.Optional(PageLayoutSchema),
+});
 
 /** One table of `result.tables`. */
 export const TableEntry = Type.Object({ page_number: Type.Integer(), rows: Type.Array(Type.Array(Type.String())), markdown: Type.String() });

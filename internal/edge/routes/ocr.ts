@@ -7,7 +7,7 @@ import { PRICE_TEXT, chargeFields } from "../../billing/index.ts";
 import { PAGE_DPI } from "../../formats/index.ts";
 import type { App, EdgeDeps } from "../types.ts";
 import { principalOf } from "../types.ts";
-import { JsonReadingFields, OcrOptions, ReadingFields, ReadingUsage, TableEntry, keyed } from "../schemas.ts";
+import { JsonReadingFields, OcrOptions, PageEntry, ReadingFields, ReadingUsage, TableEntry, keyed } from "../schemas.ts";
 import { loadDocument, ocrOptions, readDocument, readingOf, strategyOf, tokensOf, urlOrBase64 } from "../pipeline.ts";
 import { extractionOf } from "../services.ts";
 
@@ -28,7 +28,7 @@ const OcrResult = Type.Object({
   model: Type.String(),
   result: Type.Object({
     text: Type.String(),
-    pages: Type.Array(Type.Object({ page_number: Type.Integer(), text: Type.String(), confidence: Type.Optional(Type.Number()) })),
+    pages: Type.Array(PageEntry),
     tables: Type.Array(TableEntry),
     confidence: Type.Optional(Type.Number()),
   }),

@@ -17,7 +17,7 @@ import { FolioError, toHttpError } from "../../platform/errors/index.ts";
 import { readMultipart, registerMultipart, uploadOf } from "../multipart.ts";
 import { NDJSON, NdjsonStream, acceptsNdjson } from "../ndjson.ts";
 import { PipelineEventSchemas, formatLabel, loadDocument, readDocument, readingOf, tokensOf, type LoadedDocument, type PipelineEvent, type ReadResult } from "../pipeline.ts";
-import { ChargeFields, ReadingUsage, StringEnum, TableEntry, keyed } from "../schemas.ts";
+import { ChargeFields, PageLayoutSchema, ReadingUsage, StringEnum, TableEntry, keyed } from "../schemas.ts";
 import { extractionOf } from "../services.ts";
 import type { App, EdgeDeps } from "../types.ts";
 import { principalOf } from "../types.ts";
@@ -55,6 +55,7 @@ export const PlaygroundResult = Type.Object({
         page_number: Type.Integer(),
         text: Type.String(),
         confidence: Type.Optional(Type.Number()),
+        layout: Type.Optional(PageLayoutSchema),
         tables: Type.Array(TableEntry),
         image: Type.Union([
           Type.Object({
