@@ -94,8 +94,14 @@ const LOW_CONFIDENCE = 0.75;
 const SCRIPT_MARGIN = 0.1;
 /** A guessed language's reading is kept unless its confidence is this much lower than English's. */
 const CONFIDENCE_MARGIN = 0.02;
-/** Scripts with traineddata of their own, tried on pages read with low confidence: German Fraktur. */
-const OTHER_SCRIPTS = ["frk"];
+/**
+ * Scripts with traineddata of their own, tried on pages read with low
+ * confidence, and on pages of the language they are written in below
+ * {@link SCRIPT_LANGUAGE_CONFIDENCE}: German Fraktur.
+ */
+const OTHER_SCRIPTS: Readonly<Record<string, string>> = Object.freeze({ frk: "deu" });
+/** A page found to be German and read with less confidence than this is tried in Fraktur too. */
+const SCRIPT_LANGUAGE_CONFIDENCE = 0.9;
 /** A dense A4 page is ~100 KB of TSV; far more means something is wrong. */
 const MAX_TSV_BYTES = 32 * 1024 * 1024;
 /** Kept for error causes (logs). */
@@ -273,14 +279,14 @@ export class TesseractEngine implements Engine {
         bestLang = guess;
       }
     }
-    if ((best.confidence ?? 0) < LOW_CONFIDENCE) {
-      for (const script of OTHER_SCRIPTS) {
-        if (!installed.has(script) || script === bestLang) continue;
-        const other = await read(script);
-        if ((other.confidence ?? 0) >= (best.confidence ?? 0) + SCRIPT_MARGIN) {
-          best = other;
-          bestLang = script;
-        }
+    for (const [script, usedFor] of Object.entries(OTHER_SCRIPTS)) {
+      const conf = best.confidence ?? 0;
+      if (conf >= LOW_CONFIDENCE && !(usedFor === bestLang && conf < SCRIPT_LANGUAGE_CONFIDENCE)) continue;
+      if (!installed.has(script) || script === bestLang) continue;
+      const other = await read(script);
+      if ((other.confidence ?? 0) >= conf + SCRIPT_MARGIN) {
+        best = other;
+        bestLang = script;
       }
     }
     return best;

@@ -33,30 +33,50 @@ export function analyzePage(tsv: string, opts: { words?: boolean } = {}): Analyz
   const order = readingOrder(page.words);
   const h = order.wordHeight;
 
-  // Tables found by the geometry, each read where tesseract first reached it.
-  const tables: { first: number; node: Extract<LayoutNode, { kind: "table" }>; members: Set<number>; rows: string[][] | null }[] = [];
-  const findTables = (n: LayoutNode) => {
+  // Tables found by the geometry, placed among tesseract's words where both orders
+  // agree: after every word the geometry reads before the table and before every word
+  // it reads after it. Where tesseract's order contradicts that (it read a line above
+  // the table last), the table stands where tesseract first reached one of its words.
+  type Found = { node: Extract<LayoutNode, { kind: "table" }>; members: Set<number>; rows: string[][] | null; at: number };
+  const tables: Found[] = [];
+  const sequence: (number | Found)[] = [];
+  const walk = (n: LayoutNode) => {
     if (n.kind === "table") {
-      const members = new Set<number>(wordsOf(n).map((w) => w.index));
-      tables.push({ first: Math.min(...members), node: n, members, rows: tableRows(n, h) });
-    } else if (n.kind !== "leaf") n.children.forEach(findTables);
+      const t: Found = { node: n, members: new Set<number>(wordsOf(n).map((w) => w.index)), rows: tableRows(n, h), at: 0 };
+      tables.push(t);
+      sequence.push(t);
+    } else if (n.kind === "leaf") {
+      for (const l of n.lines) for (const w of l.words) sequence.push(w.index);
+    } else n.children.forEach(walk);
   };
-  if (order.root) findTables(order.root);
-  const tableOf = new Map<number, (typeof tables)[number]>();
-  for (const t of tables) for (const i of t.members) tableOf.set(i, t);
+  if (order.root) walk(order.root);
+  const inTable = new Set<number>(tables.flatMap((t) => [...t.members]));
+  for (const t of tables) {
+    const pos = sequence.indexOf(t);
+    const before = sequence.slice(0, pos).filter((x): x is number => typeof x === "number" && !inTable.has(x));
+    const after = sequence.slice(pos + 1).filter((x): x is number => typeof x === "number" && !inTable.has(x));
+    const last = before.length ? Math.max(...before) : -1;
+    const next = after.length ? Math.min(...after) : Infinity;
+    t.at = last < next ? last + 1 : Math.min(...t.members);
+  }
 
   // Blocks in reading order: tesseract's paragraphs outside tables, and the tables.
-  const units: ({ kind: "words"; words: OcrWord[] } | { kind: "table"; table: (typeof tables)[number] })[] = [];
-  for (const w of page.words) {
-    const t = tableOf.get(w.index);
-    if (t) {
-      if (w.index === t.first) units.push({ kind: "table", table: t });
-      continue;
+  const units: ({ kind: "words"; words: OcrWord[] } | { kind: "table"; table: Found })[] = [];
+  const pending = [...tables];
+  const placeTables = (upTo: number) => {
+    for (let i = 0; i < pending.length; ) {
+      if (pending[i]!.at <= upTo) units.push({ kind: "table", table: pending.splice(i, 1)[0]! });
+      else i++;
     }
+  };
+  for (const w of page.words) {
+    placeTables(w.index);
+    if (inTable.has(w.index)) continue;
     const last = units[units.length - 1];
     if (last?.kind === "words" && last.words[last.words.length - 1]!.paragraph === w.paragraph) last.words.push(w);
     else units.push({ kind: "words", words: [w] });
   }
+  placeTables(Infinity);
 
   const blocks: LayoutBlock[] = [];
   const texts: string[] = [];

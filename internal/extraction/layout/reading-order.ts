@@ -14,12 +14,13 @@
  * statement, a receipt's price column, a form's fields).
  *
  * Decisions a reader may question:
- * - Words without a letter or digit (rules read as dashes or colons,
- *   specks) do not hold gaps open or shut: they are placed afterwards, in the
- *   region whose box holds their centre.
+ * - What is cut are runs of a tesseract line's words without a column gap
+ *   inside, at the height of their line. Runs without a letter or digit
+ *   (rules read as dashes or colons, specks) do not hold gaps open or shut:
+ *   they are placed afterwards, in the nearest region.
  * - Small rotations of a scan are undone before cutting (the slope of
  *   tesseract's own lines), otherwise no gap crosses a tilted page.
- * - Thresholds are in units of the page's median word height, so they hold
+ * - Thresholds are in units of the page's median line height, so they hold
  *   at any resolution; their values were chosen on the corpus described in
  *   docs/benchmarks.md and are the same for every page.
  */
@@ -31,6 +32,10 @@ const MIN_COLUMN_GAP = 1.0;
 const MIN_PROSE_COLUMN = 12;
 /** Share of a narrow column's lines that must line up with the next column's for the region to be a table. */
 const MIN_ROW_ALIGNMENT = 0.6;
+/** A column that is not prose needs this many lines to be read as a column of its own. */
+const MIN_COLUMN_LINES = 3;
+/** Bands further apart than this many line heights are never one section. */
+const MAX_SECTION_GAP = 3;
 /** A valley down a column: x positions where at most this share of its lines has ink. */
 const VALLEY_SHARE = 0.3;
 
@@ -56,13 +61,15 @@ export interface ReadingOrder {
 
 /** Orders a page's words: see the module comment. The words' boxes are not changed. */
 export function readingOrder(words: readonly OcrWord[]): ReadingOrder {
-  const solid = words.filter((w) => !isSymbolOnly(w.text));
   const skew = estimateSkew(words);
   const pivot = words.length ? boundsOf(words).x0 : 0;
   // Cut on straightened copies; the original word objects ride along for the output.
-  const items = (solid.length ? solid : [...words]).map((w) => straighten(w, skew, pivot));
-  const h = lineHeight(items) || 1;
-  const symbols = solid.length ? words.filter((w) => isSymbolOnly(w.text)).map((w) => straighten(w, skew, pivot)) : [];
+  const straight = words.map((w) => straighten(w, skew, pivot));
+  const h = lineHeight(straight) || 1;
+  const all = segments(straight, MIN_COLUMN_GAP * h);
+  const solid = all.filter((s) => !s.words.every((w) => isSymbolOnly(w.text)));
+  const items = solid.length ? solid : all;
+  const symbols = solid.length ? all.filter((s) => !solid.includes(s)) : [];
   const root = items.length ? cut(items, h) : null;
   if (root) {
     const leaves = leavesOf(root);
@@ -76,14 +83,57 @@ export function readingOrder(words: readonly OcrWord[]): ReadingOrder {
   return { root, wordHeight: h, skew };
 }
 
+/** A word with its box straightened (skew undone). */
+interface Straight extends Box {
+  word: OcrWord;
+}
+
+/**
+ * What the cut moves: a run of one tesseract line's words with no column gap
+ * inside (a cell, a line of prose, a line's part on one side of a gutter).
+ * Its height is the line's: the median top and bottom of the line's words,
+ * so one tall box (a word fused with a rule under it) does not close the
+ * gaps above and below the line.
+ */
+interface Item extends Box {
+  words: OcrWord[];
+  line: string;
+}
+
+function segments(words: readonly Straight[], minGap: number): Item[] {
+  const byLine = new Map<string, Straight[]>();
+  for (const w of words) {
+    const l = byLine.get(w.word.line);
+    if (l) l.push(w);
+    else byLine.set(w.word.line, [w]);
+  }
+  const out: Item[] = [];
+  for (const [line, ws] of byLine) {
+    ws.sort((a, b) => a.x0 - b.x0);
+    const y0 = median(ws.map((w) => w.y0));
+    const y1 = Math.max(y0 + 1, median(ws.map((w) => w.y1)));
+    let run: Straight[] = [];
+    const flush = () => {
+      if (run.length) out.push({ x0: run[0]!.x0, x1: Math.max(...run.map((w) => w.x1)), y0, y1, words: run.map((w) => w.word), line });
+      run = [];
+    };
+    for (const w of ws) {
+      if (run.length && w.x0 - Math.max(...run.map((r) => r.x1)) >= minGap) flush();
+      run.push(w);
+    }
+    flush();
+  }
+  return out;
+}
+
 /**
  * The page's text size: the median height of tesseract's lines (ascenders to
  * descenders), steadier than word heights, which shrink to the x-height for
  * words like "a" or "one".
  */
-function lineHeight(items: readonly Item[]): number {
+function lineHeight(words: readonly Straight[]): number {
   const lines = new Map<string, { y0: number; y1: number }>();
-  for (const it of items) {
+  for (const it of words) {
     const l = lines.get(it.word.line);
     if (l) {
       l.y0 = Math.min(l.y0, it.y0);
@@ -93,11 +143,7 @@ function lineHeight(items: readonly Item[]): number {
   return median([...lines.values()].map((l) => l.y1 - l.y0));
 }
 
-interface Item extends Box {
-  word: OcrWord;
-}
-
-function straighten(w: OcrWord, skew: number, pivot: number): Item {
+function straighten(w: OcrWord, skew: number, pivot: number): Straight {
   const dy = skew * ((w.x0 + w.x1) / 2 - pivot);
   return { x0: w.x0, x1: w.x1, y0: w.y0 - dy, y1: w.y1 - dy, word: w };
 }
@@ -178,11 +224,21 @@ function cut(items: Item[], h: number, region?: Box): LayoutNode {
     if (columns.every((c) => isProseColumn(c, h))) return { kind: "columns", box, children: columns.map((c) => cut(c, h)) };
     // Neighbouring columns whose lines line up belong to one table; the groups are read one after the other.
     const groups = tableGroups(columns, h);
-    if (groups.length > 1) return { kind: "columns", box, children: groups.map((g) => cut(g.flat(), h)) };
+    if (groups.length > 1) {
+      // Scraps beside each other that are neither prose nor a table (a receipt's "1 No" above
+      // "GST TA AMT RM4.72") are read line by line across.
+      const scraps = groups.some((g) => !isProseColumn(g.flat(), h) && lineBands(g.flat()).length < MIN_COLUMN_LINES);
+      if (scraps) return leaf(items, box);
+      return { kind: "columns", box, children: groups.map((g) => cut(g.flat(), h)) };
+    }
     if (across.length > 0) return table(items, box, down, across, h);
     // One band cut by wide spaces: a line of words is one leaf; cells holding several lines are read cell by cell.
     const cells = columns.map((c) => cut(c, h));
     if (cells.every((c) => c.kind === "leaf" && lineCount(c) <= 1)) return leaf(items, box);
+    // Cells whose lines line up across the band are rows that no gap separates (tight
+    // leading, a tilt): read line by line. A cell wrapped beside one-line cells is read as a cell.
+    const bands = columns.map(lineBands);
+    if (bands.every((b, i) => i === 0 || alignment(bands[i - 1]!, b) >= MIN_ROW_ALIGNMENT) && bands.every((b) => b.length === bands[0]!.length)) return leaf(items, box);
     return { kind: "table", box, rows: [cells] };
   }
   if (across.length === 0) return leaf(items, box);
@@ -195,6 +251,7 @@ function cut(items: Item[], h: number, region?: Box): LayoutNode {
   let current: Item[][] = [];
   let free: Gap[] = [];
   let extent = { x0: 0, x1: 0 };
+  let bottom = 0;
   for (const band of bands) {
     const f = freeSpans(band, within, minGap);
     const b = boundsOf(band);
@@ -204,10 +261,13 @@ function cut(items: Item[], h: number, region?: Box): LayoutNode {
       const shared = intersect(free, f, minGap);
       const union = { x0: Math.min(extent.x0, b.x0), x1: Math.max(extent.x1, b.x1) };
       const kept = interior(shared, union);
-      if (kept > 0 && kept >= Math.ceil(Math.max(interior(free, extent), interior(f, b)) / 2)) {
+      // Far below the section (a page number under a table) is a new section whatever its gaps.
+      const near = b.y0 - bottom <= MAX_SECTION_GAP * h;
+      if (near && kept > 0 && kept >= Math.ceil(Math.max(interior(free, extent), interior(f, b)) / 2)) {
         current.push(band);
         free = shared;
         extent = union;
+        bottom = Math.max(bottom, b.y1);
         continue;
       }
       sections.push(current);
@@ -215,6 +275,7 @@ function cut(items: Item[], h: number, region?: Box): LayoutNode {
     current = [band];
     free = f;
     extent = b;
+    bottom = b.y1;
   }
   sections.push(current);
   const children: LayoutNode[] = [];
@@ -389,11 +450,11 @@ function toLines(items: readonly Item[]): TextLine[] {
   // pieces of lines side by side at the same height (a label and its price) become one line.
   const units = new Map<string, Item[]>();
   for (const it of items) {
-    const u = units.get(it.word.line);
+    const u = units.get(it.line);
     if (u) u.push(it);
-    else units.set(it.word.line, [it]);
+    else units.set(it.line, [it]);
   }
-  const pieces = [...units.values()].map((ws) => ({ items: ws, ...boundsOf(ws) })).sort((a, b) => (a.y0 + a.y1) / 2 - (b.y0 + b.y1) / 2);
+  const pieces = [...units.values()].map((segs) => ({ segs, ...boundsOf(segs) })).sort((a, b) => (a.y0 + a.y1) / 2 - (b.y0 + b.y1) / 2);
   const lines: { pieces: (typeof pieces)[number][]; y0: number; y1: number }[] = [];
   for (const p of pieces) {
     let best: (typeof lines)[number] | undefined;
@@ -414,7 +475,7 @@ function toLines(items: readonly Item[]): TextLine[] {
   }
   lines.sort((a, b) => a.y0 - b.y0);
   return lines.map((l) => {
-    const ws = l.pieces.sort((a, b) => a.x0 - b.x0).flatMap((p) => p.items.sort((a, b) => a.x0 - b.x0).map((i) => i.word));
+    const ws = l.pieces.sort((a, b) => a.x0 - b.x0).flatMap((p) => p.segs.flatMap((sg) => sg.words).sort((a, b) => a.x0 - b.x0));
     return { words: ws, box: boundsOf(ws) };
   });
 }
