@@ -36,6 +36,8 @@ const MIN_ROW_ALIGNMENT = 0.6;
 const MIN_COLUMN_LINES = 3;
 /** Bands further apart than this many line heights are never one section. */
 const MAX_SECTION_GAP = 3;
+/** A gap two bands share must be at least this share of the gap it lies in on either side (where ink bounds it). */
+const SHARED_GAP_SHARE = 0.5;
 /** A valley down a column: x positions where at most this share of its lines has ink. */
 const VALLEY_SHARE = 0.3;
 
@@ -219,34 +221,55 @@ function cut(items: Item[], h: number, region?: Box): LayoutNode {
   const minGap = MIN_COLUMN_GAP * h;
   const down = gaps(items, "x", minGap);
   const across = gaps(items, "y", 1);
-  if (down.length > 0) {
-    const columns = split(items, "x", down);
-    if (columns.every((c) => isProseColumn(c, h))) return { kind: "columns", box, children: columns.map((c) => cut(c, h)) };
-    // Neighbouring columns whose lines line up belong to one table; the groups are read one after the other.
-    const groups = tableGroups(columns, h);
-    if (groups.length > 1) {
-      // Scraps beside each other that are neither prose nor a table (a receipt's "1 No" above
-      // "GST TA AMT RM4.72") are read line by line across.
-      const scraps = groups.some((g) => !isProseColumn(g.flat(), h) && lineBands(g.flat()).length < MIN_COLUMN_LINES);
-      if (scraps) return leaf(items, box);
-      return { kind: "columns", box, children: groups.map((g) => cut(g.flat(), h)) };
+  if (across.length > 0) {
+    // Blocks one above the other first: neighbouring bands that share column gaps (a
+    // gutter, a table's column gaps) are one section, cut again as a whole, so columns
+    // are found before their lines are separated, and two sections (columns above, a
+    // table below) are not read as columns running through both.
+    const within = region ?? box;
+    const sections = sectionsOf(split(items, "y", across), within, h);
+    if (sections.length > 1 || down.length === 0) {
+      const children: LayoutNode[] = [];
+      for (const section of sections) {
+        const union = section.flat();
+        // A section is cut again only when a column gap runs through its words; otherwise its bands stand alone.
+        if (section.length > 1 && gaps(union, "x", minGap).length > 0) children.push(cut(union, h, within));
+        else children.push(...section.map((b) => cut(b, h, within)));
+      }
+      return stack(children, box);
     }
-    if (across.length > 0) return table(items, box, down, across, h);
-    // One band cut by wide spaces: a line of words is one leaf; cells holding several lines are read cell by cell.
-    const cells = columns.map((c) => cut(c, h));
-    if (cells.every((c) => c.kind === "leaf" && lineCount(c) <= 1)) return leaf(items, box);
-    // Cells whose lines line up across the band are rows that no gap separates (tight
-    // leading, a tilt): read line by line. A cell wrapped beside one-line cells is read as a cell.
-    const bands = columns.map(lineBands);
-    if (bands.every((b, i) => i === 0 || alignment(bands[i - 1]!, b) >= MIN_ROW_ALIGNMENT) && bands.every((b) => b.length === bands[0]!.length)) return leaf(items, box);
-    return { kind: "table", box, rows: [cells] };
   }
-  if (across.length === 0) return leaf(items, box);
-  // Lines or blocks one above the other. Neighbouring bands that share a column gap
-  // (a gutter, a table's column gaps) are one section, cut again as a whole, so
-  // columns are found before their lines are separated.
-  const bands = split(items, "y", across);
-  const within = region ?? box;
+  if (down.length === 0) return leaf(items, box);
+  const columns = split(items, "x", down);
+  if (columns.every((c) => isProseColumn(c, h))) return { kind: "columns", box, children: columns.map((c) => cut(c, h)) };
+  // Neighbouring columns whose lines line up belong to one table; the groups are read one after the other.
+  const groups = tableGroups(columns, h);
+  if (groups.length > 1) {
+    // Scraps beside each other that are neither prose nor a table (a receipt's "1 No" above
+    // "GST TA AMT RM4.72") are read line by line across.
+    const scraps = groups.some((g) => !isProseColumn(g.flat(), h) && lineBands(g.flat()).length < MIN_COLUMN_LINES);
+    if (scraps) return leaf(items, box);
+    return { kind: "columns", box, children: groups.map((g) => cut(g.flat(), h)) };
+  }
+  if (across.length > 0) return table(items, box, down, across, h);
+  // One band cut by wide spaces: a line of words is one leaf; cells holding several lines are read cell by cell.
+  const cells = columns.map((c) => cut(c, h));
+  if (cells.every((c) => c.kind === "leaf" && lineCount(c) <= 1)) return leaf(items, box);
+  // Cells whose lines line up across the band are rows that no gap separates (tight
+  // leading, a tilt): read line by line. A cell wrapped beside one-line cells is read as a cell.
+  const bands = columns.map(lineBands);
+  if (bands.every((b, i) => i === 0 || alignment(bands[i - 1]!, b) >= MIN_ROW_ALIGNMENT) && bands.every((b) => b.length === bands[0]!.length)) return leaf(items, box);
+  return { kind: "table", box, rows: [cells] };
+}
+
+/**
+ * Consecutive bands grouped into sections: a band joins the section above
+ * it when it is near (a page number far below a table starts its own) and
+ * keeps at least half of the column gaps, its own or the section's, whichever
+ * has more: a table's rows join each other, a title across them does not.
+ */
+function sectionsOf(bands: readonly Item[][], within: Box, h: number): Item[][][] {
+  const minGap = MIN_COLUMN_GAP * h;
   const sections: Item[][][] = [];
   let current: Item[][] = [];
   let free: Gap[] = [];
@@ -256,16 +279,28 @@ function cut(items: Item[], h: number, region?: Box): LayoutNode {
     const f = freeSpans(band, within, minGap);
     const b = boundsOf(band);
     if (current.length) {
-      // A band joins when it keeps at least half of the column gaps, its own or the section's, whichever
-      // has more: a table's rows join each other, a title across them does not join them.
-      const shared = intersect(free, f, minGap);
       const union = { x0: Math.min(extent.x0, b.x0), x1: Math.max(extent.x1, b.x1) };
-      const kept = interior(shared, union);
-      // Far below the section (a page number under a table) is a new section whatever its gaps.
+      const shared = intersect(free, f, minGap);
+      // A gap kept is one both sides agree on: where it lies between ink on one side, it is
+      // not a sliver of a much wider gap there (a table's label column ending far left of the gutter).
+      const fits = (g: Gap, spans: readonly Gap[], ext: { x0: number; x1: number }) => {
+        const host = spans.find((x) => x.from <= g.from && x.to >= g.to);
+        if (!host || host.from <= ext.x0 || host.to >= ext.x1) return true;
+        return g.to - g.from >= SHARED_GAP_SHARE * (host.to - host.from);
+      };
+      const mine = interior(free, extent);
+      const theirs = interior(f, b);
+      // Only a band bringing more gaps than the section has is held to that (ragged prose lines end anywhere).
+      const agreed = theirs > mine ? shared.filter((g) => fits(g, f, b) && fits(g, free, extent)) : shared;
+      const kept = interior(agreed, union);
+      // A band keeping most of the section's column gaps joins it, even with gaps of its own (a table
+      // inside a column); a section of full-width lines so far takes a band only if it keeps most of
+      // the band's gaps (a title does not swallow the table under it).
+      const needed = mine > 0 && theirs >= mine ? Math.ceil(mine / 2) : Math.ceil(Math.max(mine, theirs) / 2);
       const near = b.y0 - bottom <= MAX_SECTION_GAP * h;
-      if (near && kept > 0 && kept >= Math.ceil(Math.max(interior(free, extent), interior(f, b)) / 2)) {
+      if (near && kept > 0 && kept >= needed) {
         current.push(band);
-        free = shared;
+        free = agreed;
         extent = union;
         bottom = Math.max(bottom, b.y1);
         continue;
@@ -278,14 +313,7 @@ function cut(items: Item[], h: number, region?: Box): LayoutNode {
     bottom = b.y1;
   }
   sections.push(current);
-  const children: LayoutNode[] = [];
-  for (const section of sections) {
-    const union = section.flat();
-    // A section is cut again only when a column gap runs through its words; otherwise its bands stand alone.
-    if (section.length > 1 && gaps(union, "x", minGap).length > 0) children.push(cut(union, h, within));
-    else children.push(...section.map((b) => cut(b, h, within)));
-  }
-  return stack(children, box);
+  return sections;
 }
 
 function lineCount(n: LayoutNode): number {

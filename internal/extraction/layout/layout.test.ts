@@ -1,0 +1,208 @@
+/**
+ * The layout analysis on synthetic pages: word boxes laid out as columns,
+ * tables, receipts, headers and footers, written as tesseract's TSV, so each
+ * test states the geometry it checks. The real engine on rendered pages is
+ * covered in engines/tesseract.test.ts.
+ */
+import { describe, expect, it } from "vitest";
+import { analyzePage } from "./page.ts";
+import { estimateSkew, readingOrder } from "./reading-order.ts";
+import { parseTsv, type OcrWord } from "./words.ts";
+
+const HEADER = "level\tpage_num\tblock_num\tpar_num\tline_num\tword_num\tleft\ttop\twidth\theight\tconf\ttext";
+/** Pixels of a character and of a line at roughly 10 pt and 200 DPI. */
+const CHAR = 14;
+const LINE = 34;
+const LEADING = 44;
+
+interface Placed {
+  text: string;
+  x: number;
+  y: number;
+  block: number;
+  line: number;
+  conf?: number;
+}
+
+/** A page as tesseract's TSV: words in the order given (tesseract's reading order), blocks and lines as numbered. */
+function tsv(words: readonly Placed[], page = { width: 1654, height: 2339 }, blankBlocks: { x: number; y: number; w: number; h: number }[] = []): string {
+  const rows = [HEADER, `1\t1\t0\t0\t0\t0\t0\t0\t${page.width}\t${page.height}\t-1\t`];
+  let n = 0;
+  let block = 0;
+  for (const w of words) {
+    if (w.block !== block) {
+      block = w.block;
+      rows.push(`2\t1\t${block}\t0\t0\t0\t0\t0\t1\t1\t-1\t`);
+    }
+    rows.push(`5\t1\t${w.block}\t1\t${w.line}\t${++n}\t${w.x}\t${w.y}\t${w.text.length * CHAR}\t${LINE}\t${w.conf ?? 95}\t${w.text}`);
+  }
+  blankBlocks.forEach((b, i) => rows.push(`2\t1\t${900 + i}\t0\t0\t0\t${b.x}\t${b.y}\t${b.w}\t${b.h}\t-1\t`, `5\t1\t${900 + i}\t1\t1\t1\t${b.x}\t${b.y}\t${b.w}\t${b.h}\t95\t `));
+  return rows.join("\n") + "\n";
+}
+
+/** Words of a line of text starting at x, one space (a character) between words. */
+function line(text: string, x: number, y: number, block: number, lineNo: number): Placed[] {
+  const out: Placed[] = [];
+  let at = x;
+  for (const word of text.split(" ")) {
+    out.push({ text: word, x: at, y, block, line: lineNo });
+    at += (word.length + 1) * CHAR;
+  }
+  return out;
+}
+
+/** A paragraph of `lines` starting at (x, y), one tesseract block. */
+function paragraph(lines: readonly string[], x: number, y: number, block: number): Placed[] {
+  return lines.flatMap((l, i) => line(l, x, y + i * LEADING, block, i + 1));
+}
+
+const LEFT = ["alpha beta gamma delta epsilon zeta", "eta theta iota kappa lambda mu", "nu xi omicron pi rho sigma tau", "upsilon phi chi psi omega end"];
+const RIGHT = ["one two three four five six seven", "eight nine ten eleven twelve", "thirteen fourteen fifteen sixteen", "seventeen eighteen nineteen last"];
+
+describe("reading order", () => {
+  it("reads two columns of prose one after the other, even when tesseract reads their lines across", () => {
+    // Tesseract's order here is line by line across both columns (one block per line pair).
+    const words = LEFT.flatMap((l, i) => [...line(l, 200, 300 + i * LEADING, i + 1, 1), ...line(RIGHT[i]!, 900, 300 + i * LEADING, i + 1, 2)]);
+    const r = analyzePage(tsv(words));
+    const text = r.text.replace(/\s+/g, " ");
+    // Where tesseract's order runs across the columns, the geometry does not overrule it for prose:
+    // both columns are wide, so neither is a table, and the text keeps tesseract's paragraphs.
+    expect(text).toContain("alpha beta gamma");
+    expect(r.tables).toEqual([]);
+    const order = readingOrder(parseTsv(tsv(words)).words);
+    expect(order.root?.kind, JSON.stringify(order.root?.kind)).toBe("columns");
+  });
+
+  it("keeps tesseract's column order for prose and puts a title above the columns first", () => {
+    const words = [...line("Annual Report", 200, 150, 1, 1), ...paragraph(LEFT, 200, 300, 2), ...paragraph(RIGHT, 900, 300, 3)];
+    const r = analyzePage(tsv(words));
+    expect(r.text.split("\n\n")).toEqual(["Annual Report", LEFT.join("\n"), RIGHT.join("\n")]);
+  });
+
+  it("reads a table row by row, cell by cell, when tesseract read it a column at a time, and reports its cells", () => {
+    const rows = [
+      ["Item", "Qty", "Price"],
+      ["Paper", "12", "4.50"],
+      ["Toner", "3", "68.90"],
+      ["Lamp", "2", "24.95"],
+    ];
+    const xs = [200, 700, 1000];
+    // Tesseract's order: each column is a block of its own, read top to bottom.
+    const words = xs.flatMap((x, c) => rows.map((r, i) => ({ text: r[c]!, x, y: 300 + i * LEADING, block: c + 1, line: i + 1 })));
+    const r = analyzePage(tsv(words));
+    expect(r.text).toBe(rows.map((row) => row.join("\t")).join("\n"));
+    expect(r.tables).toEqual([rows]);
+    expect(r.layout.blocks.map((b) => b.type)).toEqual(["table"]);
+  });
+
+  it("reads a receipt's prices beside their items, not after all of them", () => {
+    const items = [
+      ["Coffee beans 1kg", "18.90"],
+      ["Milk", "1.20"],
+      ["Sugar", "2.10"],
+      ["Total", "22.20"],
+    ];
+    const words = [
+      ...items.flatMap(([label], i) => line(label!, 60, 200 + i * LEADING, 1, i + 1)),
+      ...items.map(([, price], i) => ({ text: price!, x: 520, y: 200 + i * LEADING, block: 2, line: i + 1 })),
+    ];
+    const r = analyzePage(tsv(words, { width: 640, height: 900 }));
+    expect(r.text.split("\n").map((l) => l.replace(/\s+/g, " "))).toEqual(items.map((i) => i.join(" ")));
+  });
+
+  it("places a table after the columns above it when tesseract read its first column with the text", () => {
+    const table = [
+      ["Item", "Qty"],
+      ["Paper", "12"],
+      ["Toner", "3"],
+    ];
+    // Tesseract put the table's first column into the left column's block.
+    const words = [
+      ...paragraph(LEFT, 200, 300, 1),
+      ...table.map((r, i) => ({ text: r[0]!, x: 200, y: 600 + i * LEADING, block: 1, line: 10 + i })),
+      ...paragraph(RIGHT, 900, 300, 2),
+      ...table.map((r, i) => ({ text: r[1]!, x: 1300, y: 600 + i * LEADING, block: 3, line: i + 1 })),
+    ];
+    const r = analyzePage(tsv(words));
+    expect(r.text.split("\n\n")).toEqual([LEFT.join("\n"), RIGHT.join("\n"), table.map((row) => row.join("\t")).join("\n")]);
+  });
+
+  it("undoes a small tilt before looking for gaps", () => {
+    const slope = 0.02;
+    const rows = [
+      ["Paper", "12"],
+      ["Toner", "3"],
+      ["Lamp", "2"],
+    ];
+    const words: Placed[] = rows.flatMap((r, i) =>
+      r.map((text, c) => {
+        const x = c === 0 ? 200 : 1400;
+        // Each line rises to the right by 2 %: 24 px over the page, more than half a line's gap.
+        return { text, x, y: Math.round(300 + i * LEADING + slope * x), block: 1, line: i + 1 };
+      }),
+    );
+    // Three more words per line so the slope can be measured.
+    const more: Placed[] = rows.flatMap((_, i) => [400, 600, 800].map((x, k) => ({ text: `w${k}`, x, y: Math.round(300 + i * LEADING + slope * x), block: 1, line: i + 1 })));
+    const all = [...words, ...more];
+    expect(estimateSkew(parseTsv(tsv(all)).words)).toBeCloseTo(slope, 2);
+    const r = analyzePage(tsv(all));
+    expect(r.text.split("\n").map((l) => l.split(/\s+/)[0])).toEqual(["Paper", "Toner", "Lamp"]);
+  });
+});
+
+describe("layout blocks", () => {
+  it("marks a page number at the foot as a footer and a running title at the top as a header", () => {
+    const words = [...line("Harbour Board Quarterly", 600, 60, 1, 1), ...paragraph(LEFT, 200, 400, 2), ...paragraph(RIGHT, 200, 700, 3), ...line("Page 3", 780, 2250, 4, 1)];
+    const r = analyzePage(tsv(words));
+    expect(r.layout.blocks.map((b) => [b.type, b.text])).toEqual([
+      ["header", "Harbour Board Quarterly"],
+      ["text", LEFT.join("\n")],
+      ["text", RIGHT.join("\n")],
+      ["footer", "Page 3"],
+    ]);
+    expect(r.layout.width).toBe(1654);
+    expect(r.layout.height).toBe(2339);
+  });
+
+  it("reports a picture tesseract left without text as a figure, where it stands on the page", () => {
+    const words = [...paragraph(LEFT, 200, 300, 1), ...paragraph(RIGHT, 200, 1200, 2)];
+    const r = analyzePage(tsv(words, undefined, [{ x: 200, y: 600, w: 800, h: 500 }]));
+    expect(r.layout.blocks.map((b) => b.type)).toEqual(["text", "figure", "text"]);
+    expect(r.layout.blocks[1]).toEqual({ type: "figure", bbox: [200, 600, 1000, 1100], text: "" });
+  });
+
+  it("gives every word with its box and confidence when asked, and none otherwise", () => {
+    const words = line("Hello world", 100, 100, 1, 1).map((w, i) => ({ ...w, conf: i === 0 ? 91.5 : 40 }));
+    const plain = analyzePage(tsv(words));
+    expect(plain.layout.blocks[0]!.words).toBeUndefined();
+    const r = analyzePage(tsv(words), { words: true });
+    expect(r.layout.blocks[0]!.words).toEqual([
+      { text: "Hello", bbox: [100, 100, 170, 134], confidence: 0.915 },
+      { text: "world", bbox: [184, 100, 254, 134], confidence: 0.4 },
+    ]);
+    expect(r.confidence).toBeCloseTo((91.5 + 40) / 200, 10);
+  });
+
+  it("gives empty text, no tables and no confidence for a blank page", () => {
+    const r = analyzePage(`${HEADER}\n1\t1\t0\t0\t0\t0\t0\t0\t100\t100\t-1\t\n`);
+    expect(r).toEqual({ text: "", tables: [], layout: { width: 100, height: 100, blocks: [] } });
+  });
+
+  it("does not report a line with wide spaces as a table", () => {
+    const words = [...line("Name:", 200, 300, 1, 1), ...line("Jane Doe", 700, 300, 1, 1)] as Placed[];
+    const r = analyzePage(tsv(words));
+    expect(r.tables).toEqual([]);
+    expect(r.text.replace(/\s+/g, " ")).toBe("Name: Jane Doe");
+  });
+});
+
+describe("parseTsv", () => {
+  it("reads words with their boxes, lines, paragraphs and tesseract's order", () => {
+    const page = parseTsv(tsv(line("Hello world", 10, 20, 1, 1)));
+    expect(page.words.map((w: OcrWord) => [w.text, w.x0, w.y0, w.x1, w.y1, w.line, w.paragraph, w.index])).toEqual([
+      ["Hello", 10, 20, 80, 54, "1.1.1.1", "1.1.1", 0],
+      ["world", 94, 20, 164, 54, "1.1.1.1", "1.1.1", 1],
+    ]);
+    expect([page.width, page.height]).toEqual([1654, 2339]);
+  });
+});
