@@ -9,6 +9,7 @@ import { ExtractionMetrics } from "../platform/metrics/index.ts";
 import { Catalog } from "./catalog/catalog.ts";
 import { DEFAULT_STRATEGY_CONFIG, type StrategyConfig } from "./catalog/strategies.ts";
 import { TesseractEngine } from "./engines/tesseract.ts";
+import { AUTO_MODEL_ID, AutoEngine } from "./engines/auto.ts";
 import { PPOCR_MODEL_ID, PpOcrEngine, shutdownPpOcr } from "./engines/ppocr.ts";
 import { UpstreamClient } from "./engines/upstream.ts";
 import { registerExtraction } from "./grpc.ts";
@@ -96,8 +97,10 @@ export interface StartExtractionOptions {
 
 /** The local engines by model id, as the extraction service runs them (also what `make eval` measures). */
 export function localEngines(): Map<string, Engine> {
+  const tesseract = new TesseractEngine();
   return new Map<string, Engine>([
-    [TESSERACT_MODEL_ID, new TesseractEngine()],
+    [AUTO_MODEL_ID, new AutoEngine(tesseract)],
+    [TESSERACT_MODEL_ID, tesseract],
     [PPOCR_MODEL_ID, new PpOcrEngine()],
   ]);
 }

@@ -216,6 +216,26 @@ export function imageFormat(bytes: Buffer): "png" | "jpeg" | "tiff" | "gif" | "w
 
 // ---------------------------------------------------------------- engine
 
+function checkImage(page: PageInput): void {
+  if (!imageFormat(page.image)) {
+    throw new FolioError("invalid_request", `page ${page.pageNumber} is not an image tesseract can read (PNG, JPEG, TIFF, GIF, WebP, BMP or PNM)`, {
+      extra: { page_number: page.pageNumber },
+    });
+  }
+}
+
+/** A reading as the engine answers it: tables only when asked for, layout only when asked for. */
+export function pageResult(page: PageInput, read: AnalyzedPage, options: ExtractOptions): PageResult {
+  const tables: Table[] = options.extractTables ? read.tables.map((rows) => ({ page_number: page.pageNumber, rows, markdown: renderMarkdownTable(rows) })) : [];
+  return {
+    text: read.text,
+    tables,
+    ...(read.confidence !== undefined ? { confidence: read.confidence } : {}),
+    ...(options.includeLayout ? { layout: read.layout } : {}),
+    usage: { promptTokens: 0, completionTokens: 0, reportedCostCents: null },
+  };
+}
+
 export class TesseractEngine implements Engine {
   readonly id = "local/tesseract";
   readonly #command: string;
@@ -237,35 +257,36 @@ export class TesseractEngine implements Engine {
    * with `signal.reason` when the signal aborts (the child is killed).
    */
   async extractPage(page: PageInput, options: ExtractOptions, signal: AbortSignal): Promise<PageResult> {
+    const { page: best } = await this.readPage(page, options, signal);
+    return pageResult(page, best, options);
+  }
+
+  /**
+   * Reads a page in the language `options.language` names, or the one it
+   * finds (see "The language" in the module comment); answers the reading and
+   * the traineddata it used. Errors as {@link extractPage}.
+   */
+  async readPage(page: PageInput, options: ExtractOptions, signal: AbortSignal): Promise<{ page: AnalyzedPage; language: string }> {
     signal.throwIfAborted();
-    if (!imageFormat(page.image)) {
-      throw new FolioError("invalid_request", `page ${page.pageNumber} is not an image tesseract can read (PNG, JPEG, TIFF, GIF, WebP, BMP or PNM)`, {
-        extra: { page_number: page.pageNumber },
-      });
-    }
-    const words = options.includeLayout === "words";
-    const read = async (lang: string) => analyzePage(await this.#run(page, lang, signal), { words });
-    let best: AnalyzedPage;
+    checkImage(page);
+    const read = (lang: string) => this.read(page, lang, options, signal);
     if (options.language !== undefined && options.language.trim() !== "") {
-      best = await read(await tesseractLanguage(options.language, this.#command));
-    } else {
-      best = await this.#readAnyLanguage(read);
+      const language = await tesseractLanguage(options.language, this.#command);
+      return { page: await read(language), language };
     }
+    return this.#readAnyLanguage(read);
+  }
+
+  /** One tesseract pass over a page in the given traineddata. */
+  async read(page: PageInput, lang: string, options: ExtractOptions, signal: AbortSignal): Promise<AnalyzedPage> {
+    checkImage(page);
+    const r = analyzePage(await this.#run(page, lang, signal), { words: options.includeLayout === "words" });
     signal.throwIfAborted();
-    const tables: Table[] = options.extractTables
-      ? best.tables.map((rows) => ({ page_number: page.pageNumber, rows, markdown: renderMarkdownTable(rows) }))
-      : [];
-    return {
-      text: best.text,
-      tables,
-      ...(best.confidence !== undefined ? { confidence: best.confidence } : {}),
-      ...(options.includeLayout ? { layout: best.layout } : {}),
-      usage: { promptTokens: 0, completionTokens: 0, reportedCostCents: null },
-    };
+    return r;
   }
 
   /** See "The language" in the module comment. */
-  async #readAnyLanguage(read: (lang: string) => Promise<AnalyzedPage>): Promise<AnalyzedPage> {
+  async #readAnyLanguage(read: (lang: string) => Promise<AnalyzedPage>): Promise<{ page: AnalyzedPage; language: string }> {
     const installed = await installedTraineddata(this.#command);
     const first = await tesseractLanguage(undefined, this.#command);
     let best = await read(first);
@@ -289,7 +310,7 @@ export class TesseractEngine implements Engine {
         bestLang = script;
       }
     }
-    return best;
+    return { page: best, language: bestLang };
   }
 
   #run(page: PageInput, lang: string, signal: AbortSignal): Promise<string> {

@@ -20,6 +20,9 @@ export interface AnalyzedPage {
   /** Tables as rows of cell strings (empty string: an empty cell). */
   tables: string[][][];
   layout: PageLayout;
+  /** Words recognised (with a letter, digit or sign), and the median height of tesseract's lines in pixels. */
+  wordCount: number;
+  lineHeight: number;
 }
 
 /** A header or footer sits in this share of the page's height at its top or bottom. */
@@ -107,6 +110,8 @@ export function analyzePage(tsv: string, opts: { words?: boolean } = {}): Analyz
     ...(confidence !== undefined ? { confidence } : {}),
     tables: tables.filter((t) => t.rows).map((t) => t.rows!),
     layout: { width: page.width, height: page.height, blocks },
+    wordCount: page.words.length,
+    lineHeight: h,
   };
 }
 

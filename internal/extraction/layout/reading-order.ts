@@ -32,6 +32,8 @@ const MIN_COLUMN_GAP = 1.0;
 const MIN_PROSE_COLUMN = 12;
 /** Share of a narrow column's lines that must line up with the next column's for the region to be a table. */
 const MIN_ROW_ALIGNMENT = 0.6;
+/** The lines of a column of prose fill at least this share of its width (median over its lines). */
+const MIN_PROSE_FILL = 0.8;
 /** A column that is not prose needs this many lines to be read as a column of its own. */
 const MIN_COLUMN_LINES = 3;
 /** Bands further apart than this many line heights are never one section. */
@@ -370,22 +372,33 @@ function stack(children: LayoutNode[], box: Box): LayoutNode {
 /**
  * Runs of neighbouring columns that belong to one table; a column that
  * belongs with neither neighbour is a run alone. Two columns belong together
- * when their lines line up and one of them is too narrow for prose, or both
- * hold valleys (each is itself several columns of a table, or part of one).
+ * when their lines line up and one of them is too narrow for prose, both
+ * hold valleys (each is itself several columns of a table, or part of one),
+ * or neither is prose (ragged columns of names, addresses, labels).
  * Two wide columns of prose line up too when they share a leading: they stay
  * apart, and so does a column of prose beside one that holds tables.
  */
 function tableGroups(columns: readonly Item[][], h: number): Item[][][] {
   const bands = columns.map(lineBands);
-  const shapes = columns.map((c) => ({ narrow: width(c) < MIN_PROSE_COLUMN * h, valley: hasValley(c, h) }));
+  const shapes = columns.map((c) => ({ narrow: width(c) < MIN_PROSE_COLUMN * h, valley: hasValley(c, h), prose: isProseColumn(c, h) }));
   const groups: Item[][][] = [[columns[0]!]];
   for (let i = 1; i < columns.length; i++) {
     const [a, b] = [shapes[i - 1]!, shapes[i]!];
-    const fits = a.narrow || b.narrow || (a.valley && b.valley);
+    const fits = a.narrow || b.narrow || (a.valley && b.valley) || (!a.prose && !b.prose);
     if (fits && alignment(bands[i - 1]!, bands[i]!) >= MIN_ROW_ALIGNMENT) groups[groups.length - 1]!.push(columns[i]!);
     else groups.push([columns[i]!]);
   }
   return groups;
+}
+
+/** How full a column's lines are: the median of each line's width over the column's. Prose fills its lines. */
+function lineFill(items: readonly Item[]): number {
+  const w = width(items);
+  if (w <= 0) return 1;
+  return median(lineBands(items).map((band) => {
+    const inLine = items.filter((it) => (it.y0 + it.y1) / 2 >= band.from && (it.y0 + it.y1) / 2 <= band.to);
+    return inLine.length ? width(inLine) / w : 0;
+  }));
 }
 
 function width(items: readonly Box[]): number {
@@ -393,9 +406,14 @@ function width(items: readonly Box[]): number {
   return b.x1 - b.x0;
 }
 
-/** A column of prose: wide enough, and no valley of whitespace runs down it (see {@link hasValley}). */
+/**
+ * A column of prose: wide enough, no valley of whitespace runs down it (see
+ * {@link hasValley}), and its lines are full (a table's column of names or
+ * e-mail addresses is ragged: its lines fill two thirds of it).
+ */
 function isProseColumn(items: readonly Item[], h: number): boolean {
-  return width(items) >= MIN_PROSE_COLUMN * h && !hasValley(items, h);
+  if (width(items) < MIN_PROSE_COLUMN * h || hasValley(items, h)) return false;
+  return lineBands(items).length < MIN_COLUMN_LINES || lineFill(items) >= MIN_PROSE_FILL;
 }
 
 /**
