@@ -2,7 +2,8 @@
  * What Folio reads and writes, defined once: the office formats the
  * conversion service accepts (the spec's table, with the file extension
  * LibreOffice sees and the label people know), every input format, and the
- * page images every path produces (200-DPI PNG).
+ * page images the paths produce (200-DPI PNG; for local engines, PDF pages
+ * as 200-DPI binary PGM).
  *
  * No imports: the sandbox program (bundled by esbuild), the playground page
  * and the CLI use this module as they are.
@@ -87,4 +88,57 @@ export function pngSize(bytes: Uint8Array): { width: number; height: number } | 
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const ihdr = String.fromCharCode(bytes[12]!, bytes[13]!, bytes[14]!, bytes[15]!);
   return ihdr === "IHDR" ? { width: view.getUint32(16), height: view.getUint32(20) } : null;
+}
+
+/**
+ * MIME type of binary PGM: the 8-bit grey pages a PDF is rendered to for a
+ * local engine, which reads raw pixels without decoding a PNG first.
+ */
+export const PGM_MIME_TYPE = "image/x-portable-graymap";
+
+/** A binary PGM's size and its pixels, one byte each, row by row from the top left. */
+export interface PgmImage {
+  width: number;
+  height: number;
+  /** A view of the bytes given to {@link parsePgm}, not a copy. */
+  pixels: Uint8Array;
+}
+
+/** Header numbers above this are not a page (pdftoppm's pixel budget is far below). */
+const MAX_PGM_DIMENSION = 1_000_000;
+
+/**
+ * Parses a binary PGM as pdftoppm -gray writes it: "P5", width, height and
+ * maxval 255 separated by whitespace (netpbm's #-comments allowed), one
+ * whitespace byte, then width × height bytes. Null when `bytes` are anything
+ * else: another maxval, a truncated image, not a PGM.
+ */
+export function parsePgm(bytes: Uint8Array): PgmImage | null {
+  if (bytes.length < 3 || bytes[0] !== 0x50 || bytes[1] !== 0x35) return null;
+  let at = 2;
+  const isSpace = (b: number | undefined) => b === 0x20 || b === 0x09 || b === 0x0a || b === 0x0d || b === 0x0b || b === 0x0c;
+  const number = (): number | null => {
+    // At least one whitespace before each number, and any comments between.
+    if (!isSpace(bytes[at]) && bytes[at] !== 0x23) return null;
+    for (;;) {
+      if (isSpace(bytes[at])) at++;
+      else if (bytes[at] === 0x23) while (at < bytes.length && bytes[at] !== 0x0a && bytes[at] !== 0x0d) at++;
+      else break;
+    }
+    let n = 0;
+    const start = at;
+    while (at < bytes.length && bytes[at]! >= 0x30 && bytes[at]! <= 0x39 && at - start < 8) n = n * 10 + (bytes[at++]! - 0x30);
+    return at > start ? n : null;
+  };
+  const width = number();
+  const height = number();
+  const maxval = number();
+  if (width === null || height === null || maxval !== 255) return null;
+  if (width < 1 || height < 1 || width > MAX_PGM_DIMENSION || height > MAX_PGM_DIMENSION) return null;
+  // Exactly one whitespace byte ends the header; the pixels follow.
+  if (!isSpace(bytes[at])) return null;
+  const start = at + 1;
+  const end = start + width * height;
+  if (bytes.length < end) return null;
+  return { width, height, pixels: bytes.subarray(start, end) };
 }
