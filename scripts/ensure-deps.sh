@@ -8,7 +8,8 @@ profile="${1:-run}"
 
 # System packages per profile (Debian/Ubuntu names).
 # `folio dev` converts office documents in runsc sandboxes, so run needs runsc and LibreOffice too.
-run_pkgs=(tesseract-ocr tesseract-ocr-eng tesseract-ocr-deu poppler-utils fonts-dejavu-core runsc libreoffice-writer-nogui libreoffice-impress-nogui)
+# Tesseract languages: docs/ocr.md "Language" (frk: German Fraktur).
+run_pkgs=(tesseract-ocr tesseract-ocr-eng tesseract-ocr-deu tesseract-ocr-fra tesseract-ocr-spa tesseract-ocr-ita tesseract-ocr-por tesseract-ocr-nld tesseract-ocr-frk poppler-utils fonts-dejavu-core runsc libreoffice-writer-nogui libreoffice-impress-nogui)
 # chromium: the playground's browser tests drive Debian's build through playwright-core (test/playground.e2e.test.ts).
 test_pkgs=(postgresql redis-server chromium unzip)
 case "$profile" in

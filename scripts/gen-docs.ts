@@ -39,6 +39,7 @@ const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const defaults = {
   tesseract: String(extractionSchema.properties.FOLIO_LOCAL_PRICE_PER_PAGE_USD.default),
   ppocr: String(extractionSchema.properties.FOLIO_PPOCR_PRICE_PER_PAGE_USD.default),
+  auto: String(extractionSchema.properties.FOLIO_AUTO_PRICE_PER_PAGE_USD.default),
   maxCompletionTokens: Number(extractionSchema.properties.FOLIO_MAX_COMPLETION_TOKENS.default),
   conversionDeadlineSeconds: Number(edgeSchema.properties.FOLIO_CONVERSION_DEADLINE_SECONDS.default),
 };
@@ -67,6 +68,7 @@ const BLOCKS: Record<string, () => string> = {
       `| a component's charge | provider cost + fee, rounded **up** to whole cents, at least **${cents(MINIMUM_CHARGE_CENTS)}** (the minimum charge) when it did billable work |`,
       `| conversion | ${CONVERSION_RATE_PER_MINUTE_USD} $ per minute of sandbox compute time, measured in milliseconds: a conversion shorter than ${minimumChargeTime()} costs the minimum |`,
       `| dedicated PDF parser (chat \`file-parser\` plugin) | ${PDF_PARSER_USD_PER_THOUSAND_PAGES} $ per 1,000 pages |`,
+      `| \`local/auto\` | ${defaults.auto} $ per page (\`FOLIO_AUTO_PRICE_PER_PAGE_USD\`): up to ${pagesAtMinimum(defaults.auto)} pages in a request cost the minimum |`,
       `| \`local/tesseract\` | ${defaults.tesseract} $ per page (\`FOLIO_LOCAL_PRICE_PER_PAGE_USD\`): up to ${pagesAtMinimum(defaults.tesseract)} pages in a request cost the minimum |`,
       `| \`local/ppocr\` | ${defaults.ppocr} $ per page (\`FOLIO_PPOCR_PRICE_PER_PAGE_USD\`): up to ${pagesAtMinimum(defaults.ppocr)} pages in a request cost the minimum |`,
       "| upstream models | the provider's own report of the cost (OpenRouter's `usage.cost`), else tokens, images and requests at the catalog's prices (docs/models.md) |",

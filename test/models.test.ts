@@ -91,7 +91,7 @@ describe("GET /v1/models", () => {
     const stats = await call(stack.edge, "GET", "/v1/models/stats");
     expect(stats.status).toBe(200);
     expect(stats.body.total_models).toBe(list.body.data.length);
-    expect(stats.body.by_source.local).toBe(2);
+    expect(stats.body.by_source.local).toBe(3);
     expect(Number(stats.body.listed_price_per_million_tokens.prompt.max)).toBeGreaterThan(Number(stats.body.listed_price_per_million_tokens.prompt.min));
   });
 

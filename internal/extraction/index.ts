@@ -42,8 +42,23 @@ export function tesseractModel(pricePerPageUsd: string): CatalogModel {
     {
       id: TESSERACT_MODEL_ID,
       name: "Tesseract OCR 5 (local)",
-      description: "Tesseract 5 LSTM OCR running on Folio's own machines. Plain text with a mean word confidence; no tables.",
+      description:
+        "Tesseract 5 LSTM OCR running on Folio's own machines, with Folio's layout analysis: columns in reading order, tables read row by row (and returned as cells with extract_tables), headers and footers; the page's language found when none is given. Plain text with a mean word confidence.",
       created: 1_672_531_200,
+    },
+    pricePerPageUsd,
+  );
+}
+
+/** The best local reading (tesseract, a second reading of ruled pages without their rules): the strategies' local fallback. */
+export function autoModel(pricePerPageUsd: string): CatalogModel {
+  return localModel(
+    {
+      id: AUTO_MODEL_ID,
+      name: "Folio auto (local)",
+      description:
+        "The best local reading of each page: tesseract 5 with Folio's layout analysis (columns, tables read row by row, headers and footers), the page's language found when none is given, and pages with ruling lines read again without them. Plain text, tables and layout; one or two tesseract readings a page.",
+      created: 1_764_028_800,
     },
     pricePerPageUsd,
   );
@@ -118,8 +133,8 @@ export async function startExtraction({ config, log, sharedProcess = false }: St
   const catalog = new Catalog({
     upstream,
     refreshMs: config.FOLIO_CATALOG_REFRESH_SECONDS * 1000,
-    // The first local model is the strategies' fallback (docs/models.md): tesseract reads more languages.
-    localModels: [tesseractModel(config.FOLIO_LOCAL_PRICE_PER_PAGE_USD), ppocrModel(config.FOLIO_PPOCR_PRICE_PER_PAGE_USD)],
+    // The first local model is the strategies' fallback (docs/models.md): local/auto reads best (docs/benchmarks.md).
+    localModels: [autoModel(config.FOLIO_AUTO_PRICE_PER_PAGE_USD), tesseractModel(config.FOLIO_LOCAL_PRICE_PER_PAGE_USD), ppocrModel(config.FOLIO_PPOCR_PRICE_PER_PAGE_USD)],
     strategies: strategyConfig(config),
     log,
     onRefresh: (ok) => metrics.catalogRefreshes.inc({ outcome: ok ? "ok" : "failed" }),

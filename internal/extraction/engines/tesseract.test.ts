@@ -198,3 +198,73 @@ describe("input tesseract cannot read", () => {
     expect(imageFormat(Buffer.from("%PDF-1.4"))).toBeUndefined();
   });
 });
+
+describe("layout on a page with known columns and a table (columns.png)", () => {
+  const engine = new TesseractEngine();
+
+  it("reads the title, the left column, the right column, the table row by row and the page number, in that order", async () => {
+    const r = await engine.extractPage(page(fixture("columns.png")), TEXT, live());
+    const rate = cer(r.text, truth("columns.txt"));
+    expect(rate, `CER ${rate.toFixed(4)} for:\n${r.text}`).toBeLessThan(CLEAN_CER);
+  });
+
+  it("returns the table's cells with extract_tables, and none without", async () => {
+    const r = await engine.extractPage(page(fixture("columns.png")), { ...TEXT, extractTables: true }, live());
+    expect(r.tables.map((t) => t.rows)).toEqual([
+      [
+        ["Item", "Quantity", "Unit price", "Amount"],
+        ["Printer paper A4", "12", "4.50", "54.00"],
+        ["Toner cartridge", "3", "68.90", "206.70"],
+        ["Desk lamp", "2", "24.95", "49.90"],
+        ["Stapler", "5", "7.20", "36.00"],
+        ["Total", "", "", "346.60"],
+      ],
+    ]);
+    expect(r.tables[0]!.markdown).toContain("| Printer paper A4 | 12 | 4.50 | 54.00 |");
+    expect((await engine.extractPage(page(fixture("columns.png")), TEXT, live())).tables).toEqual([]);
+  });
+
+  it("gives the blocks in reading order with their types and boxes, and the words when asked", async () => {
+    const r = await engine.extractPage(page(fixture("columns.png")), { ...TEXT, includeLayout: "words" }, live());
+    const layout = r.layout!;
+    expect([layout.width, layout.height]).toEqual([1654, 2339]);
+    const types = layout.blocks.map((b) => b.type);
+    expect(types, JSON.stringify(layout.blocks.map((b) => [b.type, b.bbox, b.text.slice(0, 30)]))).toEqual(["text", "text", "text", "text", "text", "table", "footer"]);
+    const [title, left1, left2, right1, right2, table, footer] = layout.blocks;
+    expect(title!.text).toBe("Annual Report of the Harbour Board");
+    // The left column's blocks stand left of the right column's, and all of them above the table.
+    for (const l of [left1!, left2!]) for (const rgt of [right1!, right2!]) expect(l.bbox[2]).toBeLessThan(rgt.bbox[0]);
+    for (const b of [left1!, left2!, right1!, right2!]) expect(b.bbox[3]).toBeLessThan(table!.bbox[1]);
+    expect(footer!.text).toBe("Page 3");
+    expect(footer!.bbox[1]).toBeGreaterThan(0.9 * layout.height);
+    const words = layout.blocks.flatMap((b) => b.words ?? []);
+    expect(words.length).toBeGreaterThan(150);
+    for (const w of words) {
+      expect(w.confidence).toBeGreaterThanOrEqual(0);
+      expect(w.confidence).toBeLessThanOrEqual(1);
+      expect(w.bbox[0]).toBeLessThan(w.bbox[2]);
+      expect(w.bbox[1]).toBeLessThan(w.bbox[3]);
+      expect(w.bbox[2]).toBeLessThanOrEqual(layout.width);
+      expect(w.bbox[3]).toBeLessThanOrEqual(layout.height);
+    }
+    const blocksOnly = await engine.extractPage(page(fixture("columns.png")), { ...TEXT, includeLayout: "blocks" }, live());
+    expect(blocksOnly.layout!.blocks.every((b) => b.words === undefined)).toBe(true);
+    expect((await engine.extractPage(page(fixture("columns.png")), TEXT, live())).layout).toBeUndefined();
+  });
+});
+
+describe("the language without options.language", () => {
+  const engine = new TesseractEngine();
+
+  it("finds that a page is German and reads its umlauts and ß", async () => {
+    const r = await engine.extractPage(page(fixture("german.png")), TEXT, live());
+    const rate = cer(r.text, truth("german.txt"));
+    expect(rate, `CER ${rate.toFixed(4)} for:\n${r.text}`).toBeLessThan(CLEAN_CER);
+    expect(r.text).toContain("Größere Änderungen");
+  });
+
+  it("reads an English page in English", async () => {
+    const r = await engine.extractPage(page(fixture("english.png")), TEXT, live());
+    expect(cer(r.text, truth("english.txt"))).toBeLessThan(CLEAN_CER);
+  });
+});

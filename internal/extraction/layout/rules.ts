@@ -18,9 +18,9 @@ export interface GreyImage {
   pixels: Uint8Array;
 }
 
-/** Breaks in a dotted rule up to this many pixels (at 200–300 DPI dots are 2–4 px apart). */
-const MAX_BREAK = 4;
-/** A rule is at least this long: 1/12 of the page's shorter side (an inch and a half on A4 at 200 DPI... and a dotted cell border spanning a row of cells). */
+/** Breaks in a dotted rule up to this many pixels (at 200–300 DPI dots are 2–6 px apart; a word's letters are closer, but the probes tell a word from a rule). */
+const MAX_BREAK = 6;
+/** A rule is at least this long: 1/12 of the image's shorter side (0.7 inch on A4: a cell border, a column rule). */
 const MIN_LENGTH_SHARE = 1 / 12;
 /** Rows this far above and below a rule are probed for ink; a rule is at most about twice this thick. */
 const PROBE = 4;

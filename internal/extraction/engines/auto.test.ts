@@ -1,0 +1,46 @@
+/**
+ * local/auto against the real tesseract CLI: a page with dotted ruling
+ * lines (ruled.png, made by test/fixtures/ocr/generate.ts) is read again
+ * without them; a page without rules is read once, as local/tesseract
+ * reads it; and the selection rule itself.
+ */
+import { describe, expect, it } from "vitest";
+import { cer } from "../../../test/cer.ts";
+import { TEXT_OPTIONS as TEXT, liveSignal as live, ocrFixture as fixture, ocrTruth as truth, pngPage as page } from "../../../test/support.ts";
+import type { AnalyzedPage } from "../layout/page.ts";
+import { AutoEngine, isBetter } from "./auto.ts";
+import { TesseractEngine } from "./tesseract.ts";
+
+describe("AutoEngine", () => {
+  const tesseract = new TesseractEngine();
+  const auto = new AutoEngine(tesseract);
+
+  it("reads a table in a grid of dotted rules without the rules, better than one tesseract reading", async () => {
+    const once = await tesseract.extractPage(page(fixture("ruled.png")), TEXT, live());
+    const r = await auto.extractPage(page(fixture("ruled.png")), { ...TEXT, extractTables: true }, live());
+    const mine = cer(r.text, truth("ruled.txt"));
+    const theirs = cer(once.text, truth("ruled.txt"));
+    expect(mine, `local/auto CER ${mine.toFixed(4)}:\n${r.text}`).toBeLessThan(0.02);
+    expect(mine, `local/tesseract read it with CER ${theirs.toFixed(4)}`).toBeLessThanOrEqual(theirs);
+    expect(r.tables[0]?.rows[2], JSON.stringify(r.tables)).toEqual(["Toner cartridge", "3", "68.90", "206.70"]);
+  });
+
+  it("gives the same reading as local/tesseract on a page without rules", async () => {
+    const [a, t] = await Promise.all([auto.extractPage(page(fixture("english.png")), TEXT, live()), tesseract.extractPage(page(fixture("english.png")), TEXT, live())]);
+    expect(a).toEqual(t);
+  });
+});
+
+describe("isBetter (the reading kept)", () => {
+  const reading = (confidence: number, wordCount: number) => ({ confidence, wordCount }) as AnalyzedPage;
+
+  it("keeps the reading without rules when it is more confident and kept its words", () => {
+    expect(isBetter(reading(0.9, 250), reading(0.84, 206))).toBe(true);
+  });
+
+  it("keeps the first reading when the second is not more confident, or lost words", () => {
+    expect(isBetter(reading(0.85, 100), reading(0.85, 100))).toBe(false);
+    expect(isBetter(reading(0.914, 392), reading(0.925, 555))).toBe(false);
+    expect(isBetter(reading(0.95, 80), reading(0.9, 100))).toBe(false);
+  });
+});
