@@ -4,7 +4,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 NPX := npx --no-install
 
-.PHONY: help deps run test lint typecheck build web bench clean generate k8s-validate e2e-kind
+.PHONY: help deps run test lint typecheck build web bench eval clean generate k8s-validate e2e-kind
 
 # Every target says what it does in a `## ` comment on its line; `make help`
 # lists them all, and names a .PHONY target that has none.
@@ -69,6 +69,12 @@ e2e-kind: ## install on a kind cluster with gVisor and convert a DOCX (docs/e2e-
 bench: ## benchmarks (docs/benchmarks.md)
 	@scripts/ensure-deps.sh test
 	@eval "$$(scripts/test-services.sh)" && $(NPX) tsx bench/run.ts
+
+# Reading quality of the local models against the tesseract CLI on a corpus of
+# real pages with ground truth (FOLIO_EVAL_CORPUS, default ../shared/corpus/ocr);
+# figures in docs/benchmarks.md ("Reading quality").
+eval: deps ## score local models' reading (CER, word F1) against the tesseract CLI (docs/benchmarks.md)
+	$(NPX) tsx bench/eval-ocr.ts
 
 clean: ## remove dist/ and test-artifacts/
 	rm -rf dist test-artifacts
