@@ -5,6 +5,8 @@
  */
 import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { rasterizePdf } from "../internal/documents/index.ts";
+import { TesseractEngine } from "../internal/extraction/engines/tesseract.ts";
 import { call, createTestAccount, startStack, usageRows, type TestStack } from "./harness.ts";
 import { startFakeUpstream, type FakeUpstream } from "./fake-upstream.ts";
 import { cer } from "./cer.ts";
@@ -55,13 +57,23 @@ describe("POST /v1/ocr with local/tesseract", () => {
     expect(rows[0]).toMatchObject({ id: r.body.id, status: "success", model: "local/tesseract", pages_processed: 1, cost_cents: "1", endpoint: "/v1/ocr" });
   });
 
-  it("reads every page of a multi-page PDF, pages joined by a blank line", async () => {
+  it("reads every page of a multi-page PDF, pages joined by a blank line: the text tesseract gives for the PNG pages", async () => {
     const acc = await createTestAccount();
-    const r = await call(stack.edge, "POST", "/v1/ocr", acc.adminKey, { base64: fixture("multipage.pdf").toString("base64"), model: "local/tesseract" });
+    const pdf = fixture("multipage.pdf");
+    const r = await call(stack.edge, "POST", "/v1/ocr", acc.adminKey, { base64: pdf.toString("base64"), model: "local/tesseract" });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
-    const pages = r.body.result.pages as { page_number: number; text: string }[];
+    const pages = r.body.result.pages as { page_number: number; text: string; confidence: number }[];
     expect(pages.map((p) => p.page_number)).toEqual([1, 2, 3]);
     for (const p of pages) expect(cer(p.text, text(`multipage.page-${p.page_number}.txt`)), p.text).toBeLessThan(0.08);
+    // The pages reached the engine as raw grey pixels, streamed; before, as PNG once all were rendered. Same reading.
+    const engine = new TesseractEngine();
+    const signal = new AbortController().signal;
+    const { pages: pngs } = await rasterizePdf(pdf, { maxPages: 10, timeoutMs: 60_000 });
+    for (const [i, png] of pngs.entries()) {
+      const before = await engine.extractPage({ pageNumber: i + 1, image: png, mimeType: "image/png" }, { extractTables: false, outputFormat: "text" }, signal);
+      expect(pages[i]!.text, `page ${i + 1}`).toBe(before.text);
+      expect(pages[i]!.confidence, `page ${i + 1}`).toBeCloseTo(before.confidence!, 6);
+    }
     expect(r.body.result.text).toBe(pages.map((p) => p.text).join("\n\n"));
     expect(r.body.usage.pages_processed).toBe(3);
     // 3 pages × 0.1 cent = 0.3 cent + 5% → 1 cent.
@@ -103,6 +115,21 @@ describe("POST /v1/ocr with an upstream model (fake OpenRouter)", () => {
     expect(u.tokens_used).toBe(u.prompt_tokens + u.completion_tokens);
     expect(u.platform_fee_cents).toBeCloseTo(u.provider_cost_cents * 0.05, 9);
     expect(u.total_cost_cents).toBe(Math.max(1, Math.ceil(u.provider_cost_cents * 1.05 - 1e-9)));
+  });
+
+  it("sends an upstream model a PDF's pages as 200-DPI PNG images, one request per page", async () => {
+    const acc = await createTestAccount({ creditsCents: 10_000 });
+    const before = upstream.chatRequests().length;
+    const r = await call(stack.edge, "POST", "/v1/ocr", acc.adminKey, { base64: fixture("multipage.pdf").toString("base64"), model: "openai/gpt-4.1-mini" });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(r.body.result.pages.map((p: { page_number: number }) => p.page_number)).toEqual([1, 2, 3]);
+    const sent = upstream.chatRequests().slice(before);
+    expect(sent).toHaveLength(3);
+    for (const s of sent) {
+      const body = JSON.stringify(s.body);
+      expect(body).toContain("data:image/png;base64,");
+      expect(body).not.toContain("image/x-portable-graymap");
+    }
   });
 
   it("resolves strategies and aliases through the configured mapping", async () => {

@@ -12,7 +12,10 @@ export interface PageInput {
   /** From 1. */
   pageNumber: number;
   image: Buffer;
-  /** image/png, image/jpeg, image/webp, image/tiff, image/gif */
+  /**
+   * image/png, image/jpeg, image/webp, image/tiff, image/gif; for local
+   * engines also image/x-portable-graymap (a PDF's pages as binary PGM).
+   */
   mimeType: string;
 }
 

@@ -1,6 +1,7 @@
 /**
  * Untrusted document input: SSRF-safe URL fetching, strict base64 and data
- * URLs, and type sniffing from the bytes.
+ * URLs, type sniffing from the bytes, and PDFs (page count, pages rendered
+ * to PNG, or streamed as PGM to local engines).
  */
 export { isForbiddenAddress, parseHostLiteral, type ForbiddenReason } from "./address.ts";
 export {
@@ -15,4 +16,14 @@ export {
 } from "./fetch.ts";
 export { decodeBase64Strict, parseDataUrl } from "./base64.ts";
 export { looksLikeText, sniffDocument, type DocumentKind, type Sniffed } from "./sniff.ts";
-export { openPdf, pdfPageCount, rasterizePdf, type OpenedPdf, type RasterizeOptions, type RasterizedPdf } from "./pdf.ts";
+export {
+  openPdf,
+  pdfPageCount,
+  rasterizePdf,
+  streamPdfPages,
+  type OpenedPdf,
+  type RasterizeOptions,
+  type RasterizedPdf,
+  type RenderedPage,
+  type StreamPdfOptions,
+} from "./pdf.ts";

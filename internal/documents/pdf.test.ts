@@ -1,8 +1,8 @@
 /**
  * PDF inspection and rendering with the real poppler tools, on the fixtures
  * in test/fixtures/ocr (A4 pages with known text) and on small hand-made
- * PDFs; then tesseract on the rendered pages, with the character error rate
- * per page under a threshold.
+ * PDFs; then tesseract on the rendered pages (PNG and streamed PGM), with
+ * the character error rate per page under a threshold.
  */
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -11,8 +11,9 @@ import { fileURLToPath } from "node:url";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { cer } from "../../test/cer.ts";
 import { TesseractEngine } from "../extraction/engines/tesseract.ts";
-import { openPdf, pdfPageCount, rasterizePdf } from "./pdf.ts";
+import { openPdf, pdfPageCount, rasterizePdf, streamPdfPages, type RenderedPage } from "./pdf.ts";
 import { folioFailure as failure } from "../../test/support.ts";
+import { PGM_MIME_TYPE, parsePgm } from "../formats/index.ts";
 
 const FIXTURES = fileURLToPath(new URL("../../test/fixtures/ocr", import.meta.url));
 const fixture = (name: string) => readFileSync(join(FIXTURES, name));
@@ -59,6 +60,52 @@ afterEach(() => {
   rmSync(tmp, { recursive: true, force: true });
 });
 const leftovers = () => readdirSync(tmp);
+
+/** Every page of a stream, in the order it came. */
+async function drain(pages: AsyncIterable<RenderedPage>): Promise<RenderedPage[]> {
+  const out: RenderedPage[] = [];
+  for await (const p of pages) out.push(p);
+  return out;
+}
+
+/** Width and height from a PGM's header, after checking it is the binary 8-bit grey PGM pdftoppm writes. */
+function pgmSize(page: RenderedPage): { width: number; height: number } {
+  expect(page.mimeType).toBe(PGM_MIME_TYPE);
+  const pgm = parsePgm(page.image);
+  expect(pgm, `page ${page.pageNumber} starts ${JSON.stringify(page.image.subarray(0, 20).toString("latin1"))}`).not.toBeNull();
+  // Nothing after the pixels: the file was complete, not cut or overwritten.
+  expect(page.image.length - pgm!.pixels.length).toBe(page.image.indexOf("255\n") + 4);
+  return { width: pgm!.width, height: pgm!.height };
+}
+
+/** The state of a process ("R" running, "S" sleeping, "T" stopped…), from /proc. */
+function processState(pid: number): string | undefined {
+  try {
+    return /^\d+ \(.*\) (\S)/.exec(readFileSync(`/proc/${pid}/stat`, "latin1"))?.[1];
+  } catch {
+    return undefined; // gone
+  }
+}
+
+/** Page files (PNG or PGM) in the stream's private folder. */
+function pageFilesOnDisk(): string[] {
+  return leftovers().flatMap((d) => readdirSync(join(tmp, d)).filter((n) => /\.(pgm|png)$/.test(n)));
+}
+
+/** pdftoppm processes working in this test's TMPDIR (their command line names the PDF in it). */
+function renderersRunning(): number[] {
+  const pids: number[] = [];
+  for (const pid of readdirSync("/proc").filter((n) => /^\d+$/.test(n))) {
+    let cmdline: string;
+    try {
+      cmdline = readFileSync(`/proc/${pid}/cmdline`, "latin1");
+    } catch {
+      continue; // gone meanwhile
+    }
+    if (cmdline.startsWith("pdftoppm\0") && cmdline.includes(tmp)) pids.push(Number(pid));
+  }
+  return pids;
+}
 
 describe("pdfPageCount", () => {
   it("counts the fixtures' pages", async () => {
@@ -138,6 +185,20 @@ describe("rasterizePdf", () => {
 });
 
 describe("openPdf", () => {
+  it("streams a range of pages, and close() stops a stream that is still rendering", async () => {
+    const pdf = await openPdf(fixture("ten-pages.pdf"), { maxPages: 10, timeoutMs: 30_000 });
+    expect((await drain(pdf.stream(3, 4))).map((p) => [p.pageNumber, pgmSize(p)])).toEqual([
+      [3, { width: 1654, height: 2339 }],
+      [4, { width: 1654, height: 2339 }],
+    ]);
+    await expect(pdf.stream(0, 2).next()).rejects.toThrow(RangeError);
+    const pages = pdf.stream(1, 10);
+    expect((await pages.next()).value).toMatchObject({ pageNumber: 1 });
+    await pdf.close();
+    expect(renderersRunning()).toEqual([]);
+    expect(leftovers()).toEqual([]);
+  });
+
   it("renders pages on demand and removes its folder on close", async () => {
     const pdf = await openPdf(multipage, { maxPages: 10, timeoutMs: 30_000 });
     expect(pdf.pageCount).toBe(3);
@@ -154,6 +215,125 @@ describe("openPdf", () => {
   });
 });
 
+describe("streamPdfPages", () => {
+  it("yields every page of the ten-page PDF in order as binary 8-bit grey PGM, 1654 × 2339 at 200 DPI, and leaves nothing behind", async () => {
+    const pages = await drain(streamPdfPages(fixture("ten-pages.pdf"), { maxPages: 10, timeoutMs: 30_000 }));
+    expect(pages.map((p) => p.pageNumber)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    expect(pages.map(pgmSize)).toEqual(Array(10).fill({ width: 1654, height: 2339 }));
+    expect(leftovers()).toEqual([]);
+  });
+
+  it("yields the first page while pdftoppm is still rendering the others", async () => {
+    const events: string[] = [];
+    const pages = streamPdfPages(fixture("ten-pages.pdf"), { maxPages: 10, timeoutMs: 30_000, onRendered: () => events.push("rendered") });
+    for await (const p of pages) {
+      events.push(`page ${p.pageNumber}${p.pageNumber === 1 && renderersRunning().length === 1 ? " (pdftoppm running)" : ""}`);
+    }
+    expect(events[0], events.join(", ")).toBe("page 1 (pdftoppm running)");
+    // Page 10 is known complete only when pdftoppm has exited; pages before it may be too, when it exits between two looks.
+    expect(events.at(-1), events.join(", ")).toBe("page 10");
+    expect(events.indexOf("rendered"), events.join(", ")).toBeGreaterThan(0);
+    expect(events.filter((e) => e.startsWith("page")).map((e) => Number(e.split(" ")[1]))).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+  });
+
+  it("renders a huge page at a lower resolution within the pixel budget", async () => {
+    const [page, ...rest] = await drain(streamPdfPages(tinyPdf({ mediaBox: "0 0 14400 14400" }), { maxPages: 1, timeoutMs: 30_000, maxPixelsPerPage: 4_000_000 }));
+    expect(rest).toEqual([]);
+    const { width, height } = pgmSize(page!);
+    expect(width * height).toBeLessThanOrEqual(4_000_000);
+    expect(width).toBeGreaterThan(1900);
+    expect(width).toBe(height);
+  });
+
+  it("refuses more pages than the cap before rendering any, with the same error as rasterizePdf", async () => {
+    const err = await failure(drain(streamPdfPages(multipage, { maxPages: 2, timeoutMs: 30_000 })));
+    expect(err).toMatchObject({ code: "invalid_request", message: "document has 3 pages; the limit is 2", extra: { page_count: 3, max_pages: 2 } });
+    expect(renderersRunning()).toEqual([]);
+    expect(leftovers()).toEqual([]);
+  });
+
+  it.each([
+    ["junk bytes", Buffer.from("this is not a PDF at all")],
+    ["a truncated PDF", multipage.subarray(0, 3000)],
+  ])("turns %s into the same 400 as rasterizePdf", async (_what, bytes) => {
+    const err = await failure(drain(streamPdfPages(bytes, { maxPages: 10, timeoutMs: 30_000 })));
+    expect(err).toMatchObject({ code: "invalid_request", message: "the PDF is damaged or not a PDF and could not be read" });
+    expect(leftovers()).toEqual([]);
+  });
+
+  it("stops with a timeout error when rendering takes longer than timeoutMs", async () => {
+    const err = await failure(drain(streamPdfPages(fixture("ten-pages.pdf"), { maxPages: 10, timeoutMs: 1 })));
+    expect(err.code).toBe("timeout");
+    expect(err.message).toMatch(/rendering the PDF took longer than 1 ms/);
+    expect(leftovers()).toEqual([]);
+  });
+
+  it("bounds the rendering, not the consumer: a slow reader after the last page is written is no timeout", async () => {
+    let rendered!: () => void;
+    const done = new Promise<void>((resolve) => (rendered = resolve));
+    const got: number[] = [];
+    for await (const p of streamPdfPages(multipage, { maxPages: 10, timeoutMs: 1500, onRendered: () => rendered() })) {
+      got.push(p.pageNumber);
+      if (p.pageNumber === 1) {
+        await done;
+        await new Promise((resolve) => setTimeout(resolve, 2000));
+      }
+    }
+    expect(got).toEqual([1, 2, 3]);
+    expect(leftovers()).toEqual([]);
+  });
+
+  it("pauses pdftoppm while `pagesAhead` rendered pages wait to be taken, and resumes it as they are", async () => {
+    const pages = streamPdfPages(fixture("ten-pages.pdf"), { maxPages: 10, timeoutMs: 30_000, pagesAhead: 2 });
+    expect((await pages.next()).value).toMatchObject({ pageNumber: 1 });
+    const [pid] = renderersRunning();
+    expect(pid).toBeDefined();
+    await vi.waitFor(() => expect(processState(pid!)).toBe("T"), { timeout: 10_000, interval: 20 });
+    // Pages 2 and 3 complete, at most the next one begun: not the whole document.
+    const waiting = pageFilesOnDisk();
+    expect(waiting.length, waiting.join(", ")).toBeGreaterThanOrEqual(3);
+    expect(waiting.length, waiting.join(", ")).toBeLessThanOrEqual(4);
+    const rest = await drain(pages);
+    expect(rest.map((p) => p.pageNumber)).toEqual([2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    expect(rest.map(pgmSize)).toEqual(Array(9).fill({ width: 1654, height: 2339 }));
+    expect(renderersRunning()).toEqual([]);
+    expect(leftovers()).toEqual([]);
+  });
+
+  it("stops the time limit while pdftoppm is paused for a slow reader", async () => {
+    const got: number[] = [];
+    for await (const p of streamPdfPages(fixture("ten-pages.pdf"), { maxPages: 10, timeoutMs: 2000, pagesAhead: 1 })) {
+      got.push(p.pageNumber);
+      if (p.pageNumber === 1) await new Promise((resolve) => setTimeout(resolve, 2500));
+    }
+    expect(got).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+  });
+
+  it("kills pdftoppm, rejects with the signal's reason and removes its folder when the caller aborts", async () => {
+    const ac = new AbortController();
+    const reason = new Error("client went away");
+    // 300 DPI: pdftoppm is still busy with later pages when the first arrives.
+    const pages = streamPdfPages(fixture("ten-pages.pdf"), { dpi: 300, maxPages: 10, timeoutMs: 30_000, signal: ac.signal });
+    const first = await pages.next();
+    expect(first.value).toMatchObject({ pageNumber: 1 });
+    expect(renderersRunning()).toHaveLength(1);
+    ac.abort(reason);
+    await expect(pages.next()).rejects.toBe(reason);
+    expect(renderersRunning()).toEqual([]);
+    expect(leftovers()).toEqual([]);
+  });
+
+  it("kills pdftoppm and removes its folder when the consumer leaves the loop early", async () => {
+    for await (const p of streamPdfPages(fixture("ten-pages.pdf"), { dpi: 300, maxPages: 10, timeoutMs: 30_000 })) {
+      expect(p.pageNumber).toBe(1);
+      expect(renderersRunning()).toHaveLength(1);
+      break;
+    }
+    expect(renderersRunning()).toEqual([]);
+    expect(leftovers()).toEqual([]);
+  });
+});
+
 describe("tesseract on the rendered pages", () => {
   it("reads every page of the multi-page PDF with a character error rate under 0.02", async () => {
     const engine = new TesseractEngine();
@@ -166,5 +346,15 @@ describe("tesseract on the rendered pages", () => {
       const rate = cer(r.text, readFileSync(join(FIXTURES, `multipage.page-${i + 1}.txt`), "utf8"));
       expect(rate, `page ${i + 1}: CER ${rate.toFixed(4)} for:\n${r.text}`).toBeLessThan(PAGE_CER);
     });
+  });
+
+  it("reads the streamed PGM pages as well", async () => {
+    const engine = new TesseractEngine();
+    const signal = new AbortController().signal;
+    for await (const page of streamPdfPages(multipage, { maxPages: 10, timeoutMs: 30_000 })) {
+      const r = await engine.extractPage(page, { extractTables: false, outputFormat: "text" }, signal);
+      const rate = cer(r.text, readFileSync(join(FIXTURES, `multipage.page-${page.pageNumber}.txt`), "utf8"));
+      expect(rate, `page ${page.pageNumber}: CER ${rate.toFixed(4)} for:\n${r.text}`).toBeLessThan(PAGE_CER);
+    }
   });
 });

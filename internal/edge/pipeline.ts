@@ -8,6 +8,12 @@
  * {@link readDocument}; `/v1/chat/completions` uses its steps
  * ({@link loadDocument}, {@link countPages}, {@link pageImages}) for the
  * pages of its attachments.
+ *
+ * A PDF read by a local engine skips the PNG step: its pages are rendered to
+ * raw grey pixels (PGM), which the engine reads without decoding, and each
+ * page goes to the model as soon as it is rendered, while pdftoppm renders
+ * the next ({@link streamPdfPages}). Upstream models get PNG, as every
+ * provider reads it.
  */
 import { Type, type Static } from "typebox";
 import {
@@ -18,7 +24,7 @@ import {
   type Meter,
   type Payer,
 } from "../billing/index.ts";
-import { decodeBase64Strict, fetchDocument, parseDataUrl, pdfPageCount, rasterizePdf, sniffDocument, type Sniffed } from "../documents/index.ts";
+import { decodeBase64Strict, fetchDocument, parseDataUrl, pdfPageCount, rasterizePdf, sniffDocument, streamPdfPages, type Sniffed } from "../documents/index.ts";
 import type { ResolvedModel } from "../extraction/client.ts";
 import type { ExtractOptions, PageExtraction, PageInput, PageLayout, Table } from "../contracts/index.ts";
 import { PAGE_DPI } from "../formats/index.ts";
@@ -155,24 +161,48 @@ export function documentHoldCents(deps: EdgeDeps, model: ResolvedModel, pages: n
   });
 }
 
-/** Runs `fn` over `items` with at most `limit` at a time; the first failure aborts the rest. */
-export async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
-  const out: R[] = new Array(items.length);
-  let next = 0;
-  let failed = false;
-  const worker = async () => {
-    while (!failed && next < items.length) {
-      const i = next++;
-      try {
-        out[i] = await fn(items[i]!, i);
-      } catch (err) {
-        failed = true;
-        throw err;
-      }
+/**
+ * Runs `fn` over the items of `source` as they come, at most `limit` at a
+ * time, and returns the results in source order. An item is taken from the
+ * source only when a slot is free, so a stream is not read ahead of the work.
+ * The first failure rejects at once, even while the source is still
+ * producing; no further item is started, and the source is closed
+ * (`return()`) — at once when it is idle, after its pending item otherwise:
+ * the caller aborts what it produces from (and what is in flight) on the
+ * rejection.
+ */
+export async function mapLimit<T, R>(source: AsyncIterable<T> | Iterable<T>, limit: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
+  const it = Symbol.asyncIterator in source ? source[Symbol.asyncIterator]() : toAsync(source[Symbol.iterator]());
+  const out: R[] = [];
+  let fail!: (err: unknown) => void;
+  const failed = new Promise<never>((_, reject) => (fail = reject));
+  failed.catch(() => {}); // observed through the races below
+  const running = new Set<Promise<void>>();
+  const state = { pulling: false };
+  try {
+    for (let i = 0; ; i++) {
+      while (running.size >= limit) await Promise.race([failed, ...running]);
+      state.pulling = true;
+      const next = await Promise.race([failed, it.next()]);
+      state.pulling = false;
+      if (next.done) break;
+      const task: Promise<void> = fn(next.value, i).then((r) => {
+        out[i] = r;
+        running.delete(task);
+      }, fail);
+      running.add(task);
     }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  return out;
+    await Promise.race([failed, Promise.all(running)]);
+    return out;
+  } finally {
+    // An idle source (a PDF stream between pages) is closed before the caller hears of the failure.
+    const closing = it.return?.().catch(() => undefined);
+    if (!state.pulling) await closing;
+  }
+}
+
+function toAsync<T>(it: Iterator<T>): AsyncIterator<T> {
+  return { next: async () => it.next() };
 }
 
 /** Progress of {@link readDocument}: the playground streams these as they are (docs/playground.md). */
@@ -200,10 +230,23 @@ export interface ReadRequest {
    */
   signal?: AbortSignal;
   onEvent?: (event: PipelineEvent) => void;
+  /**
+   * What to keep of each page's image once the model has read it (the
+   * playground keeps one a browser can show); absent, nothing is kept, so a
+   * long PDF's pages (4 MB each as raw pixels) do not pile up in memory.
+   */
+  keepImage?: (page: PageInput) => Promise<KeptImage>;
+}
+
+export interface KeptImage {
+  bytes: Buffer;
+  mimeType: string;
 }
 
 export interface ReadPage {
-  page: PageInput;
+  pageNumber: number;
+  /** What {@link ReadRequest.keepImage} kept of the page image. */
+  image?: KeptImage;
   read: PageExtraction;
 }
 
@@ -216,7 +259,11 @@ export interface ReadResult {
   /** Billed work, hold to settle. */
   processingTimeMs: number;
   timings: {
-    /** Making page images: conversion (with queueing) or rasterization; 0 for an image. */
+    /**
+     * Making page images: conversion (with queueing) or rasterization; 0 for
+     * an image. A PDF streamed to a local engine is rasterized while its
+     * first pages are read: until the last page was rendered.
+     */
     conversionMs: number;
     /** From the first page sent to the model to the last page back. */
     extractionMs: number;
@@ -241,19 +288,38 @@ export async function readDocument(deps: EdgeDeps, req: ReadRequest): Promise<Re
       if (office) onEvent?.({ event: "converting", format: formatLabel(doc.sniffed) });
       else if (doc.sniffed.kind === "pdf") onEvent?.({ event: "rasterizing" });
       const t0 = Date.now();
-      const pages = await pageImages(deps, doc, abort.signal, { meter, requestId, ...(req.filename ? { filename: req.filename } : {}) });
-      // An image is its own page: nothing was converted (a busy clock can still tick 1 ms).
-      timings.conversionMs = doc.sniffed.kind === "image" ? 0 : Date.now() - t0;
-      if (office) await raiseHold(documentHoldCents(deps, model, pages.length, true));
-      onEvent?.({ event: "extracting", page_count: pages.length });
-      const t1 = Date.now();
+      let pages: AsyncIterable<PageInput> | readonly PageInput[];
+      let pageTotal: number;
+      if (doc.sniffed.kind === "pdf" && model.model.source === "local") {
+        pages = streamPdfPages(doc.bytes, {
+          dpi: PAGE_DPI,
+          maxPages: deps.documents.maxPages,
+          timeoutMs: deps.documents.pdfTimeoutMs,
+          signal: abort.signal,
+          onRendered: () => (timings.conversionMs = Date.now() - t0),
+        });
+        pageTotal = pageCount!;
+      } else {
+        const images = await pageImages(deps, doc, abort.signal, { meter, requestId, ...(req.filename ? { filename: req.filename } : {}) });
+        // An image is its own page: nothing was converted (a busy clock can still tick 1 ms).
+        timings.conversionMs = doc.sniffed.kind === "image" ? 0 : Date.now() - t0;
+        if (office) await raiseHold(documentHoldCents(deps, model, images.length, true));
+        pages = images;
+        pageTotal = images.length;
+      }
+      let t1 = 0;
       let completed = 0;
-      const read = await mapLimit(pages, deps.documents.pageConcurrency, async (page) => {
+      const read = await mapLimit(pages, deps.documents.pageConcurrency, async (page, i): Promise<ReadPage> => {
+        // When the first page is ready: at once for images, after the first rendered page of a streamed PDF.
+        if (i === 0) {
+          onEvent?.({ event: "extracting", page_count: pageTotal });
+          t1 = Date.now();
+        }
         const r = await extraction.extractPage(model.model.id, page, req.options, abort.signal);
         meter.modelCall(r.providerCostCents, { prompt: r.result.usage.promptTokens, completion: r.result.usage.completionTokens });
         meter.pages++;
-        onEvent?.({ event: "page", page_number: page.pageNumber, completed: ++completed, of: pages.length });
-        return { page, read: r };
+        onEvent?.({ event: "page", page_number: page.pageNumber, completed: ++completed, of: pageTotal });
+        return { pageNumber: page.pageNumber, ...(req.keepImage ? { image: await req.keepImage(page) } : {}), read: r };
       });
       timings.extractionMs = Date.now() - t1;
       return read;
@@ -291,8 +357,8 @@ export function readingOf(read: ReadResult): {
   tables: Table[];
   confidence?: number;
 } {
-  const pages = read.pages.map(({ page, read: r }) => ({
-    page_number: page.pageNumber,
+  const pages = read.pages.map(({ pageNumber, read: r }) => ({
+    page_number: pageNumber,
     text: r.result.text,
     ...(r.result.confidence !== undefined ? { confidence: r.result.confidence } : {}),
     ...(r.result.layout ? { layout: r.result.layout } : {}),
@@ -302,7 +368,7 @@ export function readingOf(read: ReadResult): {
   return {
     text: pages.map((p) => p.text).join("\n\n"),
     pages,
-    tables: read.pages.flatMap(({ page, read: r }) => r.result.tables.map((t) => ({ ...t, page_number: page.pageNumber }))),
+    tables: read.pages.flatMap(({ pageNumber, read: r }) => r.result.tables.map((t) => ({ ...t, page_number: pageNumber }))),
     ...(allScored ? { confidence: (confidences as number[]).reduce((a, b) => a + b, 0) / confidences.length } : {}),
   };
 }

@@ -12,11 +12,14 @@ import { balanceOf, call, createTestAccount, createTestKey, startStack, usageRow
 import { startFakeUpstream, type FakeUpstream } from "../../../test/fake-upstream.ts";
 import { cer } from "../../../test/cer.ts";
 import { pngInfo } from "../../sandbox/testdocs.ts";
+import { streamPdfPages } from "../../documents/index.ts";
+import { parsePgm } from "../../formats/index.ts";
 import { PLAYGROUND_PATH } from "./playground.process.ts";
 
 const fixture = (path: string) => readFileSync(new URL(`../../../test/fixtures/${path}`, import.meta.url));
 const ENGLISH = fixture("ocr/english.png");
 const DOCX = fixture("convert/two-pages.docx");
+const PDF = fixture("ocr/multipage.pdf");
 const SUPPORTED = ["PNG", "JPEG", "WEBP", "TIFF", "GIF", "PDF", "DOCX", "PPTX", "DOC", "ODT", "RTF", "TXT"];
 
 let upstream: FakeUpstream;
@@ -144,6 +147,38 @@ describe("POST /v1/playground/process", () => {
     expect(await balanceOf(stack.edge, acc.adminKey)).toEqual({ balance_cents: 48, held_cents: 0 });
     const rows = await usageRows(acc.accountId);
     expect(rows.map((x) => [x.endpoint, x.status, x.pages_processed, x.cost_cents])).toEqual([[PLAYGROUND_PATH, "success", 2, "2"]]);
+  });
+
+  it("streams progress for a PDF read by a local model (started, rasterizing, extracting, page 1..3 of 3, result): each page shown as a PNG of the grey pixels the engine read", async () => {
+    const acc = await createTestAccount({ creditsCents: 50 });
+    const r = await upload(stack.edge, acc.adminKey, { bytes: PDF, name: "multipage.pdf", type: "application/pdf" }, { model: "local/tesseract" }, "application/x-ndjson");
+    expect(r.status, show(r)).toBe(200);
+    const ev = events(r.text);
+    expect(ev.map((e) => e.event), r.text.slice(0, 500)).toEqual(["started", "rasterizing", "extracting", "page", "page", "page", "result"]);
+    expect(ev[2]).toEqual({ event: "extracting", page_count: 3 });
+    expect(ev.slice(3, 6).map((e) => [e.completed, e.of])).toEqual([
+      [1, 3],
+      [2, 3],
+      [3, 3],
+    ]);
+    const b = ev[6].result;
+    expect(b.document).toMatchObject({ filename: "multipage.pdf", mime_type: "application/pdf", format: "PDF", kind: "pdf", converted: false });
+    expect(b.result.pages.map((p: { page_number: number }) => p.page_number)).toEqual([1, 2, 3]);
+    const sharp = (await import("sharp")).default;
+    const rendered = [];
+    for await (const page of streamPdfPages(PDF, { maxPages: 10, timeoutMs: 30_000 })) rendered.push(parsePgm(page.image)!);
+    for (const [i, p] of b.result.pages.entries()) {
+      expect(cer(p.text, fixture(`ocr/multipage.page-${i + 1}.txt`).toString("utf8")), p.text).toBeLessThan(0.08);
+      expect(p.image.mime_type).toBe("image/png");
+      const png = Buffer.from(p.image.url.split(",")[1], "base64");
+      expect(p.image.bytes).toBe(png.length);
+      expect(png[25], "PNG colour type 0: greyscale").toBe(0);
+      const { data, info } = await sharp(png).toColourspace("b-w").raw().toBuffer({ resolveWithObject: true });
+      expect({ w: info.width, h: info.height, channels: info.channels }).toEqual({ w: 1654, h: 2339, channels: 1 });
+      expect(data.equals(rendered[i]!.pixels), `page ${i + 1}: the PNG's pixels are the PGM's`).toBe(true);
+    }
+    expect(b.timings.conversion_ms).toBeGreaterThan(0);
+    expect(b.cost.components).toEqual([expect.objectContaining({ component: "model", pages: 3, total_cost_cents: 1 })]);
   });
 
   it("answers plain JSON for the same request without Accept: application/x-ndjson", async () => {

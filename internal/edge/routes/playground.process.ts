@@ -12,11 +12,22 @@
 import { Type, type Static } from "typebox";
 import { chargeFields, formatUsd } from "../../billing/index.ts";
 import type { PageInput } from "../../contracts/index.ts";
-import { PAGE_DPI } from "../../formats/index.ts";
+import { PAGE_DPI, PGM_MIME_TYPE, parsePgm } from "../../formats/index.ts";
 import { FolioError, toHttpError } from "../../platform/errors/index.ts";
 import { readMultipart, registerMultipart, uploadOf } from "../multipart.ts";
 import { NDJSON, NdjsonStream, acceptsNdjson } from "../ndjson.ts";
-import { PipelineEventSchemas, formatLabel, loadDocument, readDocument, readingOf, tokensOf, type LoadedDocument, type PipelineEvent, type ReadResult } from "../pipeline.ts";
+import {
+  PipelineEventSchemas,
+  formatLabel,
+  loadDocument,
+  readDocument,
+  readingOf,
+  tokensOf,
+  type KeptImage,
+  type LoadedDocument,
+  type PipelineEvent,
+  type ReadResult,
+} from "../pipeline.ts";
 import { ChargeFields, PageLayoutSchema, ReadingUsage, StringEnum, TableEntry, keyed } from "../schemas.ts";
 import { extractionOf } from "../services.ts";
 import type { App, EdgeDeps } from "../types.ts";
@@ -59,7 +70,9 @@ export const PlaygroundResult = Type.Object({
         tables: Type.Array(TableEntry),
         image: Type.Union([
           Type.Object({
-            url: Type.String({ description: `data:<mime>;base64,… — the image the model read (converted and PDF pages: ${PAGE_DPI}-DPI PNG).` }),
+            url: Type.String({
+              description: `data:<mime>;base64,… — the image the model read (converted and PDF pages: ${PAGE_DPI}-DPI PNG; a PDF page read by a local model is grey, as the model read it).`,
+            }),
             mime_type: Type.String(),
             bytes: Type.Integer(),
           }),
@@ -155,6 +168,7 @@ export default function register(app: App, deps: EdgeDeps): void {
             options: input.options,
             ...(input.filename ? { filename: input.filename } : {}),
             signal: cancel.signal,
+            ...(input.includeImages ? { keepImage: displayable } : {}),
             onEvent: (event) => {
               if (event.event === "started") loadMs = Date.now() - started;
               stream?.send(event);
@@ -191,11 +205,10 @@ async function buildResult(o: {
   const reading = readingOf(read);
   let inlineBudget = MAX_INLINE_IMAGE_BYTES;
   const pages: PlaygroundResult["result"]["pages"] = [];
-  for (const [i, { page }] of read.pages.entries()) {
+  for (const [i, { pageNumber, image: shown }] of read.pages.entries()) {
     let image: PlaygroundResult["result"]["pages"][number]["image"] = null;
     let omitted: "not_requested" | "response_image_limit" | undefined = input.includeImages ? undefined : "not_requested";
-    if (input.includeImages) {
-      const shown = await displayable(page);
+    if (shown) {
       if (shown.bytes.length <= inlineBudget) {
         inlineBudget -= shown.bytes.length;
         image = { url: `data:${shown.mimeType};base64,${shown.bytes.toString("base64")}`, mime_type: shown.mimeType, bytes: shown.bytes.length };
@@ -205,7 +218,7 @@ async function buildResult(o: {
         inlineBudget = -1;
       }
     }
-    const tables = reading.tables.filter((t) => t.page_number === page.pageNumber);
+    const tables = reading.tables.filter((t) => t.page_number === pageNumber);
     pages.push({ ...reading.pages[i]!, tables, image, ...(omitted ? { image_omitted: omitted } : {}) });
   }
   const components: PlaygroundResult["cost"]["components"] = [];
@@ -238,9 +251,20 @@ async function buildResult(o: {
 
 /**
  * The page image as a browser can show it: what the model read, except TIFF
- * (which browsers do not display), re-encoded as PNG.
+ * and the raw grey pixels (PGM) a PDF's pages are rendered to for local
+ * engines, which browsers do not display, re-encoded as PNG. Called as each
+ * page is read, so only the PNG stays in memory.
  */
-async function displayable(page: PageInput): Promise<{ bytes: Buffer; mimeType: string }> {
+async function displayable(page: PageInput): Promise<KeptImage> {
+  if (page.mimeType === PGM_MIME_TYPE) {
+    // sharp does not read PGM: its header gives the size, the rest is one byte per pixel.
+    const pgm = parsePgm(page.image);
+    if (!pgm) throw new FolioError("internal_error", `page ${page.pageNumber} is not the binary PGM the PDF was rendered to`);
+    const sharp = (await import("sharp")).default;
+    // b-w: a grey PNG (one byte per pixel, about half the size); sharp would otherwise write RGB.
+    const png = await sharp(pgm.pixels, { raw: { width: pgm.width, height: pgm.height, channels: 1 } }).toColourspace("b-w").png().toBuffer();
+    return { bytes: png, mimeType: "image/png" };
+  }
   if (page.mimeType !== "image/tiff") return { bytes: page.image, mimeType: page.mimeType };
   const sharp = (await import("sharp")).default;
   return { bytes: await sharp(page.image, { pages: 1 }).png().toBuffer(), mimeType: "image/png" };
