@@ -102,14 +102,14 @@ describe("GET /v1/models", () => {
     expect(Number(age![1])).toBeGreaterThanOrEqual(0);
     expect(text).toMatch(/^folio_catalog_stale\{[^}]*\} 0$/m);
     expect(text).toMatch(/^folio_catalog_refreshes_total\{[^}]*outcome="ok"[^}]*\} [1-9]/m);
-    expect(text).toMatch(/^folio_catalog_models\{[^}]*source="local"[^}]*\} 2$/m);
+    expect(text).toMatch(/^folio_catalog_models\{[^}]*source="local"[^}]*\} 3$/m);
   });
 
   it("without an upstream, only local engines are listed and every strategy resolves to one", async () => {
     const r = await call(bare.edge, "GET", "/v1/models");
-    expect((r.body.data as { id: string }[]).map((m) => m.id)).toEqual(["local/tesseract", "local/ppocr"]);
+    expect((r.body.data as { id: string }[]).map((m) => m.id)).toEqual(["local/auto", "local/tesseract", "local/ppocr"]);
     expect(r.body.folio.upstream_configured).toBe(false);
     const rec = await call(bare.edge, "GET", "/v1/models/recommended");
-    for (const s of rec.body.strategies) expect(s.model).toBe("local/tesseract");
+    for (const s of rec.body.strategies) expect(s.model).toBe("local/auto");
   });
 });
