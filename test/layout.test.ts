@@ -3,14 +3,11 @@
  * edge → gRPC → the extraction service → real tesseract; an upstream model
  * is the fake OpenRouter (a test double). Real Postgres for billing.
  */
-import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { call, createTestAccount, startStack, type TestStack } from "./harness.ts";
 import { startFakeUpstream, type FakeUpstream } from "./fake-upstream.ts";
 import { cer } from "./cer.ts";
-
-const fixture = (name: string) => readFileSync(new URL(`./fixtures/ocr/${name}`, import.meta.url));
-const text = (name: string) => fixture(name).toString("utf8");
+import { ocrFixture as fixture, ocrTruth as text } from "./support.ts";
 
 let upstream: FakeUpstream;
 let stack: TestStack;
