@@ -57,6 +57,19 @@ describe("GET /v1/models", () => {
     expect(p.platform_fee_percentage).toBe("5");
   });
 
+  it("states the languages of local engines (tesseract's installed ones, PP-OCR's English and Chinese) and none for upstream models", async () => {
+    const ppocr = await call(stack.edge, "GET", "/v1/models/local/ppocr");
+    expect(ppocr.status, JSON.stringify(ppocr.body)).toBe(200);
+    expect(ppocr.body.folio.languages).toEqual(["en", "zh"]);
+    expect(ppocr.body.folio.description).toMatch(/English and Chinese only/);
+    const tesseract = await call(stack.edge, "GET", "/v1/models/local/tesseract");
+    expect(tesseract.body.folio.languages, JSON.stringify(tesseract.body.folio)).toEqual(expect.arrayContaining(["en", "de"]));
+    const auto = await call(stack.edge, "GET", "/v1/models/local/auto");
+    expect(auto.body.folio.languages).toEqual(tesseract.body.folio.languages);
+    const upstreamModel = await call(stack.edge, "GET", "/v1/models/openai/gpt-4.1");
+    expect(Object.keys(upstreamModel.body.folio)).not.toContain("languages");
+  });
+
   it("answers 404 for an unknown model id", async () => {
     const r = await call(stack.edge, "GET", "/v1/models/nobody/nothing");
     expect(r.status).toBe(404);

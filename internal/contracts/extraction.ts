@@ -108,6 +108,12 @@ export interface CatalogModel {
   /** docs/models.md: premium | standard | economy | free | local */
   category: string;
   pricing: ModelPricing;
+  /**
+   * Languages a local engine reads (ISO 639-1 where there is a code, else
+   * the engine's own name, e.g. tesseract's "frk"); absent for upstream
+   * models, whose providers do not say.
+   */
+  languages?: string[];
 }
 
 /** Where a call's provider cost came from: the provider's own report, or the catalog's prices. */

@@ -36,6 +36,7 @@ export function modelToProto(m: CatalogModel): Model {
       request: m.pricing.request ?? "",
       page: m.pricing.page ?? "",
     },
+    languages: m.languages ?? [],
   };
 }
 
@@ -59,6 +60,7 @@ export function modelFromProto(m: Model__Output): CatalogModel {
       ...(p?.request ? { request: p.request } : {}),
       ...(p?.page ? { page: p.page } : {}),
     },
+    ...(m.languages.length ? { languages: [...m.languages] } : {}),
   };
 }
 

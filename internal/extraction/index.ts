@@ -8,9 +8,9 @@ import type { Logger } from "../platform/log/index.ts";
 import { ExtractionMetrics } from "../platform/metrics/index.ts";
 import { Catalog } from "./catalog/catalog.ts";
 import { DEFAULT_STRATEGY_CONFIG, type StrategyConfig } from "./catalog/strategies.ts";
-import { TesseractEngine } from "./engines/tesseract.ts";
+import { TesseractEngine, installedLanguages } from "./engines/tesseract.ts";
 import { AUTO_MODEL_ID, AutoEngine } from "./engines/auto.ts";
-import { PPOCR_MODEL_ID, PpOcrEngine, shutdownPpOcr } from "./engines/ppocr.ts";
+import { PPOCR_LANGUAGES, PPOCR_MODEL_ID, PpOcrEngine, shutdownPpOcr } from "./engines/ppocr.ts";
 import { UpstreamClient } from "./engines/upstream.ts";
 import { registerExtraction } from "./grpc.ts";
 import { ExtractionService } from "./service.ts";
@@ -22,10 +22,11 @@ export type * from "./types.ts";
 
 export const TESSERACT_MODEL_ID = "local/tesseract";
 
-/** A local engine as a catalog entry: reads images (and PDFs, rasterized by the edge), priced per page. */
-function localModel(m: { id: string; name: string; description: string; created: number }, pricePerPageUsd: string): CatalogModel {
+/** A local engine as a catalog entry: reads images (and PDFs, rasterized by the edge), priced per page; `languages` when known. */
+function localModel(m: { id: string; name: string; description: string; created: number }, pricePerPageUsd: string, languages?: readonly string[]): CatalogModel {
   return {
     ...m,
+    ...(languages ? { languages: [...languages] } : {}),
     ownedBy: "folio",
     source: "local",
     contextLength: 0,
@@ -36,8 +37,8 @@ function localModel(m: { id: string; name: string; description: string; created:
   };
 }
 
-/** The local tesseract engine as a catalog entry, priced per page (docs/models.md). */
-export function tesseractModel(pricePerPageUsd: string): CatalogModel {
+/** The local tesseract engine as a catalog entry, priced per page (docs/models.md), with the languages installed (`installedLanguages`). */
+export function tesseractModel(pricePerPageUsd: string, languages?: readonly string[]): CatalogModel {
   return localModel(
     {
       id: TESSERACT_MODEL_ID,
@@ -47,11 +48,12 @@ export function tesseractModel(pricePerPageUsd: string): CatalogModel {
       created: 1_672_531_200,
     },
     pricePerPageUsd,
+    languages,
   );
 }
 
 /** The best local reading (tesseract, a second reading of ruled pages without their rules): the strategies' local fallback. */
-export function autoModel(pricePerPageUsd: string): CatalogModel {
+export function autoModel(pricePerPageUsd: string, languages?: readonly string[]): CatalogModel {
   return localModel(
     {
       id: AUTO_MODEL_ID,
@@ -61,20 +63,22 @@ export function autoModel(pricePerPageUsd: string): CatalogModel {
       created: 1_764_028_800,
     },
     pricePerPageUsd,
+    languages,
   );
 }
 
-/** The local PP-OCRv4 engine (onnxruntime in a worker thread): it uses about 3x tesseract's CPU per page. */
+/** The local PP-OCRv4 engine (onnxruntime in a worker thread); its recognition dictionary reads English and Chinese. */
 export function ppocrModel(pricePerPageUsd: string): CatalogModel {
   return localModel(
     {
       id: PPOCR_MODEL_ID,
       name: "PP-OCRv4 (local)",
       description:
-        "PaddleOCR PP-OCRv4 detection and recognition models run with ONNX Runtime on Folio's own machines. More accurate than tesseract on degraded scans; English and Chinese only (no German umlauts/ß); plain text with a mean box confidence; no tables.",
+        "PaddleOCR PP-OCRv4 detection and recognition models run with ONNX Runtime on Folio's own machines. Languages: English and Chinese only (its dictionary has ASCII, Chinese and a few accented letters; no German ö/ß). Reads receipts, single text lines and degraded scans well; columns of prose in reading order; plain text with a mean box confidence and line-level layout boxes; no tables.",
       created: 1_700_000_000,
     },
     pricePerPageUsd,
+    PPOCR_LANGUAGES,
   );
 }
 
@@ -128,13 +132,19 @@ export async function shutdownLocalEngines(): Promise<void> {
 export async function startExtraction({ config, log, sharedProcess = false }: StartExtractionOptions): Promise<RunningExtraction> {
   const upstream = config.FOLIO_UPSTREAM_API_KEY ? { baseUrl: config.FOLIO_UPSTREAM_BASE_URL.replace(/\/+$/, ""), apiKey: config.FOLIO_UPSTREAM_API_KEY } : undefined;
   const local = localEngines();
+  // Languages shown in the catalog; without tesseract (a broken install) the entries just do not state them.
+  const tesseractLanguages = await installedLanguages().catch(() => undefined);
   // The gauges read the catalog only when scraped, after it exists.
   const metrics = new ExtractionMetrics(() => catalog.snapshot(), !sharedProcess);
   const catalog = new Catalog({
     upstream,
     refreshMs: config.FOLIO_CATALOG_REFRESH_SECONDS * 1000,
     // The first local model is the strategies' fallback (docs/models.md): local/auto reads best (docs/benchmarks.md).
-    localModels: [autoModel(config.FOLIO_AUTO_PRICE_PER_PAGE_USD), tesseractModel(config.FOLIO_LOCAL_PRICE_PER_PAGE_USD), ppocrModel(config.FOLIO_PPOCR_PRICE_PER_PAGE_USD)],
+    localModels: [
+      autoModel(config.FOLIO_AUTO_PRICE_PER_PAGE_USD, tesseractLanguages),
+      tesseractModel(config.FOLIO_LOCAL_PRICE_PER_PAGE_USD, tesseractLanguages),
+      ppocrModel(config.FOLIO_PPOCR_PRICE_PER_PAGE_USD),
+    ],
     strategies: strategyConfig(config),
     log,
     onRefresh: (ok) => metrics.catalogRefreshes.inc({ outcome: ok ? "ok" : "failed" }),

@@ -33,6 +33,7 @@ export const ModelEntry = Type.Object({
     context_length: Type.Integer(),
     max_completion_tokens: Type.Union([Type.Integer(), Type.Null()]),
     input_kinds: Type.Array(Type.String()),
+    languages: Type.Optional(Type.Array(Type.String(), { description: "Local engines: the languages they read (ISO 639-1 codes, or the engine's own names)." })),
     recommended: Type.Boolean({ description: "True when a routing strategy resolves to this model now." }),
     strategies: Type.Array(Type.String(), { description: "Strategies that resolve to this model now." }),
     pricing: Type.Object({
@@ -65,6 +66,7 @@ export function modelEntry(model: CatalogModel, byModel: Map<string, string[]>) 
       context_length: model.contextLength,
       max_completion_tokens: model.maxCompletionTokens,
       input_kinds: model.inputKinds,
+      ...(model.languages ? { languages: model.languages } : {}),
       recommended: strategies.length > 0,
       strategies,
       pricing: {

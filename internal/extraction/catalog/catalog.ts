@@ -293,7 +293,12 @@ export class Catalog {
 }
 
 function freezeModel(m: CatalogModel): CatalogModel {
-  return Object.freeze({ ...m, inputKinds: Object.freeze([...m.inputKinds]) as CatalogModel["inputKinds"], pricing: Object.freeze({ ...m.pricing }) });
+  return Object.freeze({
+    ...m,
+    inputKinds: Object.freeze([...m.inputKinds]) as CatalogModel["inputKinds"],
+    pricing: Object.freeze({ ...m.pricing }),
+    ...(m.languages ? { languages: Object.freeze([...m.languages]) as string[] } : {}),
+  });
 }
 
 function describe(err: unknown, apiKey: string): string {

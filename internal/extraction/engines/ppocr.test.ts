@@ -13,7 +13,8 @@ import { cer } from "../../../test/cer.ts";
 import { rasterizePdf } from "../../documents/pdf.ts";
 import { FolioError } from "../../platform/errors/index.ts";
 import type { PageResult } from "../types.ts";
-import { PPOCR_MODEL_ID, PpOcrEngine, checkPpOcrLanguage, fromBoxes, readingOrder, shutdownPpOcr, type TextBox } from "./ppocr.ts";
+import { PPOCR_MODEL_ID, PpOcrEngine, checkPpOcrLanguage, fromBoxes, layoutOf, readingOrder, shutdownPpOcr, type TextBox } from "./ppocr.ts";
+import { SPACE_PROBABILITY, decodeCtc, marginFor } from "./ppocr-worker.ts";
 import { TEXT_OPTIONS as TEXT, folioFailure as failure, liveSignal as live, ocrFixture as fixture, ocrTruth as truth, pngPage as page } from "../../../test/support.ts";
 
 
@@ -148,6 +149,108 @@ describe("PpOcrEngine on the fixtures", () => {
   );
 });
 
+type Sharp = (
+  input: Buffer,
+  options?: object,
+) => {
+  extract(r: object): ReturnType<Sharp>;
+  trim(): ReturnType<Sharp>;
+  resize(o: object): ReturnType<Sharp>;
+  greyscale(): ReturnType<Sharp>;
+  png(): { toBuffer(): Promise<Buffer> };
+  raw(): { toBuffer(o: { resolveWithObject: true }): Promise<{ data: Buffer; info: { width: number; height: number; channels: number } }> };
+};
+const sharpSpec: string = "sharp";
+const sharp = ((await import(sharpSpec)) as { default: Sharp }).default;
+
+/** The first line of english.png's body, cut tight around its ink (no margin: text touches every edge), as a PNG. */
+async function lineImage(scale = 1): Promise<Buffer> {
+  // Two steps: sharp trims before it extracts within one pipeline.
+  const cut = await sharp(fixture("english.png")).extract({ left: 190, top: 318, width: 1130, height: 46 }).png().toBuffer();
+  const line = await sharp(cut).trim().png().toBuffer();
+  return scale === 1 ? line : sharp(line).resize({ height: Math.round(46 * scale) }).png().toBuffer();
+}
+const FIRST_LINE = "The committee met on Tuesday morning to review the quarterly report.";
+
+/** `png` as binary PGM (P5, maxval 255), as internal/documents renders PDF pages for local engines. */
+async function pgmOf(png: Buffer): Promise<Buffer> {
+  const { data, info } = await sharp(png).greyscale().raw().toBuffer({ resolveWithObject: true });
+  expect(info.channels).toBe(1);
+  return Buffer.concat([Buffer.from(`P5\n${info.width} ${info.height}\n255\n`, "latin1"), data]);
+}
+
+describe("single text lines, PGM pages and layout", () => {
+  it.each([
+    ["at full size (about 40 pixels high)", 1],
+    ["at half size (about 20 pixels high)", 0.5],
+  ])(
+    "reads a single text line cut tight around its ink %s",
+    async (_what, scale) => {
+      const image = await lineImage(scale);
+      const r = await engine.extractPage(page(image), TEXT, live());
+      const rate = cer(r.text, FIRST_LINE);
+      expect(rate, `CER ${rate.toFixed(4)} for: ${JSON.stringify(r.text)}`).toBeLessThan(0.02);
+      expect(r.text.split("\n"), r.text).toHaveLength(1);
+    },
+    SLOW,
+  );
+
+  it(
+    "reads a page given as binary PGM as it reads the same page as PNG",
+    async () => {
+      const png = await read("table.png");
+      const r = await engine.extractPage({ pageNumber: 1, image: await pgmOf(fixture("table.png")), mimeType: "image/x-portable-graymap" }, TEXT, live());
+      const rate = cer(r.text, truth("table.txt"));
+      expect(rate, `CER ${rate.toFixed(4)} for:\n${r.text}`).toBeLessThan(CLEAN_CER);
+      expect(r.text).toBe(png.text);
+    },
+    SLOW,
+  );
+
+  it("refuses a colour PPM, a PGM with another maxval and a truncated PGM with a 400 naming what it reads", async () => {
+    const pgm = await pgmOf(await lineImage(0.5));
+    for (const bad of [Buffer.concat([Buffer.from("P6\n2 1\n255\n"), Buffer.alloc(6)]), Buffer.from("P5\n2 1\n65535\n\0\0\0\0"), pgm.subarray(0, pgm.length - 10)]) {
+      const err = await failure(engine.extractPage({ pageNumber: 2, image: bad, mimeType: "image/x-portable-graymap" }, TEXT, live()));
+      expect(err).toMatchObject({ code: "invalid_request", extra: { page_number: 2 } });
+      expect(err.message).toBe(`page 2: of PNM images ${PPOCR_MODEL_ID} reads binary PGM (P5, maxval 255) only, whole`);
+    }
+  });
+
+  it(
+    "returns layout only when asked: a text block per recognised line piece in reading order, in page pixels, with words when asked",
+    async () => {
+      expect((await read("table.png")).layout).toBeUndefined();
+      const image = fixture("table.png");
+      const blocks = await engine.extractPage(page(image), { ...TEXT, includeLayout: "blocks" }, live());
+      const words = await engine.extractPage(page(image), { ...TEXT, includeLayout: "words" }, live());
+      const layout = blocks.layout!;
+      expect(layout, JSON.stringify(layout).slice(0, 300)).toMatchObject({ width: 1654, height: 2339 });
+      const shown = layout.blocks.map((b) => `${b.text} @ ${b.bbox.join(",")}`).join("\n");
+      // The blocks hold the page's text, in the text's order.
+      expect(layout.blocks.map((b) => b.text).join(" "), shown).toBe(blocks.text.split(/\s+/).join(" "));
+      for (const b of layout.blocks) {
+        expect(b.type).toBe("text");
+        const [x0, y0, x1, y1] = b.bbox;
+        expect(0 <= x0 && x0 < x1 && x1 <= 1654 && 0 <= y0 && y0 < y1 && y1 <= 2339, shown).toBe(true);
+        expect(b.words).toBeUndefined();
+      }
+      // Rows top to bottom, a row's pieces left to right: the quantity "3" between its item and its price.
+      const at = (text: string) => layout.blocks.find((b) => b.text === text)?.bbox ?? [NaN, NaN, NaN, NaN];
+      expect(at("Toner cartridge")[2], shown).toBeLessThan(at("3")[0]);
+      expect(at("3")[2], shown).toBeLessThan(at("68.90")[0]);
+      expect(at("Invoice 2024-0117")[3], shown).toBeLessThan(at("Toner cartridge")[1]);
+      expect(words.layout!.blocks.map(({ words: _w, ...b }) => b)).toEqual(layout.blocks);
+      for (const b of words.layout!.blocks) {
+        expect(b.words, JSON.stringify(b)).toHaveLength(1);
+        expect(b.words![0]).toMatchObject({ text: b.text, bbox: b.bbox });
+        expect(b.words![0]!.confidence).toBeGreaterThan(0.5);
+        expect(b.words![0]!.confidence).toBeLessThanOrEqual(1);
+      }
+    },
+    SLOW,
+  );
+});
+
 describe("cancellation", () => {
   it("does no work when the signal is already aborted", async () => {
     const reason = new Error("already cancelled");
@@ -208,7 +311,7 @@ describe("input it cannot read", () => {
     for (const junk of [Buffer.from("junk bytes, not an image"), Buffer.from("%PDF-1.4\n"), bmp, Buffer.alloc(0)]) {
       const err = await failure(engine.extractPage(page(junk, 3), TEXT, live()));
       expect(err).toMatchObject({ code: "invalid_request", extra: { page_number: 3 } });
-      expect(err.message).toBe(`page 3 is not an image ${PPOCR_MODEL_ID} can read (PNG, JPEG, TIFF, GIF or WebP)`);
+      expect(err.message).toBe(`page 3 is not an image ${PPOCR_MODEL_ID} can read (PNG, JPEG, TIFF, GIF, WebP or binary PGM)`);
     }
   });
 
@@ -281,6 +384,69 @@ describe("readingOrder and fromBoxes", () => {
     const r = fromBoxes([box("kept", 0, 0, 100, 30, 0.9), box("also", 200, 0, 100, 30, 0.7), box("noise", 400, 0, 100, 30, 0.3)]);
     expect(r.text).toBe("kept also");
     expect(r.confidence).toBeCloseTo(0.8, 10);
-    expect(fromBoxes([box("noise", 0, 0, 100, 30, 0.2)])).toEqual({ text: "" });
+    expect(fromBoxes([box("noise", 0, 0, 100, 30, 0.2)])).toEqual({ text: "", ordered: [] });
+  });
+
+  it("reads two columns of prose one after the other, not line across line", () => {
+    const left = ["one", "two", "three", "four"].map((t, i) => box(`left ${t} of the first column`, 100, 100 + 40 * i, 600));
+    const right = ["one", "two", "three", "four"].map((t, i) => box(`right ${t} of the second column`, 800, 100 + 40 * i, 600));
+    const r = fromBoxes([...right, ...left]);
+    expect(r.text, r.text).toBe(
+      "left one of the first column\nleft two of the first column\nleft three of the first column\nleft four of the first column\n\n" +
+        "right one of the second column\nright two of the second column\nright three of the second column\nright four of the second column",
+    );
+    expect(r.ordered.map((b) => b.text)).toEqual(r.text.split(/\n+/));
+  });
+
+  it("keeps a receipt's prices on their items' lines", () => {
+    const items = ["Bread", "Milk 1L", "Apples", "Coffee beans"].map((t, i) => box(t, 100, 100 + 40 * i, 200));
+    const prices = ["2.50", "1.20", "3.10", "9.90"].map((t, i) => box(t, 700, 102 + 40 * i, 80));
+    expect(fromBoxes([...prices, ...items]).text).toBe("Bread 2.50\nMilk 1L 1.20\nApples 3.10\nCoffee beans 9.90");
+  });
+});
+
+describe("layoutOf", () => {
+  const box = (text: string, left: number, top: number, score = 0.9): TextBox => ({ text, score, left, top, right: left + 100.4, bottom: top + 30.6 });
+
+  it("gives one text block per box, in the order given, with the page size and whole-pixel boxes", () => {
+    const layout = layoutOf([box(" Hello ", 10.2, 20.7), box("world", 200, 20)], 800, 600, "blocks");
+    expect(layout).toEqual({
+      width: 800,
+      height: 600,
+      blocks: [
+        { type: "text", bbox: [10, 21, 111, 51], text: "Hello" },
+        { type: "text", bbox: [200, 20, 300, 51], text: "world" },
+      ],
+    });
+  });
+
+  it("with words, gives each block its box as its one word with the box's score", () => {
+    const [b] = layoutOf([box("Hello", 0, 0, 0.98765)], 100, 100, "words").blocks;
+    expect(b).toEqual({ type: "text", bbox: [0, 0, 100, 31], text: "Hello", words: [{ text: "Hello", bbox: [0, 0, 100, 31], confidence: 0.988 }] });
+  });
+});
+
+describe("decodeCtc and marginFor (the worker's pure parts)", () => {
+  const dictionary = ["a", "b", " "];
+  /** One row of probabilities per step over [blank, a, b, space]. */
+  const probs = (rows: number[][]) => new Float32Array(rows.flat());
+
+  it("collapses repeats, drops blanks and means the probability of the characters written", () => {
+    const r = decodeCtc(probs([[0, 0.9, 0, 0.1], [0, 0.7, 0, 0.3], [1, 0, 0, 0], [0, 0.8, 0.2, 0], [0, 0, 1, 0]]), 5, 4, dictionary, SPACE_PROBABILITY);
+    expect(r.text).toBe("aab");
+    expect(r.score).toBeCloseTo((0.9 + 0.8 + 1) / 3, 6);
+  });
+
+  it("writes a space between characters where blank wins but the space passes the threshold, once, never at either end", () => {
+    const rows = [[0.9, 0, 0, 0.1], [0, 1, 0, 0], [0.9, 0, 0, 0.1], [0.8, 0, 0, 0.2], [0, 0, 1, 0], [0.9, 0, 0, 0.1]];
+    expect(decodeCtc(probs(rows), 6, 4, dictionary, 0.05).text).toBe("a b");
+    expect(decodeCtc(probs(rows), 6, 4, dictionary, 0.5).text).toBe("ab");
+    expect(decodeCtc(probs([[0, 0, 0, 1], [0, 1, 0, 0], [0, 0, 0, 1]]), 3, 4, dictionary, 0.05)).toEqual({ text: "a", score: 1 });
+  });
+
+  it("puts a margin of half the image's short side, between 32 and 96 pixels, around it", () => {
+    expect(marginFor(1100, 40)).toBe(32);
+    expect(marginFor(5000, 160)).toBe(80);
+    expect(marginFor(1654, 2339)).toBe(96);
   });
 });

@@ -24,6 +24,10 @@ export interface Model {
   'input_kinds'?: (string)[];
   'category'?: (string);
   'pricing'?: (_folio_extraction_v1_Pricing | null);
+  /**
+   * local engines: ISO 639-1 codes (or the engine's names); empty = not stated
+   */
+  'languages'?: (string)[];
 }
 
 export interface Model__Output {
@@ -47,4 +51,8 @@ export interface Model__Output {
   'input_kinds': (string)[];
   'category': (string);
   'pricing': (_folio_extraction_v1_Pricing__Output | null);
+  /**
+   * local engines: ISO 639-1 codes (or the engine's names); empty = not stated
+   */
+  'languages': (string)[];
 }
