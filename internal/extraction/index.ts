@@ -52,14 +52,14 @@ export function tesseractModel(pricePerPageUsd: string, languages?: readonly str
   );
 }
 
-/** The best local reading (tesseract, a second reading of ruled pages without their rules): the strategies' local fallback. */
+/** The best local reading (tesseract; ruled pages again without their rules; PP-OCR for unsure English pages): the strategies' local fallback. */
 export function autoModel(pricePerPageUsd: string, languages?: readonly string[]): CatalogModel {
   return localModel(
     {
       id: AUTO_MODEL_ID,
       name: "Folio auto (local)",
       description:
-        "The best local reading of each page: tesseract 5 with Folio's layout analysis (columns, tables read row by row, headers and footers), the page's language found when none is given, and pages with ruling lines read again without them. Plain text, tables and layout; one or two tesseract readings a page.",
+        "The best local reading of each page: tesseract 5 with Folio's layout analysis (columns, tables read row by row, headers and footers), the page's language found when none is given, pages with ruling lines read again without them, and English pages tesseract reads with low confidence (receipts, photocopies) read by PP-OCR. Plain text, tables and layout; one to three readings a page.",
       created: 1_764_028_800,
     },
     pricePerPageUsd,
@@ -117,10 +117,11 @@ export interface StartExtractionOptions {
 /** The local engines by model id, as the extraction service runs them (also what `make eval` measures). */
 export function localEngines(): Map<string, Engine> {
   const tesseract = new TesseractEngine();
+  const ppocr = new PpOcrEngine();
   return new Map<string, Engine>([
-    [AUTO_MODEL_ID, new AutoEngine(tesseract)],
+    [AUTO_MODEL_ID, new AutoEngine(tesseract, ppocr)],
     [TESSERACT_MODEL_ID, tesseract],
-    [PPOCR_MODEL_ID, new PpOcrEngine()],
+    [PPOCR_MODEL_ID, ppocr],
   ]);
 }
 

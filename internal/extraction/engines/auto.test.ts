@@ -2,14 +2,16 @@
  * local/auto against the real tesseract CLI: a page with dotted ruling
  * lines (ruled.png, made by test/fixtures/ocr/generate.ts) is read again
  * without them; a page without rules is read once, as local/tesseract
- * reads it; and the selection rule itself.
+ * reads it; an unsure English page goes to PP-OCR; and the selection rule.
  */
-import { describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { cer } from "../../../test/cer.ts";
 import { TEXT_OPTIONS as TEXT, liveSignal as live, ocrFixture as fixture, ocrTruth as truth, pngPage as page } from "../../../test/support.ts";
 import type { AnalyzedPage } from "../layout/page.ts";
 import { AutoEngine, isBetter } from "./auto.ts";
 import { TesseractEngine } from "./tesseract.ts";
+import { PpOcrEngine, shutdownPpOcr } from "./ppocr.ts";
+
 
 describe("AutoEngine", () => {
   const tesseract = new TesseractEngine();
@@ -27,6 +29,26 @@ describe("AutoEngine", () => {
 
   it("gives the same reading as local/tesseract on a page without rules", async () => {
     const [a, t] = await Promise.all([auto.extractPage(page(fixture("english.png")), TEXT, live()), tesseract.extractPage(page(fixture("english.png")), TEXT, live())]);
+    expect(a).toEqual(t);
+  });
+});
+
+describe("AutoEngine with PP-OCR for unsure English pages", () => {
+  const tesseract = new TesseractEngine();
+  const ppocr = new PpOcrEngine();
+  const auto = new AutoEngine(tesseract, ppocr);
+  afterAll(() => shutdownPpOcr());
+
+  it("answers PP-OCR's reading of a degraded English scan that tesseract reads with low confidence", async () => {
+    const once = await tesseract.extractPage(page(fixture("scan.png")), TEXT, live());
+    expect(once.confidence, "tesseract's confidence on scan.png").toBeLessThan(0.88);
+    const [a, p] = await Promise.all([auto.extractPage(page(fixture("scan.png")), TEXT, live()), ppocr.extractPage(page(fixture("scan.png")), { ...TEXT, language: "en" }, live())]);
+    expect(a.text).toBe(p.text);
+    expect(cer(a.text, truth("scan.txt"))).toBeLessThanOrEqual(cer(once.text, truth("scan.txt")));
+  });
+
+  it("keeps tesseract's reading of a page it reads confidently (German: PP-OCR does not read it)", async () => {
+    const [a, t] = await Promise.all([auto.extractPage(page(fixture("german.png")), TEXT, live()), tesseract.extractPage(page(fixture("german.png")), TEXT, live())]);
     expect(a).toEqual(t);
   });
 });

@@ -1,11 +1,17 @@
 /**
  * `local/auto`: the best local reading of a page without knowing engines.
- * It reads the page as `local/tesseract` does (finding the language), and
- * when the page has ruling lines (table borders, dotted cell separators,
- * underlines) it reads it a second time with the rules taken out
- * (`layout/rules.ts`) and keeps the reading tesseract is more confident of,
- * unless that one lost words. Pages without rules cost one reading, as on
- * `local/tesseract`; ruled pages cost two.
+ * 1. It reads the page as `local/tesseract` does (finding the language).
+ * 2. When the page has ruling lines (table borders, dotted cell separators,
+ *    underlines) it reads it a second time with the rules taken out
+ *    (`layout/rules.ts`) and keeps the reading tesseract is more confident
+ *    of, unless that one lost words.
+ * 3. When tesseract's best reading of an English page is still not
+ *    confident (mean word confidence under 0.88: receipts, photocopies,
+ *    charts), the page is read by PP-OCR (`local/ppocr`) and that reading is
+ *    answered, unless tables were asked for and tesseract found some
+ *    (PP-OCR finds no tables).
+ * A clean page without rules costs one tesseract reading, as on
+ * `local/tesseract`.
  *
  * Chosen from measurements (docs/benchmarks.md "Reading quality"): on the
  * corpus's ruled tables and receipts the second reading roughly halves the
@@ -14,7 +20,12 @@
  * rule removal cut descenders and tesseract lost a third of the words, which
  * the word-count guard catches. Mean confidence picks the better reading on
  * every ruled page of the corpus but one (a degraded photocopy where both
- * readings are poor).
+ * readings are poor). Below 0.88 on English pages PP-OCR read better on
+ * every such page of the corpus (four receipts: CER 0.04–0.20 against
+ * 0.09–0.33; a stained table; a flowchart); at or above it tesseract read
+ * better (columns of prose, where PP-OCR's order suffers, and most tables).
+ * PP-OCR reads English and Chinese only, so other languages stay with
+ * tesseract.
  */
 import type { Engine, ExtractOptions, PageInput, PageResult } from "../types.ts";
 import { decodeGrey, encodePgm } from "../layout/image.ts";
@@ -24,6 +35,8 @@ import { pageResult, type TesseractEngine } from "./tesseract.ts";
 
 export const AUTO_MODEL_ID = "local/auto";
 
+/** Under this mean word confidence an English page is read by PP-OCR instead. */
+const PPOCR_BELOW_CONFIDENCE = 0.88;
 /** The rule-free reading must be this much more confident (0–1 scale)… */
 const MIN_CONFIDENCE_GAIN = 0.005;
 /** …and keep at least this share of the words of the first reading. */
@@ -36,11 +49,19 @@ const MIN_RULE_SHARE = 0.0005;
 export class AutoEngine implements Engine {
   readonly id = AUTO_MODEL_ID;
 
-  constructor(private readonly tesseract: TesseractEngine) {}
+  /** `ppocr`: the PP-OCR engine for pages tesseract reads with low confidence; without it, tesseract answers every page. */
+  constructor(
+    private readonly tesseract: TesseractEngine,
+    private readonly ppocr?: Engine,
+  ) {}
 
   async extractPage(page: PageInput, options: ExtractOptions, signal: AbortSignal): Promise<PageResult> {
     const first = await this.tesseract.readPage(page, options, signal);
     const best = await this.#withoutRules(page, first.page, first.language, options, signal);
+    const keepTables = options.extractTables && best.tables.length > 0;
+    if (this.ppocr && first.language === "eng" && (best.confidence ?? 0) < PPOCR_BELOW_CONFIDENCE && !keepTables) {
+      return this.ppocr.extractPage(page, { ...options, language: "en" }, signal);
+    }
     return pageResult(page, best, options);
   }
 

@@ -97,7 +97,7 @@ export const extractionSchema = Type.Object({
   FOLIO_STRATEGY_COST_MODELS: Type.String({ default: "", description: "Same for cost." }),
   FOLIO_LOCAL_PRICE_PER_PAGE_USD: decimalUsd("Provider price of one page on local/tesseract, dollars (docs/models.md).", "0.001"),
   FOLIO_PPOCR_PRICE_PER_PAGE_USD: decimalUsd("Provider price of one page on local/ppocr, dollars (about 3x tesseract's CPU).", "0.002"),
-  FOLIO_AUTO_PRICE_PER_PAGE_USD: decimalUsd("Provider price of one page on local/auto, dollars (one or two tesseract readings a page).", "0.002"),
+  FOLIO_AUTO_PRICE_PER_PAGE_USD: decimalUsd("Provider price of one page on local/auto, dollars (one to three readings a page, PP-OCR among them on unsure pages).", "0.003"),
   FOLIO_MAX_COMPLETION_TOKENS: Type.Integer({ minimum: 16, maximum: 200_000, default: 4096, description: "max_tokens sent upstream per page; holds assume it." }),
 });
 export type ExtractionConfig = Static<typeof extractionSchema>;
