@@ -23,7 +23,7 @@ const RUNS = Number(process.env.BENCH_OCR_RUNS ?? 7);
 
 function cli(image: string): Promise<void> {
   return new Promise((resolve, reject) =>
-    execFile("tesseract", [image, "stdout", "-l", "eng", "--psm", "4", "tsv"], { env: { ...process.env, OMP_THREAD_LIMIT: "1" }, maxBuffer: 1 << 24 }, (err) => (err ? reject(err) : resolve())),
+    execFile("tesseract", [image, "stdout", "-l", "eng", "--psm", "3", "tsv"], { env: { ...process.env, OMP_THREAD_LIMIT: "1" }, maxBuffer: 1 << 24 }, (err) => (err ? reject(err) : resolve())),
   );
 }
 
@@ -94,7 +94,7 @@ async function run(): Promise<BenchmarkReport> {
     const text = [
       "=== ocr-api: POST /v1/ocr (local/tesseract, whole stack) vs the tesseract CLI",
       `one A4 page at 200 DPI (english.png), ${RUNS} interleaved runs, medians:`,
-      `  tesseract CLI (psm 4, 1 thread): ${median(direct).toFixed(0)} ms`,
+      `  tesseract CLI (psm 3, 1 thread): ${median(direct).toFixed(0)} ms`,
       `  POST /v1/ocr:                    ${median(api).toFixed(0)} ms`,
       `  ratio /v1/ocr / CLI: ${ratio.toFixed(3)} (target <= ${TARGET_RATIO}: ${ratio <= TARGET_RATIO ? "met" : "MISSED"})`,
       `ten-pages.pdf through /v1/ocr, pages per second (median of 3): concurrency 1: ${p1.toFixed(2)}, concurrency 2: ${p2.toFixed(2)} (x${(p2 / p1).toFixed(2)})`,

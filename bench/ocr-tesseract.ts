@@ -4,7 +4,7 @@
  *
  * 1. One fixture page (test/fixtures/ocr/english.png, A4 at 200 DPI), timed
  *    BENCH_OCR_RUNS times (default 7) in interleaved rounds of:
- *      cli      - `tesseract english.png stdout -l eng --psm 4` with
+ *      cli      - `tesseract english.png stdout -l eng --psm 3` with
  *                 OMP_THREAD_LIMIT=1: the CLI run with the engine's settings
  *                 before it read with automatic layout (psm 3);
  *      cli-dflt - `tesseract english.png stdout -l eng`: the CLI as a user
@@ -237,7 +237,7 @@ async function measure(): Promise<BenchmarkReport> {
   // ---- 1. one page: CLI against engine
   const engineEnv = { ...process.env, OMP_THREAD_LIMIT: "1" };
   const variants: Record<Variant, () => Promise<string>> = {
-    cli: () => runCli([PAGE_IMAGE, "stdout", "-l", "eng", "--psm", "4"], engineEnv),
+    cli: () => runCli([PAGE_IMAGE, "stdout", "-l", "eng", "--psm", "3"], engineEnv),
     "cli-dflt": () => runCli([PAGE_IMAGE, "stdout", "-l", "eng"], process.env),
     engine: async () => (await engine.extractPage({ pageNumber: 1, image, mimeType: "image/png" }, OPTIONS, signal)).text,
   };
@@ -323,7 +323,7 @@ async function measure(): Promise<BenchmarkReport> {
   const lines = [
     `machine: ${machine.cpus} CPU(s) (${machine.cpuModel}), node ${machine.node}, ${machine.tesseract}; load ${machine.loadAverage1m.start.toFixed(2)} at start`,
     `one page (${PAGE_IMAGE.slice(FIXTURES.length)}, 1654x2339), ${runs} interleaved runs each, median:`,
-    `  cli      (--psm 4, OMP_THREAD_LIMIT=1, the engine's settings) ${ms(medians.cli)}   CER ${pageCer.cli.toFixed(4)}`,
+    `  cli      (--psm 3, OMP_THREAD_LIMIT=1, the engine's settings) ${ms(medians.cli)}   CER ${pageCer.cli.toFixed(4)}`,
     `  cli-dflt (tesseract defaults)                                 ${ms(medians["cli-dflt"])}   CER ${pageCer["cli-dflt"].toFixed(4)}`,
     `  engine   (TesseractEngine.extractPage)                        ${ms(medians.engine)}   CER ${pageCer.engine.toFixed(4)}`,
     `  engine/cli = ${ratio.toFixed(3)} (target <= ${TARGET_RATIO}: ${ratio <= TARGET_RATIO ? "met" : "MISSED"}); engine/cli-dflt = ${ratioDefault.toFixed(3)}`,
