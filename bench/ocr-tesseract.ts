@@ -6,7 +6,7 @@
  *    BENCH_OCR_RUNS times (default 7) in interleaved rounds of:
  *      cli      - `tesseract english.png stdout -l eng --psm 3` with
  *                 OMP_THREAD_LIMIT=1: the CLI run with the engine's settings
- *                 before it read with automatic layout (psm 3);
+ *                 (the engine adds its layout analysis and language check);
  *      cli-dflt - `tesseract english.png stdout -l eng`: the CLI as a user
  *                 would type it (automatic layout, OpenMP threads);
  *      engine   - TesseractEngine.extractPage on the same bytes (spawn, stdin,
