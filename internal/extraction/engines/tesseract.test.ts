@@ -7,6 +7,7 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { cer } from "../../../test/cer.ts";
+import { TABLE_ROWS } from "../../../test/fixtures/ocr/table-rows.ts";
 import { TesseractEngine, imageFormat, installedLanguages, installedTraineddata, tesseractLanguage } from "./tesseract.ts";
 import { TEXT_OPTIONS as TEXT, folioFailure as failure, liveSignal as live, ocrFixture as fixture, ocrFixturePath, ocrTruth as truth, pngPage as page } from "../../../test/support.ts";
 
@@ -210,16 +211,7 @@ describe("layout on a page with known columns and a table (columns.png)", () => 
 
   it("returns the table's cells with extract_tables, and none without", async () => {
     const r = await engine.extractPage(page(fixture("columns.png")), { ...TEXT, extractTables: true }, live());
-    expect(r.tables.map((t) => t.rows)).toEqual([
-      [
-        ["Item", "Quantity", "Unit price", "Amount"],
-        ["Printer paper A4", "12", "4.50", "54.00"],
-        ["Toner cartridge", "3", "68.90", "206.70"],
-        ["Desk lamp", "2", "24.95", "49.90"],
-        ["Stapler", "5", "7.20", "36.00"],
-        ["Total", "", "", "346.60"],
-      ],
-    ]);
+    expect(r.tables.map((t) => t.rows)).toEqual([TABLE_ROWS]);
     expect(r.tables[0]!.markdown).toContain("| Printer paper A4 | 12 | 4.50 | 54.00 |");
     expect((await engine.extractPage(page(fixture("columns.png")), TEXT, live())).tables).toEqual([]);
   });
