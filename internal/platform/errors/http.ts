@@ -12,6 +12,8 @@ const STATUS: Record<ErrorCode, number> = {
   insufficient_credits: 402,
   permission_denied: 403,
   not_found: 404,
+  idempotency_in_progress: 409,
+  idempotency_key_reused: 422,
   payload_too_large: 413,
   unsupported_media_type: 415,
   rate_limit_exceeded: 429,

@@ -20,6 +20,8 @@ export type ErrorCode =
   | "upstream_error"
   | "service_unavailable"
   | "payload_too_large"
+  | "idempotency_key_reused"
+  | "idempotency_in_progress"
   | "unsupported_media_type"
   | "internal_error";
 

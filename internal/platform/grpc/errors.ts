@@ -17,6 +17,8 @@ const GRPC_STATUS: Record<ErrorCode, status> = {
   invalid_api_key: status.UNAUTHENTICATED,
   permission_denied: status.PERMISSION_DENIED,
   not_found: status.NOT_FOUND,
+  idempotency_in_progress: status.ABORTED,
+  idempotency_key_reused: status.ALREADY_EXISTS,
   insufficient_credits: status.FAILED_PRECONDITION,
   rate_limit_exceeded: status.RESOURCE_EXHAUSTED,
   conversion_failed: status.ABORTED,

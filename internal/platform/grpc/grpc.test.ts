@@ -40,6 +40,8 @@ const CODES_TABLE: Record<ErrorCode, true> = {
   service_unavailable: true,
   payload_too_large: true,
   unsupported_media_type: true,
+  idempotency_key_reused: true,
+  idempotency_in_progress: true,
   internal_error: true,
 };
 const ALL_CODES = Object.keys(CODES_TABLE) as ErrorCode[];
