@@ -151,6 +151,7 @@ describe("POST /v1/convert", () => {
     const r = await convert(bare, acc.adminKey, "hello.txt", "text/plain");
     expect(r.status, JSON.stringify(r.body)).toBe(503);
     expect(r.body.error.code).toBe("conversion_not_available");
+    expect(r.headers.get("retry-after")).toBe("60");
   });
 });
 

@@ -210,6 +210,7 @@ describe("POST /v1/ocr refuses bad input with a clear 4xx", () => {
     const r = await call(stack.edge, "POST", "/v1/ocr", acc.adminKey, { base64: rtf, mime_type: "application/rtf" });
     expect(r.status).toBe(503);
     expect(r.body.error.code).toBe("conversion_not_available");
+    expect(r.headers.get("retry-after")).toBe("60");
   });
 
   it("402 when the credits run out in the middle of a stream of requests", async () => {

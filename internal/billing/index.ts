@@ -1,7 +1,8 @@
 /**
  * All of Folio's money: the pricing rule (`pricing.ts`), every estimate and
  * hold (`estimates.ts`), the ledger (`ledger.ts`), the paid-request flow and
- * its meter (`paid.ts`), and how amounts and prices are stated (`display.ts`,
+ * its meter (`paid.ts`) with the idempotency keys whose answers are stored
+ * with the charges (`idempotency.ts`), and how amounts and prices are stated (`display.ts`,
  * `format.ts`). Nothing outside this folder computes a price.
  */
 export * from "./pricing.ts";
@@ -9,4 +10,5 @@ export * from "./estimates.ts";
 export * from "./display.ts";
 export { formatCents } from "./format.ts";
 export { Billing, type BillingEvents, type Hold, type Settlement, type SettleResult } from "./ledger.ts";
-export { Meter, runPaid, type ConversionWork, type MeteredComponents, type PaidOutcome, type PaidRequest, type Payer } from "./paid.ts";
+export { Meter, runPaid, type ConversionWork, type MeteredComponents, type PaidIdempotency, type PaidOptions, type PaidOutcome, type PaidRequest, type Payer } from "./paid.ts";
+export { IDEMPOTENCY_TTL_MS, IdempotencyStore, keepsFailure, type ClaimOutcome, type IdempotencyClaim, type StoredAnswer } from "./idempotency.ts";

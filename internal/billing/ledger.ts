@@ -10,6 +10,7 @@ import { sql } from "kysely";
 import type { DB } from "../platform/db/index.ts";
 import { FolioError } from "../platform/errors/index.ts";
 import { newId } from "../platform/ids/index.ts";
+import type { IdempotencyClaim, IdempotencyStore } from "./idempotency.ts";
 import type { ComponentCharge } from "./pricing.ts";
 
 export interface Hold {
@@ -33,6 +34,8 @@ export interface Settlement {
   /** The request's total charge (sum of its components). Zero when nothing was billed. */
   charge: ComponentCharge;
   description?: string;
+  /** The final answer to keep for the request's Idempotency-Key, stored in the same transaction. */
+  answer?: { store: IdempotencyStore; claim: IdempotencyClaim; status: number; body: string };
 }
 
 export interface SettleResult {
@@ -177,8 +180,14 @@ export class Billing {
           processing_time_ms: Math.max(0, Math.round(s.processingTimeMs)),
         })
         .execute();
+      // The answer a retry with the same Idempotency-Key gets, committed with the charge.
+      if (s.answer) await s.answer.store.complete(s.answer.claim, { status: s.answer.status, body: s.answer.body, requestId: s.requestId }, trx);
       return { requestId: s.requestId, chargedCents: charged, balanceCents: account.balance_cents };
     });
+    if (s.answer) {
+      s.answer.claim.finished = true;
+      s.answer.claim.answer = { status: s.answer.status, body: s.answer.body, requestId: s.requestId };
+    }
     this.opts.events?.settled?.(s.status, s.endpoint, charged);
     return result;
   }

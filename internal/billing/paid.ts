@@ -4,10 +4,11 @@
  * whether the work succeeded or failed. Every paid endpoint goes through here,
  * so the billing rules hold everywhere the same way.
  */
-import { FolioError } from "../platform/errors/index.ts";
+import { FolioError, toHttpError } from "../platform/errors/index.ts";
 import { newId } from "../platform/ids/index.ts";
 import { inSpan } from "../platform/telemetry/index.ts";
 import { parserCostCents } from "./estimates.ts";
+import { keepsFailure, type IdempotencyClaim, type IdempotencyStore } from "./idempotency.ts";
 import type { Billing, Hold } from "./ledger.ts";
 import { Decimal, chargeComponent, sumCharges, type ComponentCharge } from "./pricing.ts";
 
@@ -91,6 +92,17 @@ export interface PaidRequest {
   raiseHold(cents: number): Promise<void>;
 }
 
+/**
+ * What a paid request under an Idempotency-Key keeps: its answer, built from
+ * the outcome before settlement and stored with the charge.
+ */
+export interface PaidIdempotency {
+  store: IdempotencyStore;
+  claim: IdempotencyClaim;
+  /** The answer's JSON text as the client gets it (the route's serializer). */
+  serialize(body: unknown): string;
+}
+
 export interface PaidOutcome<T> {
   result: T;
   requestId: string;
@@ -101,17 +113,24 @@ export interface PaidOutcome<T> {
   processingTimeMs: number;
 }
 
+export interface PaidOptions<T, A> {
+  endpoint: string;
+  model: string;
+  estimateCents: number;
+  /**
+   * The success answer from the outcome, built once: it is what the route
+   * sends and, under an Idempotency-Key, what is stored with the charge.
+   */
+  answer: (outcome: PaidOutcome<T>) => A;
+  idempotency?: PaidIdempotency;
+}
+
 /**
  * Holds `estimateCents`, runs `work`, settles. On failure the error is
  * rethrown after the usage log records it and the account is charged only
  * what providers billed before the failure.
  */
-export async function runPaid<T>(
-  billing: Billing,
-  payer: Payer,
-  o: { endpoint: string; model: string; estimateCents: number },
-  work: (req: PaidRequest) => Promise<T>,
-): Promise<PaidOutcome<T>> {
+export async function runPaid<T, A>(billing: Billing, payer: Payer, o: PaidOptions<T, A>, work: (req: PaidRequest) => Promise<T>): Promise<PaidOutcome<T> & { answer: A }> {
   const requestId = newId("req");
   return inSpan("folio.paid_request", { "folio.endpoint": o.endpoint, "folio.account_id": payer.accountId, "folio.request_id": requestId }, async (span) => {
     const outcome = await paid(billing, payer, o, requestId, work);
@@ -128,21 +147,23 @@ export async function runPaid<T>(
 /** Billing steps show as their own spans, with their SQL under them. */
 const step = <R>(name: string, attributes: Record<string, string | number>, fn: () => Promise<R>): Promise<R> => inSpan(name, attributes, fn);
 
-async function paid<T>(
+async function paid<T, A>(
   billing: Billing,
   payer: Payer,
-  o: { endpoint: string; model: string; estimateCents: number },
+  o: PaidOptions<T, A>,
   requestId: string,
   work: (req: PaidRequest) => Promise<T>,
-): Promise<PaidOutcome<T> & { model: string; pages: number }> {
+): Promise<PaidOutcome<T> & { answer: A; model: string; pages: number }> {
   const holdCents = Math.max(1, o.estimateCents);
   const hold: Hold = await step("billing.hold", { "folio.hold_cents": holdCents }, () => billing.hold(payer.accountId, payer.keyId, holdCents));
   const startedAt = Date.now();
   const meter = new Meter(o.model);
-  /** Charges what the meter recorded, with the ledger row and usage log, in one transaction. */
-  const settle = async (status: "success" | "error", errorCode?: string) => {
-    const charge = meter.total();
-    const processingTimeMs = Date.now() - startedAt;
+  /**
+   * Charges what the meter recorded, with the ledger row and usage log (and the
+   * answer kept for the Idempotency-Key, when there is one), in one transaction.
+   */
+  const settle = async (status: "success" | "error", charge: ComponentCharge, processingTimeMs: number, errorCode?: string, answer?: { status: number; body: string }) => {
+    const idem = o.idempotency;
     await step("billing.settle", { "folio.cost_cents": charge.chargedCents, "folio.status": status }, () =>
       billing.settle(hold, {
         requestId,
@@ -155,9 +176,9 @@ async function paid<T>(
         pagesProcessed: meter.pages,
         processingTimeMs,
         charge,
+        ...(idem && answer ? { answer: { store: idem.store, claim: idem.claim, ...answer } } : {}),
       }),
     );
-    return { charge, processingTimeMs };
   };
   let result: T;
   try {
@@ -168,9 +189,17 @@ async function paid<T>(
       raiseHold: (cents) => step("billing.raise_hold", { "folio.hold_cents": cents }, () => billing.raise(hold, cents)),
     });
   } catch (err) {
-    await settle("error", err instanceof FolioError ? err.code : "internal_error");
+    const charge = meter.total();
+    const http = toHttpError(err);
+    // A failure a retry must not redo (it was billed, or retrying cannot change it) is kept for the key.
+    const keep = o.idempotency && keepsFailure(http.status, charge.chargedCents);
+    await settle("error", charge, Date.now() - startedAt, err instanceof FolioError ? err.code : "internal_error", keep ? { status: http.status, body: JSON.stringify(http.body) } : undefined);
     throw err;
   }
-  const { charge, processingTimeMs } = await settle("success");
-  return { result, requestId, charge, components: meter.components(), conversionMillis: meter.conversionMillis(), processingTimeMs, model: meter.model, pages: meter.pages };
+  const charge = meter.total();
+  const processingTimeMs = Date.now() - startedAt;
+  const outcome: PaidOutcome<T> = { result, requestId, charge, components: meter.components(), conversionMillis: meter.conversionMillis(), processingTimeMs };
+  const answer = o.answer(outcome);
+  await settle("success", charge, processingTimeMs, undefined, o.idempotency ? { status: 200, body: o.idempotency.serialize(answer) } : undefined);
+  return { ...outcome, answer, model: meter.model, pages: meter.pages };
 }

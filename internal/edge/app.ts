@@ -11,6 +11,7 @@ import addFormats from "ajv-formats";
 import { missingPermissions } from "../auth/index.ts";
 import { FolioError, errorBody, toHttpError } from "../platform/errors/index.ts";
 import type { App, EdgeDeps } from "./types.ts";
+import { registerIdempotency } from "./idempotency.ts";
 import { ErrorBody, NO_NUL } from "./schemas.ts";
 import { rateLimitHeaders } from "./ratelimit-headers.ts";
 import type { Admission } from "../ratelimit/index.ts";
@@ -73,11 +74,18 @@ export async function buildEdgeApp(deps: EdgeDeps): Promise<App> {
   app.setErrorHandler((err: FastifyError | FolioError, req, reply) => {
     const mapped = toHttpError(translate(err));
     if (mapped.body.error.code === "internal_error") req.log.error({ err }, "request failed");
-    else if (mapped.status >= 500) req.log.warn({ code: mapped.body.error.code, msg: mapped.body.error.message }, "request failed");
+    else if (mapped.status >= 500) {
+      // A dependency's own words (ECONNREFUSED, a SQLSTATE) are for the log, not the client.
+      const cause = err.cause instanceof Error ? err.cause.message : undefined;
+      req.log.warn({ code: mapped.body.error.code, msg: mapped.body.error.message, ...(cause && { cause }) }, "request failed");
+    }
     // Refused before its body was read (auth, rate limit): close the connection
     // instead of leaving an unread body on a keep-alive socket.
     if (!req.raw.complete) reply.header("connection", "close");
     for (const [k, v] of Object.entries(mapped.headers)) reply.header(k, v);
+    // A failure kept for the request's Idempotency-Key goes out as the bytes a retry will get.
+    const kept = req.idempotency?.answer;
+    if (kept && kept.status === mapped.status) return reply.status(kept.status).type("application/json; charset=utf-8").send(kept.body);
     return reply.status(mapped.status).send(mapped.body);
   });
   app.setNotFoundHandler((req, reply) => {
@@ -124,6 +132,7 @@ export async function buildEdgeApp(deps: EdgeDeps): Promise<App> {
     deps.metrics.httpDuration.observe({ route, method: req.method }, reply.elapsedTime / 1000);
   });
 
+  registerIdempotency(app, deps);
   for (const register of routes) register(app, deps);
   return app;
 }

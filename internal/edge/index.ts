@@ -3,9 +3,10 @@
  * authenticator, billing, routes and the metrics listener.
  */
 import { Authenticator, KeyStore } from "../auth/index.ts";
-import { Billing } from "../billing/index.ts";
+import { Billing, IdempotencyStore } from "../billing/index.ts";
 import type { EdgeConfig } from "../platform/config/index.ts";
-import { openDatabase, type DatabaseHandle } from "../platform/db/index.ts";
+import { openDatabase, type DatabaseHandle, type DatabaseTimeouts } from "../platform/db/index.ts";
+import { FolioError } from "../platform/errors/index.ts";
 import type { Logger } from "../platform/log/index.ts";
 import { EdgeMetrics } from "../platform/metrics/index.ts";
 import { MemoryRateLimiter, RedisRateLimiter, type RateLimiter } from "../ratelimit/index.ts";
@@ -38,9 +39,20 @@ export interface StartEdgeOptions {
   database?: DatabaseHandle;
 }
 
+/** The edge's bounds on every wait for Postgres (docs/configuration.md). */
+export function edgeDatabaseTimeouts(config: EdgeConfig): DatabaseTimeouts {
+  return {
+    connectMs: config.FOLIO_DB_CONNECT_TIMEOUT_SECONDS * 1000,
+    statementMs: config.FOLIO_DB_STATEMENT_TIMEOUT_SECONDS * 1000,
+    idleInTransactionMs: config.FOLIO_DB_IDLE_IN_TRANSACTION_TIMEOUT_SECONDS * 1000,
+  };
+}
+
 export async function startEdge({ config, log, database, alsoMetrics = [] }: StartEdgeOptions): Promise<RunningEdge> {
   const ownsDb = !database;
-  const handle = database ?? (await openDatabase({ databaseUrl: config.DATABASE_URL, dataDir: config.FOLIO_DATA_DIR, poolSize: config.FOLIO_DB_POOL_SIZE, log }));
+  const handle =
+    database ??
+    (await openDatabase({ databaseUrl: config.DATABASE_URL, dataDir: config.FOLIO_DATA_DIR, poolSize: config.FOLIO_DB_POOL_SIZE, timeouts: edgeDatabaseTimeouts(config), log }));
   const metrics = new EdgeMetrics();
   let limiter: RateLimiter = new MemoryRateLimiter();
   if (config.REDIS_URL) {
@@ -48,6 +60,8 @@ export async function startEdge({ config, log, database, alsoMetrics = [] }: Sta
       onError: config.FOLIO_RATELIMIT_ON_REDIS_ERROR,
       log,
       onBackendError: (op) => metrics.rateLimitBackendErrors.inc({ op }),
+      connectTimeoutMs: config.FOLIO_REDIS_CONNECT_TIMEOUT_SECONDS * 1000,
+      commandTimeoutMs: config.FOLIO_REDIS_COMMAND_TIMEOUT_SECONDS * 1000,
     });
     if (!(await redis.connected())) log.warn("redis not reachable at start; serving with the fallback until it is");
     limiter = redis;
@@ -80,6 +94,8 @@ export async function startEdge({ config, log, database, alsoMetrics = [] }: Sta
     authenticator,
     keys: new KeyStore(handle.db, authenticator),
     billing,
+    // A running request holds its key a minute past its hold's lifetime: by then a dead request's hold was released unbilled.
+    idempotency: new IdempotencyStore(handle.db, { leaseMs: config.FOLIO_HOLD_TTL_SECONDS * 1000 + 60_000 }),
     metrics,
     log,
     extraction: config.FOLIO_EXTRACTION_ADDRESS
@@ -105,8 +121,11 @@ export async function startEdge({ config, log, database, alsoMetrics = [] }: Sta
     bodyLimitBytes: config.FOLIO_BODY_LIMIT_BYTES,
     trustProxy: config.FOLIO_TRUST_PROXY,
     checkReady: async () => {
-      await sql`select 1`.execute(handle.db);
-      await limiter.ping();
+      const limitMs = config.FOLIO_READY_TIMEOUT_SECONDS * 1000;
+      await Promise.all([
+        withinReady("database", limitMs, () => sql`select 1`.execute(handle.db)),
+        withinReady("ratelimit", limitMs, () => limiter.ping()),
+      ]);
       return { database: "ok", ratelimit: "ok" };
     },
   };
@@ -117,6 +136,10 @@ export async function startEdge({ config, log, database, alsoMetrics = [] }: Sta
     billing.releaseExpired().then(
       (n) => n > 0 && log.warn({ released: n }, "released expired credit holds"),
       (err: unknown) => log.error({ err }, "hold sweeper failed"),
+    );
+    deps.idempotency.sweep().then(
+      (n) => n > 0 && log.debug({ forgotten: n }, "forgot idempotency keys past their 24 hours"),
+      (err: unknown) => log.error({ err }, "idempotency sweeper failed"),
     );
   }, 60_000);
   sweeper.unref();
@@ -137,4 +160,26 @@ export async function startEdge({ config, log, database, alsoMetrics = [] }: Sta
       if (ownsDb) await handle.close();
     },
   };
+}
+
+/**
+ * One readiness check, bounded: /readyz answers within its limit even when a
+ * dependency accepts connections and never answers. The check itself goes on
+ * until its own timeout (FOLIO_DB_*, FOLIO_REDIS_*) ends it.
+ */
+async function withinReady(name: string, limitMs: number, check: () => Promise<unknown>): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new FolioError("service_unavailable", `${name}: no answer within ${limitMs} ms`)), limitMs);
+  });
+  try {
+    await Promise.race([
+      check().catch((err: unknown) => {
+        throw new FolioError("service_unavailable", `${name}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+      }),
+      late,
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
 }

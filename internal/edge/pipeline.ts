@@ -22,6 +22,8 @@ import {
   type ComponentCharge,
   type MeteredComponents,
   type Meter,
+  type PaidIdempotency,
+  type PaidOutcome,
   type Payer,
 } from "../billing/index.ts";
 import { decodeBase64Strict, fetchDocument, parseDataUrl, pdfPageCount, rasterizePdf, sniffDocument, streamPdfPages, type Sniffed } from "../documents/index.ts";
@@ -215,7 +217,7 @@ export const PipelineEventSchemas = [
 ] as const;
 export type PipelineEvent = Static<(typeof PipelineEventSchemas)[number]>;
 
-export interface ReadRequest {
+export interface ReadRequest<A> {
   /** The usage log's endpoint. */
   endpoint: string;
   payer: Payer;
@@ -236,6 +238,10 @@ export interface ReadRequest {
    * long PDF's pages (4 MB each as raw pixels) do not pile up in memory.
    */
   keepImage?: (page: PageInput) => Promise<KeptImage>;
+  /** The success answer, built once from the reading: what the route sends and what an Idempotency-Key keeps. */
+  answer: (read: ReadResult) => A;
+  /** The request's Idempotency-Key claim (docs/idempotency.md), when it has one. */
+  idempotency?: PaidIdempotency;
 }
 
 export interface KeptImage {
@@ -271,7 +277,7 @@ export interface ReadResult {
 }
 
 /** The whole pipeline for one document, billed as `req.endpoint`; see the module comment. */
-export async function readDocument(deps: EdgeDeps, req: ReadRequest): Promise<ReadResult> {
+export async function readDocument<A>(deps: EdgeDeps, req: ReadRequest<A>): Promise<ReadResult & { answer: A }> {
   const { document: doc, model, onEvent } = req;
   checkLayoutSupport(model, req.options);
   const extraction = extractionOf(deps);
@@ -279,7 +285,17 @@ export async function readDocument(deps: EdgeDeps, req: ReadRequest): Promise<Re
   const office = pageCount === null;
   const timings = { conversionMs: 0, extractionMs: 0 };
   const estimateCents = documentHoldCents(deps, model, pageCount ?? 1, office);
-  const outcome = await runPaid(deps.billing, req.payer, { endpoint: req.endpoint, model: model.model.id, estimateCents }, async ({ meter, requestId, raiseHold }) => {
+  const asRead = (o: PaidOutcome<ReadPage[]>): ReadResult => ({
+    requestId: o.requestId,
+    pages: o.result,
+    charge: o.charge,
+    components: o.components,
+    conversionMillis: o.conversionMillis,
+    processingTimeMs: o.processingTimeMs,
+    timings,
+  });
+  const paid = { endpoint: req.endpoint, model: model.model.id, estimateCents, answer: (o: PaidOutcome<ReadPage[]>) => req.answer(asRead(o)), ...(req.idempotency ? { idempotency: req.idempotency } : {}) };
+  const outcome = await runPaid(deps.billing, req.payer, paid, async ({ meter, requestId, raiseHold }): Promise<ReadPage[]> => {
     const abort = new AbortController();
     const cancel = () => abort.abort(req.signal?.reason);
     req.signal?.addEventListener("abort", cancel, { once: true });
@@ -332,15 +348,7 @@ export async function readDocument(deps: EdgeDeps, req: ReadRequest): Promise<Re
       req.signal?.removeEventListener("abort", cancel);
     }
   });
-  return {
-    requestId: outcome.requestId,
-    pages: outcome.result,
-    charge: outcome.charge,
-    components: outcome.components,
-    conversionMillis: outcome.conversionMillis,
-    processingTimeMs: outcome.processingTimeMs,
-    timings,
-  };
+  return { ...asRead(outcome), answer: outcome.answer };
 }
 
 /** PNG, PDF, DOCX…: the label people know the format by. */

@@ -127,3 +127,21 @@ export function keyed<const S extends { response: Record<number, unknown> }>(per
     schema: { ...schema, security: [{ bearer: [] }], response: { ...schema.response, ...errorResponses, ...more } },
   };
 }
+
+/** The `Idempotency-Key` header of a paid POST, as the OpenAPI document states it (docs/idempotency.md). */
+export const IdempotencyHeaders = Type.Object({
+  "idempotency-key": Type.Optional(
+    Type.String({
+      description:
+        "Up to 255 characters, no control characters. The first request with a key runs; its final answer (status, body, charge) is kept for this account for 24 hours " +
+        "and replayed to a retry with the same body (header Idempotent-Replayed: true), without a second charge; another body under the key is a 422, " +
+        "a retry while the first runs a 409 with Retry-After. See docs/idempotency.md.",
+    }),
+  ),
+});
+
+/** A paid POST: a keyed route that takes an Idempotency-Key (409 and 422 answers included). */
+export function paid<const S extends { response: Record<number, unknown> }>(permissions: readonly PermissionName[], schema: S, moreErrors: readonly number[] = []) {
+  const route = keyed(permissions, { ...schema, headers: IdempotencyHeaders }, [...moreErrors, 409, 422]);
+  return { ...route, config: { ...route.config, idempotent: true } };
+}

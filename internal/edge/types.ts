@@ -1,7 +1,7 @@
 import type { FastifyBaseLogger, FastifyInstance, RawReplyDefaultExpression, RawRequestDefaultExpression, RawServerDefault } from "fastify";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { Authenticator, KeyStore, Permission, Principal } from "../auth/index.ts";
-import type { Billing } from "../billing/index.ts";
+import type { Billing, IdempotencyStore } from "../billing/index.ts";
 import type { DB } from "../platform/db/index.ts";
 import type { Logger } from "../platform/log/index.ts";
 import type { EdgeMetrics } from "../platform/metrics/index.ts";
@@ -19,6 +19,8 @@ export interface EdgeDeps {
   authenticator: Authenticator;
   keys: KeyStore;
   billing: Billing;
+  /** Idempotency keys of paid requests (docs/idempotency.md). */
+  idempotency: IdempotencyStore;
   metrics: EdgeMetrics;
   log: Logger;
   bodyLimitBytes: number;

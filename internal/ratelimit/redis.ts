@@ -14,6 +14,21 @@ export interface RedisLimiterOptions {
   log: Logger;
   /** Called once per Redis failure that a request noticed (a metric). */
   onBackendError?: (op: string) => void;
+  /** Time limit of opening a connection (default 2 s). */
+  connectTimeoutMs?: number;
+  /** Time limit of one command (default 1 s); past it the command fails like a dead Redis. */
+  commandTimeoutMs?: number;
+}
+
+/** What a client is told to wait before retrying when Redis is needed and down. */
+const REDIS_RETRY_AFTER_SECONDS = 1;
+
+function redisUnavailable(message: string, cause: unknown): FolioError {
+  return new FolioError("service_unavailable", message, {
+    retryable: true,
+    headers: { "retry-after": String(REDIS_RETRY_AFTER_SECONDS) },
+    cause,
+  });
 }
 
 /**
@@ -31,7 +46,8 @@ export class RedisRateLimiter implements RateLimiter {
       // Fail fast instead of queueing: a request must not wait on a dead Redis.
       enableOfflineQueue: false,
       maxRetriesPerRequest: 1,
-      commandTimeout: 1000,
+      connectTimeout: opts.connectTimeoutMs ?? 2000,
+      commandTimeout: opts.commandTimeoutMs ?? 1000,
       lazyConnect: false,
     });
     this.redis.on("error", (err) => opts.log.warn({ err: err.message }, "redis connection error"));
@@ -63,7 +79,7 @@ export class RedisRateLimiter implements RateLimiter {
    * Waits (bounded) for the first connection, so the first requests after a
    * start are not sent to the fallback only because the socket was opening.
    */
-  async connected(timeoutMs = 3000): Promise<boolean> {
+  async connected(timeoutMs = this.opts.connectTimeoutMs ?? 2000): Promise<boolean> {
     if (this.redis.status === "ready") return true;
     return new Promise((resolve) => {
       const timer = setTimeout(() => {
@@ -96,11 +112,19 @@ export class RedisRateLimiter implements RateLimiter {
    */
   async bumpGeneration(key: string): Promise<void> {
     await this.connected(5000);
-    await this.redis.incr(key);
+    try {
+      await this.redis.incr(key);
+    } catch (err) {
+      throw redisUnavailable("the key fence store (Redis) is unavailable, try again shortly", err);
+    }
   }
 
   async ping(): Promise<void> {
-    await this.redis.ping();
+    try {
+      await this.redis.ping();
+    } catch (err) {
+      throw redisUnavailable("Redis is unavailable, try again shortly", err);
+    }
   }
 
   async close(): Promise<void> {
@@ -110,11 +134,6 @@ export class RedisRateLimiter implements RateLimiter {
   private failed(op: string, err: unknown): void {
     this.opts.onBackendError?.(op);
     this.opts.log.warn({ op, err: err instanceof Error ? err.message : String(err) }, "redis rate-limit store failed");
-    if (this.opts.onError === "deny") {
-      throw new FolioError("service_unavailable", "rate-limit store unavailable, try again shortly", {
-        retryable: true,
-        headers: { "retry-after": "1" },
-      });
-    }
+    if (this.opts.onError === "deny") throw redisUnavailable("rate-limit store unavailable, try again shortly", err);
   }
 }

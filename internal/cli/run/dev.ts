@@ -3,7 +3,7 @@
  * edge binds 127.0.0.1 unless FOLIO_HTTP_HOST says otherwise.
  */
 import { relative } from "node:path";
-import { startEdge } from "../../edge/index.ts";
+import { edgeDatabaseTimeouts, startEdge } from "../../edge/index.ts";
 import { conversionSchema, edgeSchema, extractionSchema, parseConfig, type Env } from "../../platform/config/index.ts";
 import { startExtraction } from "../../extraction/index.ts";
 import { startConversion, type RunningConversion } from "../../conversion/index.ts";
@@ -25,7 +25,7 @@ export async function runDev(env: Env): Promise<void> {
     FOLIO_EXTRACTION_ADDRESS: extraction.grpc.address,
     ...(conversion ? { FOLIO_CONVERSION_ADDRESS: conversion.grpc.address } : {}),
   });
-  const database = await openDatabase({ databaseUrl: config.DATABASE_URL, dataDir: config.FOLIO_DATA_DIR, poolSize: config.FOLIO_DB_POOL_SIZE, log });
+  const database = await openDatabase({ databaseUrl: config.DATABASE_URL, dataDir: config.FOLIO_DATA_DIR, poolSize: config.FOLIO_DB_POOL_SIZE, timeouts: edgeDatabaseTimeouts(config), log });
   await migrateToLatest(database.db);
   const dev = await ensureDevAccount(database.db, config.FOLIO_DATA_DIR);
   const edge = await startEdge({ config, log, database, alsoMetrics: [extraction.metrics.registry, ...(conversion ? [conversion.metrics.registry] : [])] });

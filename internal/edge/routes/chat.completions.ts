@@ -6,12 +6,13 @@
  * documents are converted first.
  */
 import { Type } from "typebox";
-import { PRICE_TEXT, chargeFields, holdCents, runPaid } from "../../billing/index.ts";
+import { PRICE_TEXT, chargeFields, holdCents, runPaid, type PaidRequest } from "../../billing/index.ts";
 import type { ChatMessage, ChatPart } from "../../contracts/index.ts";
 import { FolioError } from "../../platform/errors/index.ts";
 import type { App, EdgeDeps } from "../types.ts";
 import { principalOf } from "../types.ts";
-import { keyed } from "../schemas.ts";
+import { paid } from "../schemas.ts";
+import { idempotent } from "../idempotency.ts";
 import { countPages, loadDocument, pageImages, type LoadedDocument } from "../pipeline.ts";
 import { extractionOf } from "../services.ts";
 
@@ -67,7 +68,7 @@ type Part = { type: "text"; text: string } | { type: "image_url"; image_url: { u
 export default function register(app: App, deps: EdgeDeps): void {
   app.post(
     "/v1/chat/completions",
-    keyed(["chat:write"], {
+    paid(["chat:write"], {
       summary: "Chat-style extraction (OpenAI-compatible request shape)",
       description:
         "Content parts: text, image_url (public URL or data URL), file (filename, file_data = public URL or data URL). Office documents given as data URLs are converted to page images; the cost is in folio.conversion_cost_cents. plugins [{id: 'file-parser', pdf: {engine}}] sends PDFs to the provider's PDF parser, billed at " +
@@ -76,7 +77,7 @@ export default function register(app: App, deps: EdgeDeps): void {
       body: Body,
       response: { 200: Completion },
     }, [402, 500, 502, 503]),
-    async (req) => {
+    async (req, reply) => {
       const principal = principalOf(req);
       const body = req.body;
       if (body.stream) throw new FolioError("invalid_request", "streaming is not supported; send stream: false or omit it", { param: "stream" });
@@ -128,7 +129,29 @@ export default function register(app: App, deps: EdgeDeps): void {
         });
 
       let pagesSent = imageCount + parserPages;
-      const outcome = await runPaid(deps.billing, principal, { endpoint: "/v1/chat/completions", model: resolved.model.id, estimateCents: holdFor(imageCount) }, async ({ meter, requestId, raiseHold }) => {
+      const outcome = await runPaid(
+        deps.billing,
+        principal,
+        {
+          endpoint: "/v1/chat/completions",
+          model: resolved.model.id,
+          estimateCents: holdFor(imageCount),
+          answer: (o) => ({
+            id: o.requestId,
+            object: "chat.completion" as const,
+            created: Math.floor(Date.now() / 1000),
+            model: o.result.model || resolved.model.id,
+            choices: [{ index: 0, message: { role: "assistant" as const, content: o.result.content }, finish_reason: o.result.finishReason || "stop" }],
+            usage: { prompt_tokens: o.result.promptTokens, completion_tokens: o.result.completionTokens, total_tokens: o.result.promptTokens + o.result.completionTokens },
+            folio: {
+              ...chargeFields(o.charge),
+              conversion_cost_cents: o.components.conversion.reduce((n, x) => n + x.chargedCents, 0),
+              pages_processed: pagesSent,
+            },
+          }),
+          ...idempotent(deps, req, reply),
+        },
+        async ({ meter, requestId, raiseHold }: PaidRequest) => {
         const abort = new AbortController();
         const messages: ChatMessage[] = body.messages.map((m) => ({ role: m.role, content: [] as ChatPart[] }));
         for (const p of pending) {
@@ -152,22 +175,9 @@ export default function register(app: App, deps: EdgeDeps): void {
         if (parserPages) meter.parserPages(parserPages);
         meter.pages = pagesSent;
         return r;
-      });
-
-      const r = outcome.result;
-      return {
-        id: outcome.requestId,
-        object: "chat.completion" as const,
-        created: Math.floor(Date.now() / 1000),
-        model: r.model || resolved.model.id,
-        choices: [{ index: 0, message: { role: "assistant" as const, content: r.content }, finish_reason: r.finishReason || "stop" }],
-        usage: { prompt_tokens: r.promptTokens, completion_tokens: r.completionTokens, total_tokens: r.promptTokens + r.completionTokens },
-        folio: {
-          ...chargeFields(outcome.charge),
-          conversion_cost_cents: outcome.components.conversion.reduce((n, x) => n + x.chargedCents, 0),
-          pages_processed: pagesSent,
         },
-      };
+      );
+      return outcome.answer;
     },
   );
 }

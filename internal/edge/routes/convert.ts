@@ -3,13 +3,14 @@
  * (the spec's conversion result), billed by sandbox compute time.
  */
 import { Type } from "typebox";
-import { PRICE_TEXT, chargeFields, holdCents, runPaid } from "../../billing/index.ts";
+import { PRICE_TEXT, chargeFields, holdCents, runPaid, type PaidRequest } from "../../billing/index.ts";
 import { formatForMimeType } from "../../conversion/client.ts";
 import { decodeBase64Strict } from "../../documents/index.ts";
 import { PAGE_DPI } from "../../formats/index.ts";
 import { FolioError } from "../../platform/errors/index.ts";
 import { conversionOf } from "../services.ts";
-import { NO_NUL, keyed } from "../schemas.ts";
+import { NO_NUL, paid } from "../schemas.ts";
+import { idempotent } from "../idempotency.ts";
 import type { App, EdgeDeps } from "../types.ts";
 import { principalOf } from "../types.ts";
 
@@ -52,7 +53,7 @@ const ConversionResult = Type.Object({
 export default function register(app: App, deps: EdgeDeps): void {
   app.post(
     "/v1/convert",
-    keyed(["convert:write"], {
+    paid(["convert:write"], {
       summary: "Convert an office document to PNG page images",
       description:
         `DOCX, PPTX, DOC, ODT, RTF or TXT → one ${PAGE_DPI}-DPI PNG per page, in a single-use gVisor sandbox. Billed: ${PRICE_TEXT.conversion}; a failed conversion is not charged.`,
@@ -60,7 +61,7 @@ export default function register(app: App, deps: EdgeDeps): void {
       body: Body,
       response: { 200: ConversionResult },
     }, [402, 413, 500, 503]),
-    async (req) => {
+    async (req, reply) => {
       const principal = principalOf(req);
       const { file, filename, mimeType } = req.body;
       formatForMimeType(mimeType, "mimeType");
@@ -70,30 +71,40 @@ export default function register(app: App, deps: EdgeDeps): void {
       }
       const conversion = conversionOf(deps);
       const estimateCents = holdCents({ pages: 0, maxCompletionTokens: 0, conversions: 1, conversionDeadlineMs: deps.conversionDeadlineMs, parserPages: 0 });
-      const outcome = await runPaid(deps.billing, principal, { endpoint: "/v1/convert", model: "folio/conversion", estimateCents }, async ({ meter, requestId }) => {
-        const abort = new AbortController();
-        const r = await conversion.convert({ document, mimeType, filename, maxPages: deps.documents.maxPages, requestId }, abort.signal);
-        meter.conversion(r);
-        meter.pages = r.pageCount;
-        return r;
-      });
-      const r = outcome.result;
-      return {
-        id: outcome.requestId,
-        object: "conversion.result" as const,
-        created: Math.floor(Date.now() / 1000),
-        filename,
-        mime_type: mimeType,
-        result: {
-          page_count: r.pageCount,
-          images: r.pages.map((p) => ({ page_number: p.pageNumber, base64: p.png.toString("base64"), mime_type: "image/png" as const, width: p.width, height: p.height })),
+      const outcome = await runPaid(
+        deps.billing,
+        principal,
+        {
+          endpoint: "/v1/convert",
+          model: "folio/conversion",
+          estimateCents,
+          answer: (o) => ({
+            id: o.requestId,
+            object: "conversion.result" as const,
+            created: Math.floor(Date.now() / 1000),
+            filename,
+            mime_type: mimeType,
+            result: {
+              page_count: o.result.pageCount,
+              images: o.result.pages.map((p) => ({ page_number: p.pageNumber, base64: p.png.toString("base64"), mime_type: "image/png" as const, width: p.width, height: p.height })),
+            },
+            usage: {
+              processing_time_ms: o.processingTimeMs,
+              compute_time_ms: o.result.computeMillis,
+              ...chargeFields(o.charge),
+            },
+          }),
+          ...idempotent(deps, req, reply),
         },
-        usage: {
-          processing_time_ms: outcome.processingTimeMs,
-          compute_time_ms: r.computeMillis,
-          ...chargeFields(outcome.charge),
+        async ({ meter, requestId }: PaidRequest) => {
+          const abort = new AbortController();
+          const r = await conversion.convert({ document, mimeType, filename, maxPages: deps.documents.maxPages, requestId }, abort.signal);
+          meter.conversion(r);
+          meter.pages = r.pageCount;
+          return r;
         },
-      };
+      );
+      return outcome.answer;
     },
   );
 }

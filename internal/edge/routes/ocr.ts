@@ -7,7 +7,8 @@ import { PRICE_TEXT, chargeFields } from "../../billing/index.ts";
 import { PAGE_DPI } from "../../formats/index.ts";
 import type { App, EdgeDeps } from "../types.ts";
 import { principalOf } from "../types.ts";
-import { JsonReadingFields, OcrOptions, PageEntry, ReadingFields, ReadingUsage, TableEntry, keyed } from "../schemas.ts";
+import { JsonReadingFields, OcrOptions, PageEntry, ReadingFields, ReadingUsage, TableEntry, paid } from "../schemas.ts";
+import { idempotent } from "../idempotency.ts";
 import { loadDocument, ocrOptions, readDocument, readingOf, strategyOf, tokensOf, urlOrBase64 } from "../pipeline.ts";
 import { extractionOf } from "../services.ts";
 
@@ -38,7 +39,7 @@ const OcrResult = Type.Object({
 export default function register(app: App, deps: EdgeDeps): void {
   app.post(
     "/v1/ocr",
-    keyed(["ocr:write"], {
+    paid(["ocr:write"], {
       summary: "Extract text (and tables) from one image or document",
       description:
         `Exactly one of url or base64. Images are one page; PDFs are rasterized at ${PAGE_DPI} DPI; office documents are converted when a conversion service is configured. ` +
@@ -47,21 +48,29 @@ export default function register(app: App, deps: EdgeDeps): void {
       body: Body,
       response: { 200: OcrResult },
     }, [402, 500, 502, 503]),
-    async (req) => {
+    async (req, reply) => {
       const { strategy, param } = strategyOf(req.body);
       const model = await extractionOf(deps).resolveModel({ model: req.body.model, strategy, strategyParam: param });
       const options = ocrOptions(req.body.options);
       const input = urlOrBase64(req.body);
       const document = await loadDocument(deps, input.source, { param: input.param, ...(req.body.mime_type !== undefined ? { mimeType: req.body.mime_type } : {}) });
-      const read = await readDocument(deps, { endpoint: "/v1/ocr", payer: principalOf(req), model, document, options });
-      return {
-        id: read.requestId,
-        object: "ocr.result" as const,
-        created: Math.floor(Date.now() / 1000),
-        model: model.model.id,
-        result: readingOf(read),
-        usage: { ...tokensOf(read), ...chargeFields(read.charge), processing_time_ms: read.processingTimeMs },
-      };
+      const read = await readDocument(deps, {
+        endpoint: "/v1/ocr",
+        payer: principalOf(req),
+        model,
+        document,
+        options,
+        answer: (r) => ({
+          id: r.requestId,
+          object: "ocr.result" as const,
+          created: Math.floor(Date.now() / 1000),
+          model: model.model.id,
+          result: readingOf(r),
+          usage: { ...tokensOf(r), ...chargeFields(r.charge), processing_time_ms: r.processingTimeMs },
+        }),
+        ...idempotent(deps, req, reply),
+      });
+      return read.answer;
     },
   );
 }

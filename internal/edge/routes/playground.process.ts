@@ -28,7 +28,8 @@ import {
   type PipelineEvent,
   type ReadResult,
 } from "../pipeline.ts";
-import { ChargeFields, PageLayoutSchema, ReadingUsage, StringEnum, TableEntry, keyed } from "../schemas.ts";
+import { ChargeFields, PageLayoutSchema, ReadingUsage, StringEnum, TableEntry, paid } from "../schemas.ts";
+import { idempotent } from "../idempotency.ts";
 import { extractionOf } from "../services.ts";
 import type { App, EdgeDeps } from "../types.ts";
 import { principalOf } from "../types.ts";
@@ -122,7 +123,7 @@ export default function register(app: App, deps: EdgeDeps): void {
     scope.post(
       PLAYGROUND_PATH,
       {
-        ...keyed(
+        ...paid(
           ["playground:write"],
           {
             summary: "Process one document for the playground: page images, text, tables, timings and cost",
@@ -173,8 +174,11 @@ export default function register(app: App, deps: EdgeDeps): void {
               if (event.event === "started") loadMs = Date.now() - started;
               stream?.send(event);
             },
+            answer: (r) => buildResult({ read: r, model, input, document, timings: { loadMs, totalMs: Date.now() - started } }),
+            // A replay answers the result as JSON, whether or not the first request streamed.
+            ...idempotent(deps, req, reply, (body) => JSON.stringify(body)),
           });
-          const result = await buildResult({ read, model, input, document, timings: { loadMs, totalMs: Date.now() - started } });
+          const result = read.answer;
           if (!stream) return result;
           stream.end({ event: "result", result });
           return reply;
@@ -194,13 +198,13 @@ export default function register(app: App, deps: EdgeDeps): void {
   });
 }
 
-async function buildResult(o: {
+function buildResult(o: {
   read: ReadResult;
   model: { model: { id: string }; strategy?: string };
   input: PlaygroundInput;
   document: LoadedDocument;
   timings: { loadMs: number; totalMs: number };
-}): Promise<PlaygroundResult> {
+}): PlaygroundResult {
   const { read, input, document: doc } = o;
   const reading = readingOf(read);
   let inlineBudget = MAX_INLINE_IMAGE_BYTES;

@@ -10,7 +10,9 @@ import pg from "pg";
 import type { Database } from "./schema.ts";
 import { migrations } from "./migrations/index.ts";
 import type { Logger } from "../log/index.ts";
+import { guardedPool } from "./pool.ts";
 
+export { DATABASE_RETRY_AFTER_SECONDS, databaseUnavailable, unavailableReason, type UnavailableReason } from "./unavailable.ts";
 export type { Database } from "./schema.ts";
 export type * from "./schema.ts";
 export type DB = Kysely<Database>;
@@ -25,19 +27,55 @@ export interface DatabaseHandle {
   close(): Promise<void>;
 }
 
+/**
+ * How long a process waits on Postgres before answering 503 (DESIGN.md: a
+ * dependency down or timed out). Absent, nothing is bounded: `folio migrate`
+ * and `folio admin` may run statements as long as they need.
+ */
+export interface DatabaseTimeouts {
+  /** Longest wait for a connection: opening one, or for a free one when the pool is full. */
+  connectMs: number;
+  /**
+   * The server's `statement_timeout` for every session. The client waits
+   * {@link QUERY_TIMEOUT_GRACE_MS} longer for any answer (pg's
+   * `query_timeout`): past that the server is frozen or unreachable, and the
+   * connection is dropped.
+   */
+  statementMs: number;
+  /** The server's `idle_in_transaction_session_timeout`: a session stuck mid-transaction frees its locks. */
+  idleInTransactionMs: number;
+}
+
+/** How much longer than `statement_timeout` the client waits, so the server's own cancel arrives first. */
+export const QUERY_TIMEOUT_GRACE_MS = 500;
+
 export interface OpenOptions {
   databaseUrl?: string | undefined;
   /** Folder for embedded PGlite data when no databaseUrl is given. */
   dataDir?: string;
   poolSize?: number;
+  /** Bounds of every wait on a real Postgres (ignored by embedded PGlite, see openEmbedded). */
+  timeouts?: DatabaseTimeouts;
   log?: Logger;
 }
 
 export async function openDatabase(opts: OpenOptions): Promise<DatabaseHandle> {
   if (opts.databaseUrl) {
-    const pool = new pg.Pool({ connectionString: opts.databaseUrl, max: opts.poolSize ?? 10 });
+    const t = opts.timeouts;
+    const pool = new pg.Pool({
+      connectionString: opts.databaseUrl,
+      max: opts.poolSize ?? 10,
+      // Notice a peer that vanished without closing (a host gone, a partition) on idle connections.
+      keepAlive: true,
+      ...(t && {
+        connectionTimeoutMillis: t.connectMs,
+        statement_timeout: t.statementMs,
+        query_timeout: t.statementMs + QUERY_TIMEOUT_GRACE_MS,
+        idle_in_transaction_session_timeout: t.idleInTransactionMs,
+      }),
+    });
     pool.on("error", (err) => opts.log?.error({ err }, "idle postgres connection failed"));
-    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: guardedPool(pool) }) });
     return { db, description: `postgres ${redactUrl(opts.databaseUrl)}`, close: () => db.destroy() };
   }
   if (!opts.dataDir) throw new Error("openDatabase: neither databaseUrl nor dataDir given");
@@ -53,8 +91,11 @@ async function openEmbedded(dir: string): Promise<DatabaseHandle> {
   await server.start();
   const address = server.getServerConn();
   // PGlite is one connection: a pool of one keeps transactions from interleaving.
+  // No timeouts: it runs in this process, so it cannot freeze apart from it,
+  // and waiting for its one connection is queueing, not an outage. Its errors
+  // (the socket gone after close) are still classified by the guard.
   const pool = new pg.Pool({ connectionString: `postgres://postgres@${address}/postgres`, max: 1 });
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: guardedPool(pool) }) });
   return {
     db,
     description: `embedded PGlite in ${dir}`,

@@ -90,8 +90,28 @@ export interface UsageLogsTable {
   processing_time_ms: number;
 }
 
+export interface IdempotencyKeysTable {
+  account_id: string;
+  /** The client's Idempotency-Key, 1–255 characters. */
+  key: string;
+  /** SHA-256 of the endpoint and the request body, hex: the same key with another request is a 422. */
+  fingerprint: string;
+  status: "running" | "done";
+  /** Random per claim: only the request that claimed the key may complete or release it. */
+  owner: string;
+  /** While running: a retry before this gets 409; after it, the claimant is taken for dead. */
+  locked_until: Timestamp;
+  request_id: string | null;
+  response_status: number | null;
+  /** The final answer, as it was sent (JSON text). */
+  response_body: string | null;
+  created_at: CreatedAt;
+  expires_at: Timestamp;
+}
+
 export interface Database {
   accounts: AccountsTable;
+  idempotency_keys: IdempotencyKeysTable;
   api_keys: ApiKeysTable;
   holds: HoldsTable;
   ledger_entries: LedgerEntriesTable;
@@ -118,6 +138,10 @@ export const COLUMNS: { [T in keyof Database]: { [C in keyof Database[T]]-?: tru
     last_used_at: true, expires_at: true, revoked_at: true,
   },
   holds: { id: true, account_id: true, api_key_id: true, amount_cents: true, status: true, created_at: true, expires_at: true, closed_at: true },
+  idempotency_keys: {
+    account_id: true, key: true, fingerprint: true, status: true, owner: true, locked_until: true, request_id: true, response_status: true,
+    response_body: true, created_at: true, expires_at: true,
+  },
   ledger_entries: {
     id: true, account_id: true, kind: true, amount_cents: true, provider_cost_cents: true, platform_fee_cents: true,
     balance_after_cents: true, request_id: true, description: true, created_at: true,

@@ -41,10 +41,22 @@ export function errorBody(err: FolioError): HttpError["body"] {
   return { error };
 }
 
+/**
+ * `Retry-After` (seconds) of a 503 or 429 whose error did not set its own:
+ * every one tells the client when to come back (docs/errors.md). A missing
+ * conversion service is a deployment choice, not a blip: a longer wait.
+ */
+const DEFAULT_RETRY_AFTER: Record<number, string> = { 503: "2", 429: "1" };
+const DEFAULT_RETRY_AFTER_OF_CODE: Partial<Record<ErrorCode, string>> = { conversion_not_available: "60" };
+
 /** Maps anything thrown to an HTTP answer; unknown errors become a bare 500. */
 export function toHttpError(err: unknown): HttpError {
   if (err instanceof FolioError) {
-    return { status: httpStatusOf(err.code), headers: err.headers, body: errorBody(err) };
+    const status = httpStatusOf(err.code);
+    const headers = { ...err.headers };
+    const retryAfter = DEFAULT_RETRY_AFTER_OF_CODE[err.code] ?? DEFAULT_RETRY_AFTER[status];
+    if (retryAfter !== undefined && !Object.keys(headers).some((k) => k.toLowerCase() === "retry-after")) headers["retry-after"] = retryAfter;
+    return { status, headers, body: errorBody(err) };
   }
   const internal = new FolioError("internal_error", "internal error");
   return { status: 500, headers: {}, body: errorBody(internal) };

@@ -96,6 +96,7 @@ export class EdgeMetrics extends Metrics {
   readonly httpRequests = this.counter("http_requests_total", "HTTP requests answered, by route template, method and status.", ["route", "method", "status"]);
   readonly httpDuration = this.histogram("http_request_duration_seconds", "HTTP request duration, by route template and method.", ["route", "method"], LATENCY_BUCKETS);
   readonly rateLimitRejections = this.counter("ratelimit_rejections_total", "Requests refused with 429, by the limit that refused them.", ["limit"]);
+  readonly idempotency = this.counter("idempotency_requests_total", "Paid requests with an Idempotency-Key, by outcome: first (runs), replayed, in_progress (409), mismatch (422).", ["outcome"]);
   readonly rateLimitBackendErrors = this.counter("ratelimit_backend_errors_total", "Redis failures noticed while admitting requests, by operation.", ["op"]);
   readonly keyCache = this.counter("key_cache_total", "API key cache lookups, by result (hit or miss).", ["result"]);
   readonly holds = this.counter("billing_holds_total", "Credit holds attempted, by outcome (taken or insufficient).", ["outcome"]);

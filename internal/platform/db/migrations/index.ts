@@ -1,5 +1,6 @@
 import type { Migration } from "kysely";
 import * as m0001 from "./0001_core.ts";
+import * as m0002 from "./0002_idempotency.ts";
 
 /**
  * Every migration, in order. Listed statically (not read from a folder) so
@@ -7,4 +8,5 @@ import * as m0001 from "./0001_core.ts";
  */
 export const migrations: Record<string, Migration> = {
   "0001_core": m0001,
+  "0002_idempotency": m0002,
 };
