@@ -10,7 +10,7 @@ import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RunningEdge } from "../internal/edge/index.ts";
 import { balanceOf, call, createTestAccount, databaseUrl, redisUrl, startStack, startTestEdge, usageRows, type Call, type TestStack } from "./harness.ts";
-import { closedPort, freezableProxy, frozenListener, viaPort, type Fault, type FreezableProxy } from "./faults.ts";
+import { closedPort, frozenListener, proxyFor, viaPort, type Fault, type FreezableProxy } from "./faults.ts";
 
 const png = () => readFileSync(new URL("./fixtures/ocr/english.png", import.meta.url)).toString("base64");
 const ocrBody = () => ({ base64: png(), mime_type: "image/png", model: "local/tesseract" });
@@ -82,8 +82,7 @@ describe("a database that freezes while the edge is serving, then recovers", () 
   let proxy: FreezableProxy;
   let stack: TestStack;
   beforeAll(async () => {
-    const target = new URL(databaseUrl());
-    proxy = await freezableProxy({ host: target.hostname, port: Number(target.port || 5432) });
+    proxy = await proxyFor(databaseUrl(), 5432);
     stack = await startStack({ edgeEnv: { DATABASE_URL: viaPort(databaseUrl(), proxy.port) } });
   });
   afterAll(async () => {
@@ -170,8 +169,7 @@ describe("a Redis that freezes while the edge is serving (rate limits need it: d
   let proxy: FreezableProxy;
   let edge: RunningEdge;
   beforeAll(async () => {
-    const target = new URL(redisUrl());
-    proxy = await freezableProxy({ host: target.hostname, port: Number(target.port || 6379) });
+    proxy = await proxyFor(redisUrl(), 6379);
     edge = await startTestEdge({ env: { REDIS_URL: `redis://127.0.0.1:${proxy.port}`, FOLIO_RATELIMIT_ON_REDIS_ERROR: "deny" } });
   });
   afterAll(async () => {

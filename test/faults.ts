@@ -98,6 +98,12 @@ export async function freezableProxy(target: { host: string; port: number }): Pr
 }
 
 /** `url` with its host and port replaced by loopback `port`. */
+/** A freezable proxy in front of the server a URL names (`defaultPort` when the URL gives none). */
+export function proxyFor(url: string, defaultPort: number): Promise<FreezableProxy> {
+  const target = new URL(url);
+  return freezableProxy({ host: target.hostname, port: Number(target.port || defaultPort) });
+}
+
 export function viaPort(url: string, port: number): string {
   const u = new URL(url);
   u.hostname = "127.0.0.1";

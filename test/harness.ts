@@ -2,7 +2,8 @@
  * Integration harness: real edges on loopback against the run's Postgres
  * database and Redis; each test makes its own account and keys.
  */
-import { inject } from "vitest";
+import { afterAll, beforeAll, inject } from "vitest";
+import { startFakeUpstream, type FakeUpstream } from "./fake-upstream.ts";
 import { startEdge, type RunningEdge } from "../internal/edge/index.ts";
 import { conversionSchema, edgeSchema, extractionSchema, parseConfig, type Env } from "../internal/platform/config/index.ts";
 import { startConversion, type RunningConversion } from "../internal/conversion/index.ts";
@@ -183,4 +184,22 @@ export async function usageRows(accountId: string) {
 export async function balanceOf(edge: { url: string }, key: string): Promise<{ balance_cents: number; held_cents: number }> {
   const { balance_cents, held_cents } = (await call(edge, "GET", "/v1/account/balance", key)).body as { balance_cents: number; held_cents: number };
   return { balance_cents, held_cents };
+}
+
+/**
+ * A stack wired to a fresh fake upstream (a test double of OpenRouter),
+ * started before the file's tests and closed after them; read `stack` and
+ * `upstream` inside the tests.
+ */
+export function upstreamStack(opts: { edgeEnv?: Env; extractionEnv?: Env } = {}): { stack: TestStack; upstream: FakeUpstream } {
+  const ctx = {} as { stack: TestStack; upstream: FakeUpstream };
+  beforeAll(async () => {
+    ctx.upstream = await startFakeUpstream();
+    ctx.stack = await startStack({ ...opts, upstream: ctx.upstream });
+  });
+  afterAll(async () => {
+    await ctx.stack?.close();
+    await ctx.upstream?.close();
+  });
+  return ctx;
 }

@@ -4,22 +4,11 @@
  * or scripted model is needed), billing in real Postgres. Each retry must
  * get the first answer back without a second charge.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { balanceOf, createTestAccount, startStack, usageRows, type TestStack } from "./harness.ts";
-import { startFakeUpstream, type FakeUpstream } from "./fake-upstream.ts";
+import { describe, expect, it } from "vitest";
+import { balanceOf, createTestAccount, usageRows, upstreamStack } from "./harness.ts";
 import { ocrFixture as fixture } from "./support.ts";
 
-let upstream: FakeUpstream;
-let stack: TestStack;
-
-beforeAll(async () => {
-  upstream = await startFakeUpstream();
-  stack = await startStack({ upstream });
-});
-afterAll(async () => {
-  await stack?.close();
-  await upstream?.close();
-});
+const ctx = upstreamStack();
 
 const MODEL = "openai/gpt-4.1-mini";
 const png = () => fixture("english.png").toString("base64");
@@ -28,7 +17,7 @@ const png = () => fixture("english.png").toString("base64");
 async function post(path: string, key: string, body: unknown, idempotencyKey?: string) {
   const headers: Record<string, string> = { authorization: `Bearer ${key}`, "content-type": "application/json" };
   if (idempotencyKey !== undefined) headers["idempotency-key"] = idempotencyKey;
-  const res = await fetch(stack.edge.url + path, { method: "POST", headers, body: JSON.stringify(body) });
+  const res = await fetch(ctx.stack.edge.url + path, { method: "POST", headers, body: JSON.stringify(body) });
   const text = await res.text();
   let json: any = undefined; // eslint-disable-line @typescript-eslint/no-explicit-any -- the answers of several endpoints
   try {
@@ -53,7 +42,7 @@ describe("Idempotency-Key on POST /v1/ocr", () => {
     expect(again.body.id).toBe(first.body.id);
     const rows = await usageRows(acc.accountId);
     expect(rows.map((r) => r.id)).toEqual([first.body.id]);
-    expect((await balanceOf(stack.edge, acc.adminKey)).balance_cents).toBe(100 - first.body.usage.total_cost_cents);
+    expect((await balanceOf(ctx.stack.edge, acc.adminKey)).balance_cents).toBe(100 - first.body.usage.total_cost_cents);
   });
 
   it("takes the same body with its keys in another order as the same request", async () => {
@@ -88,7 +77,7 @@ describe("Idempotency-Key on POST /v1/ocr", () => {
 
   it("answers 409 with Retry-After to a retry while the first request still runs, and never runs it twice", async () => {
     const acc = await createTestAccount({ creditsCents: 500 });
-    upstream.script(MODEL, { kind: "delay", ms: 1500, then: { kind: "text", text: "slow answer" } }, { times: 1 });
+    ctx.upstream.script(MODEL, { kind: "delay", ms: 1500, then: { kind: "text", text: "slow answer" } }, { times: 1 });
     const body = { base64: png(), model: MODEL };
     const firstP = post("/v1/ocr", acc.adminKey, body, "slow-1");
     await new Promise((r) => setTimeout(r, 500));
@@ -121,7 +110,7 @@ describe("Idempotency-Key on POST /v1/ocr", () => {
     const body = { base64: png(), model: "local/tesseract" };
     const poor = await post("/v1/ocr", acc.adminKey, body, "topup-1");
     expect(poor.status).toBe(402);
-    await stack.edge.deps.billing.credit(acc.accountId, 100, "test top-up");
+    await ctx.stack.edge.deps.billing.credit(acc.accountId, 100, "test top-up");
     const rich = await post("/v1/ocr", acc.adminKey, body, "topup-1");
     expect(rich.status, rich.text).toBe(200);
     expect(rich.headers.get("idempotent-replayed")).toBeNull();
@@ -129,29 +118,29 @@ describe("Idempotency-Key on POST /v1/ocr", () => {
 
   it("keeps a failure that was billed (a page read, then the provider failed): a retry replays it and is not charged again", async () => {
     const acc = await createTestAccount({ creditsCents: 500 });
-    upstream.script(MODEL, { kind: "text", text: "page text" }, { times: 1 });
-    upstream.script(MODEL, { kind: "status", status: 400, body: { error: { message: "bad request upstream" } } }, { times: 2 });
+    ctx.upstream.script(MODEL, { kind: "text", text: "page text" }, { times: 1 });
+    ctx.upstream.script(MODEL, { kind: "status", status: 400, body: { error: { message: "bad request upstream" } } }, { times: 2 });
     const body = { base64: fixture("multipage.pdf").toString("base64"), model: MODEL };
     const first = await post("/v1/ocr", acc.adminKey, body, "billed-fail");
     expect(first.status, first.text).toBe(502);
     const rows = await usageRows(acc.accountId);
     expect(Number(rows[0]!.cost_cents), "the page read was charged").toBeGreaterThan(0);
-    const balance = (await balanceOf(stack.edge, acc.adminKey)).balance_cents;
+    const balance = (await balanceOf(ctx.stack.edge, acc.adminKey)).balance_cents;
     const again = await post("/v1/ocr", acc.adminKey, body, "billed-fail");
     expect(again.headers.get("idempotent-replayed")).toBe("true");
     expect(again.status).toBe(502);
     expect(again.text).toBe(first.text);
-    expect((await balanceOf(stack.edge, acc.adminKey)).balance_cents).toBe(balance);
+    expect((await balanceOf(ctx.stack.edge, acc.adminKey)).balance_cents).toBe(balance);
     expect(await usageRows(acc.accountId)).toHaveLength(1);
   });
 
   it("gives the key back after an unbilled provider failure (502), so a retry runs", async () => {
     const acc = await createTestAccount({ creditsCents: 500 });
-    upstream.script(MODEL, { kind: "status", status: 400, body: { error: { message: "bad request upstream" } } }, { times: 1 });
+    ctx.upstream.script(MODEL, { kind: "status", status: 400, body: { error: { message: "bad request upstream" } } }, { times: 1 });
     const body = { base64: png(), model: MODEL };
     const first = await post("/v1/ocr", acc.adminKey, body, "unbilled-fail");
     expect(first.status, first.text).toBe(502);
-    upstream.script(MODEL, { kind: "text", text: "second try" }, { times: 1 });
+    ctx.upstream.script(MODEL, { kind: "text", text: "second try" }, { times: 1 });
     const again = await post("/v1/ocr", acc.adminKey, body, "unbilled-fail");
     expect(again.status, again.text).toBe(200);
     expect(again.headers.get("idempotent-replayed")).toBeNull();
@@ -172,7 +161,7 @@ describe("Idempotency-Key on POST /v1/ocr", () => {
   it("refuses a key with a control character (sent raw on the wire) with a 400 naming the header", async () => {
     const acc = await createTestAccount({ creditsCents: 100 });
     const { request } = await import("node:http");
-    const url = new URL(stack.edge.url + "/v1/ocr");
+    const url = new URL(ctx.stack.edge.url + "/v1/ocr");
     const payload = JSON.stringify({ base64: png(), model: "local/tesseract" });
     const status = await new Promise<{ status: number; body: string }>((resolve, reject) => {
       const req = request(
@@ -203,7 +192,7 @@ describe("Idempotency-Key on POST /v1/ocr", () => {
 describe("Idempotency-Key on the other paid POSTs", () => {
   it("replays a chat completion", async () => {
     const acc = await createTestAccount({ creditsCents: 100 });
-    upstream.script(MODEL, { kind: "text", text: "chat answer" }, { times: 1 });
+    ctx.upstream.script(MODEL, { kind: "text", text: "chat answer" }, { times: 1 });
     const body = { model: MODEL, messages: [{ role: "user", content: [{ type: "text", text: "Read this" }, { type: "image_url", image_url: { url: `data:image/png;base64,${png()}` } }] }] };
     const first = await post("/v1/chat/completions", acc.adminKey, body, "chat-1");
     expect(first.status, first.text).toBe(200);

@@ -4,32 +4,21 @@
  * in real Postgres.
  */
 import { readFileSync } from "node:fs";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { rasterizePdf } from "../internal/documents/index.ts";
 import { TesseractEngine } from "../internal/extraction/engines/tesseract.ts";
-import { call, createTestAccount, startStack, usageRows, type TestStack } from "./harness.ts";
-import { startFakeUpstream, type FakeUpstream } from "./fake-upstream.ts";
+import { call, createTestAccount, usageRows, upstreamStack } from "./harness.ts";
 import { cer } from "./cer.ts";
 
 const fixture = (name: string) => readFileSync(new URL(`./fixtures/ocr/${name}`, import.meta.url));
 const text = (name: string) => fixture(name).toString("utf8");
 
-let upstream: FakeUpstream;
-let stack: TestStack;
-
-beforeAll(async () => {
-  upstream = await startFakeUpstream();
-  stack = await startStack({ upstream });
-});
-afterAll(async () => {
-  await stack?.close();
-  await upstream?.close();
-});
+const ctx = upstreamStack();
 
 describe("POST /v1/ocr with local/tesseract", () => {
   it("reads a PNG given as base64: the spec's OCR result, billed and logged", async () => {
     const acc = await createTestAccount({ creditsCents: 100 });
-    const r = await call(stack.edge, "POST", "/v1/ocr", acc.adminKey, { base64: fixture("english.png").toString("base64"), mime_type: "image/png", model: "local/tesseract" });
+    const r = await call(ctx.stack.edge, "POST", "/v1/ocr", acc.adminKey, { base64: fixture("english.png").toString("base64"), mime_type: "image/png", model: "local/tesseract" });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     expect(r.body).toMatchObject({ object: "ocr.result", model: "local/tesseract" });
     expect(r.body.id).toMatch(/^req_/);
@@ -49,7 +38,7 @@ describe("POST /v1/ocr with local/tesseract", () => {
     expect(u.total_cost_cents).toBe(1);
     expect(u.processing_time_ms).toBeGreaterThan(0);
 
-    const bal = await call(stack.edge, "GET", "/v1/account/balance", acc.adminKey);
+    const bal = await call(ctx.stack.edge, "GET", "/v1/account/balance", acc.adminKey);
     expect(bal.body.balance_cents).toBe(99);
     expect(bal.body.held_cents).toBe(0);
     const rows = await usageRows(acc.accountId);
@@ -60,7 +49,7 @@ describe("POST /v1/ocr with local/tesseract", () => {
   it("reads every page of a multi-page PDF, pages joined by a blank line: the text tesseract gives for the PNG pages", async () => {
     const acc = await createTestAccount();
     const pdf = fixture("multipage.pdf");
-    const r = await call(stack.edge, "POST", "/v1/ocr", acc.adminKey, { base64: pdf.toString("base64"), model: "local/tesseract" });
+    const r = await call(ctx.stack.edge, "POST", "/v1/ocr", acc.adminKey, { base64: pdf.toString("base64"), model: "local/tesseract" });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     const pages = r.body.result.pages as { page_number: number; text: string; confidence: number }[];
     expect(pages.map((p) => p.page_number)).toEqual([1, 2, 3]);
@@ -82,10 +71,10 @@ describe("POST /v1/ocr with local/tesseract", () => {
 
   it("maps options.language to installed traineddata; an uninstalled one is a 400 naming the installed languages, logged with no charge", async () => {
     const acc = await createTestAccount({ creditsCents: 50 });
-    const de = await call(stack.edge, "POST", "/v1/ocr", acc.adminKey, { base64: fixture("german.png").toString("base64"), model: "local/tesseract", options: { language: "de" } });
+    const de = await call(ctx.stack.edge, "POST", "/v1/ocr", acc.adminKey, { base64: fixture("german.png").toString("base64"), model: "local/tesseract", options: { language: "de" } });
     expect(de.status, JSON.stringify(de.body)).toBe(200);
     expect(cer(de.body.result.text, text("german.txt")), de.body.result.text).toBeLessThan(0.05);
-    const ja = await call(stack.edge, "POST", "/v1/ocr", acc.adminKey, { base64: fixture("german.png").toString("base64"), model: "local/tesseract", options: { language: "ja" } });
+    const ja = await call(ctx.stack.edge, "POST", "/v1/ocr", acc.adminKey, { base64: fixture("german.png").toString("base64"), model: "local/tesseract", options: { language: "ja" } });
     expect(ja.status).toBe(400);
     expect(ja.body.error.param).toBe("options.language");
     expect(ja.body.error.message).toMatch(/en/);
@@ -94,20 +83,20 @@ describe("POST /v1/ocr with local/tesseract", () => {
       ["success", "1"],
       ["error", "0"],
     ]);
-    expect((await call(stack.edge, "GET", "/v1/account/balance", acc.adminKey)).body.balance_cents).toBe(49);
+    expect((await call(ctx.stack.edge, "GET", "/v1/account/balance", acc.adminKey)).body.balance_cents).toBe(49);
   });
 });
 
 describe("POST /v1/ocr with an upstream model (fake OpenRouter)", () => {
   it("sends the page as an image, returns the model's text, and bills the reported cost + 5%", async () => {
     const acc = await createTestAccount({ creditsCents: 10_000 });
-    upstream.script("openai/gpt-4.1-mini", { kind: "text", text: "Hello from the model" }, { times: 1 });
-    const before = upstream.chatRequests().length;
-    const r = await call(stack.edge, "POST", "/v1/ocr", acc.adminKey, { base64: fixture("english.png").toString("base64"), model: "openai/gpt-4.1-mini" });
+    ctx.upstream.script("openai/gpt-4.1-mini", { kind: "text", text: "Hello from the model" }, { times: 1 });
+    const before = ctx.upstream.chatRequests().length;
+    const r = await call(ctx.stack.edge, "POST", "/v1/ocr", acc.adminKey, { base64: fixture("english.png").toString("base64"), model: "openai/gpt-4.1-mini" });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     expect(r.body.model).toBe("openai/gpt-4.1-mini");
     expect(r.body.result.text).toContain("Hello from the model");
-    const sent = upstream.chatRequests().slice(before);
+    const sent = ctx.upstream.chatRequests().slice(before);
     expect(sent).toHaveLength(1);
     expect(JSON.stringify(sent[0]!.body)).toContain("data:image/png;base64,");
     const u = r.body.usage;
@@ -119,11 +108,11 @@ describe("POST /v1/ocr with an upstream model (fake OpenRouter)", () => {
 
   it("sends an upstream model a PDF's pages as 200-DPI PNG images, one request per page", async () => {
     const acc = await createTestAccount({ creditsCents: 10_000 });
-    const before = upstream.chatRequests().length;
-    const r = await call(stack.edge, "POST", "/v1/ocr", acc.adminKey, { base64: fixture("multipage.pdf").toString("base64"), model: "openai/gpt-4.1-mini" });
+    const before = ctx.upstream.chatRequests().length;
+    const r = await call(ctx.stack.edge, "POST", "/v1/ocr", acc.adminKey, { base64: fixture("multipage.pdf").toString("base64"), model: "openai/gpt-4.1-mini" });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     expect(r.body.result.pages.map((p: { page_number: number }) => p.page_number)).toEqual([1, 2, 3]);
-    const sent = upstream.chatRequests().slice(before);
+    const sent = ctx.upstream.chatRequests().slice(before);
     expect(sent).toHaveLength(3);
     for (const s of sent) {
       const body = JSON.stringify(s.body);
@@ -134,7 +123,7 @@ describe("POST /v1/ocr with an upstream model (fake OpenRouter)", () => {
 
   it("resolves strategies and aliases through the configured mapping", async () => {
     const acc = await createTestAccount({ creditsCents: 10_000 });
-    const rec = await call(stack.edge, "GET", "/v1/models/recommended");
+    const rec = await call(ctx.stack.edge, "GET", "/v1/models/recommended");
     const want = Object.fromEntries((rec.body.strategies as { strategy: string; model: string }[]).map((s) => [s.strategy, s.model]));
     for (const [body, strategy] of [
       [{ strategy: "cost" }, "cost"],
@@ -142,7 +131,7 @@ describe("POST /v1/ocr with an upstream model (fake OpenRouter)", () => {
       [{ model: "folio/speed" }, "speed"],
       [{}, "balanced"],
     ] as const) {
-      const r = await call(stack.edge, "POST", "/v1/ocr", acc.adminKey, { base64: fixture("english.png").toString("base64"), ...body });
+      const r = await call(ctx.stack.edge, "POST", "/v1/ocr", acc.adminKey, { base64: fixture("english.png").toString("base64"), ...body });
       expect(r.status, JSON.stringify(r.body)).toBe(200);
       expect(r.body.model, JSON.stringify(body)).toBe(want[strategy]);
     }
@@ -150,8 +139,8 @@ describe("POST /v1/ocr with an upstream model (fake OpenRouter)", () => {
 
   it("returns tables the model gives when extract_tables is set", async () => {
     const acc = await createTestAccount({ creditsCents: 10_000 });
-    upstream.script("openai/gpt-4.1-mini", { kind: "table", format: "json" }, { times: 1 });
-    const r = await call(stack.edge, "POST", "/v1/ocr", acc.adminKey, { base64: fixture("table.png").toString("base64"), model: "openai/gpt-4.1-mini", options: { extract_tables: true } });
+    ctx.upstream.script("openai/gpt-4.1-mini", { kind: "table", format: "json" }, { times: 1 });
+    const r = await call(ctx.stack.edge, "POST", "/v1/ocr", acc.adminKey, { base64: fixture("table.png").toString("base64"), model: "openai/gpt-4.1-mini", options: { extract_tables: true } });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     expect(r.body.result.tables.length).toBeGreaterThan(0);
     const t = r.body.result.tables[0];
@@ -162,16 +151,16 @@ describe("POST /v1/ocr with an upstream model (fake OpenRouter)", () => {
 
   it("maps an upstream 429 to a 502 upstream_error, logged as an error with no charge, never retried on another model", async () => {
     const acc = await createTestAccount({ creditsCents: 10_000 });
-    upstream.script("openai/gpt-4.1-mini", { kind: "rate-limited" }, { times: 1 });
-    const before = upstream.chatRequests().length;
-    const r = await call(stack.edge, "POST", "/v1/ocr", acc.adminKey, { base64: fixture("english.png").toString("base64"), model: "openai/gpt-4.1-mini" });
+    ctx.upstream.script("openai/gpt-4.1-mini", { kind: "rate-limited" }, { times: 1 });
+    const before = ctx.upstream.chatRequests().length;
+    const r = await call(ctx.stack.edge, "POST", "/v1/ocr", acc.adminKey, { base64: fixture("english.png").toString("base64"), model: "openai/gpt-4.1-mini" });
     expect(r.status, JSON.stringify(r.body)).toBe(502);
     expect(r.body.error.code).toBe("upstream_error");
-    const sent = upstream.chatRequests().slice(before);
+    const sent = ctx.upstream.chatRequests().slice(before);
     expect(sent.map((s) => s.model)).toEqual(["openai/gpt-4.1-mini"]);
     const rows = await usageRows(acc.accountId);
     expect(rows.map((x) => [x.status, x.error_code, x.cost_cents])).toEqual([["error", "upstream_error", "0"]]);
-    expect((await call(stack.edge, "GET", "/v1/account/balance", acc.adminKey)).body.balance_cents).toBe(10_000);
+    expect((await call(ctx.stack.edge, "GET", "/v1/account/balance", acc.adminKey)).body.balance_cents).toBe(10_000);
   });
 });
 
@@ -190,7 +179,7 @@ describe("POST /v1/ocr refuses bad input with a clear 4xx", () => {
     ["a metadata url", { url: "http://169.254.169.254/latest/meta-data" }, 400, "invalid_request"],
   ])("%s", async (_what, body, status, code) => {
     const acc = await createTestAccount();
-    const r = await call(stack.edge, "POST", "/v1/ocr", acc.adminKey, body);
+    const r = await call(ctx.stack.edge, "POST", "/v1/ocr", acc.adminKey, body);
     expect(r.status, JSON.stringify(r.body)).toBe(status);
     expect(r.body.error.code).toBe(code);
     expect(typeof r.body.error.message).toBe("string");
@@ -198,7 +187,7 @@ describe("POST /v1/ocr refuses bad input with a clear 4xx", () => {
 
   it("an unsupported format is unsupported_format with the supported list", async () => {
     const acc = await createTestAccount();
-    const r = await call(stack.edge, "POST", "/v1/ocr", acc.adminKey, { base64: Buffer.from([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 200, 201]).toString("base64") });
+    const r = await call(ctx.stack.edge, "POST", "/v1/ocr", acc.adminKey, { base64: Buffer.from([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 200, 201]).toString("base64") });
     expect(r.status).toBe(400);
     expect(r.body.error.code).toBe("unsupported_format");
     expect(r.body.error.supported_formats).toContain("PNG");
@@ -207,7 +196,7 @@ describe("POST /v1/ocr refuses bad input with a clear 4xx", () => {
   it("an office document without a conversion service is conversion_not_available", async () => {
     const acc = await createTestAccount();
     const rtf = Buffer.from("{\\rtf1\\ansi Hello}").toString("base64");
-    const r = await call(stack.edge, "POST", "/v1/ocr", acc.adminKey, { base64: rtf, mime_type: "application/rtf" });
+    const r = await call(ctx.stack.edge, "POST", "/v1/ocr", acc.adminKey, { base64: rtf, mime_type: "application/rtf" });
     expect(r.status).toBe(503);
     expect(r.body.error.code).toBe("conversion_not_available");
     expect(r.headers.get("retry-after")).toBe("60");
@@ -216,17 +205,17 @@ describe("POST /v1/ocr refuses bad input with a clear 4xx", () => {
   it("402 when the credits run out in the middle of a stream of requests", async () => {
     const acc = await createTestAccount({ creditsCents: 3 });
     const statuses: number[] = [];
-    for (let i = 0; i < 5; i++) statuses.push((await call(stack.edge, "POST", "/v1/ocr", acc.adminKey, { base64: png(), model: "local/tesseract" })).status);
+    for (let i = 0; i < 5; i++) statuses.push((await call(ctx.stack.edge, "POST", "/v1/ocr", acc.adminKey, { base64: png(), model: "local/tesseract" })).status);
     expect(statuses).toEqual([200, 200, 200, 402, 402]);
-    const r = await call(stack.edge, "POST", "/v1/ocr", acc.adminKey, { base64: png(), model: "local/tesseract" });
+    const r = await call(ctx.stack.edge, "POST", "/v1/ocr", acc.adminKey, { base64: png(), model: "local/tesseract" });
     expect(r.body.error.code).toBe("insufficient_credits");
-    expect((await call(stack.edge, "GET", "/v1/account/balance", acc.adminKey)).body.balance_cents).toBe(0);
+    expect((await call(ctx.stack.edge, "GET", "/v1/account/balance", acc.adminKey)).body.balance_cents).toBe(0);
   });
 
   it("needs ocr:write", async () => {
     const acc = await createTestAccount();
-    const created = await call(stack.edge, "POST", "/v1/api-keys", acc.adminKey, { name: "ro", permissions: ["models:read"] });
-    const r = await call(stack.edge, "POST", "/v1/ocr", created.body.key, { base64: png() });
+    const created = await call(ctx.stack.edge, "POST", "/v1/api-keys", acc.adminKey, { name: "ro", permissions: ["models:read"] });
+    const r = await call(ctx.stack.edge, "POST", "/v1/ocr", created.body.key, { base64: png() });
     expect(r.status).toBe(403);
   });
 });
@@ -234,7 +223,7 @@ describe("POST /v1/ocr refuses bad input with a clear 4xx", () => {
 describe("options.include_layout on POST /v1/ocr", () => {
   it("adds each page's layout (blocks in reading order with their types and boxes) and the tables as cells", async () => {
     const acc = await createTestAccount({ creditsCents: 100 });
-    const r = await call(stack.edge, "POST", "/v1/ocr", acc.adminKey, {
+    const r = await call(ctx.stack.edge, "POST", "/v1/ocr", acc.adminKey, {
       base64: fixture("columns.png").toString("base64"),
       model: "local/tesseract",
       options: { include_layout: true, extract_tables: true },
@@ -252,31 +241,31 @@ describe("options.include_layout on POST /v1/ocr", () => {
   it('"words" adds every word with its box and confidence; without the option the page has no layout', async () => {
     const acc = await createTestAccount({ creditsCents: 100 });
     const base64 = fixture("english.png").toString("base64");
-    const withWords = await call(stack.edge, "POST", "/v1/ocr", acc.adminKey, { base64, model: "local/tesseract", options: { include_layout: "words" } });
+    const withWords = await call(ctx.stack.edge, "POST", "/v1/ocr", acc.adminKey, { base64, model: "local/tesseract", options: { include_layout: "words" } });
     expect(withWords.status, JSON.stringify(withWords.body)).toBe(200);
     const words = withWords.body.result.pages[0].layout.blocks.flatMap((b: { words: unknown[] }) => b.words);
     expect(words.length).toBeGreaterThan(50);
     expect(words[0]).toEqual({ text: "Quarterly", bbox: expect.any(Array), confidence: expect.any(Number) });
-    const plain = await call(stack.edge, "POST", "/v1/ocr", acc.adminKey, { base64, model: "local/tesseract" });
+    const plain = await call(ctx.stack.edge, "POST", "/v1/ocr", acc.adminKey, { base64, model: "local/tesseract" });
     expect(plain.body.result.pages[0].layout).toBeUndefined();
   });
 
   it("is a 400 naming the option for an upstream model, before anything is charged", async () => {
     const acc = await createTestAccount({ creditsCents: 100 });
-    const r = await call(stack.edge, "POST", "/v1/ocr", acc.adminKey, {
+    const r = await call(ctx.stack.edge, "POST", "/v1/ocr", acc.adminKey, {
       base64: fixture("english.png").toString("base64"),
       model: "openai/gpt-4.1-mini",
       options: { include_layout: true },
     });
     expect(r.status, JSON.stringify(r.body)).toBe(400);
     expect(r.body.error).toMatchObject({ code: "invalid_request", param: "options.include_layout" });
-    const balance = await call(stack.edge, "GET", "/v1/account/balance", acc.adminKey);
+    const balance = await call(ctx.stack.edge, "GET", "/v1/account/balance", acc.adminKey);
     expect(balance.body.balance_cents).toBe(100);
   });
 
   it("refuses an unknown value with a 400 naming the field", async () => {
     const acc = await createTestAccount({ creditsCents: 100 });
-    const r = await call(stack.edge, "POST", "/v1/ocr", acc.adminKey, { base64: "aGk=", model: "local/tesseract", options: { include_layout: "everything" } });
+    const r = await call(ctx.stack.edge, "POST", "/v1/ocr", acc.adminKey, { base64: "aGk=", model: "local/tesseract", options: { include_layout: "everything" } });
     expect(r.status).toBe(400);
     expect(JSON.stringify(r.body.error)).toContain("include_layout");
   });
@@ -284,14 +273,14 @@ describe("options.include_layout on POST /v1/ocr", () => {
 
 describe("local/auto", () => {
   it("is listed in /v1/models as a local model with a per-page price", async () => {
-    const r = await call(stack.edge, "GET", "/v1/models/local%2Fauto");
+    const r = await call(ctx.stack.edge, "GET", "/v1/models/local%2Fauto");
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     expect(r.body).toMatchObject({ id: "local/auto" });
   });
 
   it("reads a table printed in a grid of dotted rules, billed per page like any local model", async () => {
     const acc = await createTestAccount({ creditsCents: 100 });
-    const r = await call(stack.edge, "POST", "/v1/ocr", acc.adminKey, { base64: fixture("ruled.png").toString("base64"), model: "local/auto", options: { extract_tables: true } });
+    const r = await call(ctx.stack.edge, "POST", "/v1/ocr", acc.adminKey, { base64: fixture("ruled.png").toString("base64"), model: "local/auto", options: { extract_tables: true } });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     expect(r.body.model).toBe("local/auto");
     expect(cer(r.body.result.text, text("ruled.txt")), r.body.result.text).toBeLessThan(0.02);

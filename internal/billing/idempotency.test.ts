@@ -73,15 +73,20 @@ describe("IdempotencyStore", () => {
   });
 });
 
+/** An account with 100 cents, a claimed key and a 5-cent hold: a paid request under way. */
+async function underWay() {
+  const acc = await createTestAccount({ creditsCents: 100 });
+  const { db } = await testDb();
+  const s = await store();
+  const billing = new Billing(db);
+  const claim = claimed(await s.claim(acc.accountId, "k", "fp"));
+  const hold = await billing.hold(acc.accountId, null, 5);
+  return { acc, db, s, billing, claim, hold, requestId: newId("req") };
+}
+
 describe("the answer and the charge in one transaction", () => {
   it("stores the answer with the usage row and the debit", async () => {
-    const acc = await createTestAccount({ creditsCents: 100 });
-    const { db } = await testDb();
-    const s = await store();
-    const billing = new Billing(db);
-    const claim = claimed(await s.claim(acc.accountId, "k", "fp"));
-    const hold = await billing.hold(acc.accountId, null, 5);
-    const requestId = newId("req");
+    const { acc, db, s, billing, claim, hold, requestId } = await underWay();
     await billing.settle(hold, {
       requestId,
       endpoint: "/v1/ocr",
@@ -98,14 +103,8 @@ describe("the answer and the charge in one transaction", () => {
   });
 
   it("stores neither the answer nor the charge when the settlement fails (its transaction rolls back whole)", async () => {
-    const acc = await createTestAccount({ creditsCents: 100 });
-    const { db } = await testDb();
-    const s = await store();
-    const billing = new Billing(db);
-    const claim = claimed(await s.claim(acc.accountId, "k", "fp"));
-    const hold = await billing.hold(acc.accountId, null, 5);
+    const { acc, db, s, billing, claim, hold, requestId } = await underWay();
     // A usage row with the request's id already exists: the settlement's insert fails after the debit.
-    const requestId = newId("req");
     await sql`insert into usage_logs (id, account_id, endpoint, model, status) values (${requestId}, ${acc.accountId}, '/v1/ocr', 'm', 'success')`.execute(db);
     await expect(
       billing.settle(hold, { requestId, endpoint: "/v1/ocr", model: "m", status: "success", processingTimeMs: 1, charge: chargeComponent(new Decimal(2)), answer: { store: s, claim, status: 200, body: "{}" } }),

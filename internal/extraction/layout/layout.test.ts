@@ -10,10 +10,8 @@ import { estimateSkew, readingOrder } from "./reading-order.ts";
 import { parseTsv, type OcrWord } from "./words.ts";
 
 const HEADER = "level\tpage_num\tblock_num\tpar_num\tline_num\tword_num\tleft\ttop\twidth\theight\tconf\ttext";
-/** Pixels of a character and of a line at roughly 10 pt and 200 DPI. */
-const CHAR = 14;
-const LINE = 34;
-const LEADING = 44;
+/** Pixels of a character, of a line and from line to line, at roughly 10 pt and 200 DPI. */
+const [CHAR, LINE, LEADING] = [14, 34, 44];
 
 interface Placed {
   text: string;

@@ -11,7 +11,7 @@ import { sql } from "kysely";
 import { openDatabase, type DatabaseHandle } from "./index.ts";
 import { FolioError } from "../errors/index.ts";
 import { databaseUrl } from "../../../test/harness.ts";
-import { freezableProxy, viaPort, type FreezableProxy } from "../../../test/faults.ts";
+import { proxyFor, viaPort, type FreezableProxy } from "../../../test/faults.ts";
 
 async function rejection(p: Promise<unknown>): Promise<unknown> {
   try {
@@ -29,8 +29,7 @@ describe("the guarded pool", () => {
   let proxy: FreezableProxy;
   let handle: DatabaseHandle;
   beforeAll(async () => {
-    const target = new URL(databaseUrl());
-    proxy = await freezableProxy({ host: target.hostname, port: Number(target.port || 5432) });
+    proxy = await proxyFor(databaseUrl(), 5432);
     handle = await openDatabase({
       databaseUrl: viaPort(databaseUrl(), proxy.port),
       poolSize: 1,
