@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RunningEdge } from "../internal/edge/index.ts";
 import { balanceOf, call, createTestAccount, databaseUrl, redisUrl, startStack, startTestEdge, usageRows, type Call, type TestStack } from "./harness.ts";
 import { closedPort, frozenListener, proxyFor, viaPort, type Fault, type FreezableProxy } from "./faults.ts";
+import { startFakeUpstream, type FakeUpstream } from "./fake-upstream.ts";
 
 const png = () => readFileSync(new URL("./fixtures/ocr/english.png", import.meta.url)).toString("base64");
 const ocrBody = () => ({ base64: png(), mime_type: "image/png", model: "local/tesseract" });
@@ -216,5 +217,54 @@ describe("the extraction service gone", () => {
     const r = await call(stack.edge, "POST", "/v1/ocr", acc.adminKey, ocrBody());
     expect503(r);
     expect(await balanceOf(stack.edge, acc.adminKey)).toEqual({ balance_cents: 100, held_cents: 0 });
+  });
+});
+
+describe("work that finishes while the database is frozen (docs/billing.md)", () => {
+  let proxy: FreezableProxy;
+  let upstream: FakeUpstream;
+  let stack: TestStack;
+  beforeAll(async () => {
+    proxy = await proxyFor(databaseUrl(), 5432);
+    upstream = await startFakeUpstream();
+    stack = await startStack({ upstream, edgeEnv: { DATABASE_URL: viaPort(databaseUrl(), proxy.port) } });
+  });
+  afterAll(async () => {
+    proxy?.thaw();
+    await stack?.close();
+    await upstream?.close();
+    await proxy?.close();
+  });
+
+  it("is not charged: the client gets a 503, and the hold and the Idempotency-Key are given back once the database answers", async () => {
+    const acc = await createTestAccount({ creditsCents: 100 });
+    const model = "openai/gpt-4.1-mini";
+    upstream.script(model, { kind: "delay", ms: 1000, then: { kind: "text", text: "read while the database was frozen" } }, { times: 1 });
+    const body = JSON.stringify({ base64: png(), model });
+    const headers = { authorization: `Bearer ${acc.adminKey}`, "content-type": "application/json", "idempotency-key": "frozen-settle" };
+    const pending = fetch(stack.edge.url + "/v1/ocr", { method: "POST", headers, body });
+    await new Promise((r) => setTimeout(r, 500));
+    proxy.freeze();
+    const res = await pending;
+    const text = await res.text();
+    expect(res.status, text).toBe(503);
+    proxy.thaw();
+    // Given back within a few tries of the background release (every 2 s).
+    let account = await balanceOf(stack.edge, acc.adminKey);
+    for (let i = 0; i < 30 && account.held_cents !== 0; i++) {
+      await new Promise((r) => setTimeout(r, 500));
+      account = await balanceOf(stack.edge, acc.adminKey);
+    }
+    expect(account).toMatchObject({ balance_cents: 100, held_cents: 0 });
+    expect(await usageRows(acc.accountId)).toEqual([]);
+    // The key was given back too: the retry runs (and is charged once).
+    upstream.script(model, { kind: "text", text: "second try" }, { times: 1 });
+    let retry = await fetch(stack.edge.url + "/v1/ocr", { method: "POST", headers, body });
+    for (let i = 0; i < 10 && retry.status === 409; i++) {
+      await new Promise((r) => setTimeout(r, 1000));
+      retry = await fetch(stack.edge.url + "/v1/ocr", { method: "POST", headers, body });
+    }
+    expect(retry.status, await retry.clone().text()).toBe(200);
+    expect(((await retry.json()) as { result: { text: string } }).result.text).toBe("second try");
   });
 });

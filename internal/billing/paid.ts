@@ -164,6 +164,21 @@ async function paid<T, A>(
    */
   const settle = async (status: "success" | "error", charge: ComponentCharge, processingTimeMs: number, errorCode?: string, answer?: { status: number; body: string }) => {
     const idem = o.idempotency;
+    try {
+      await settleOnce(status, charge, processingTimeMs, errorCode, answer);
+    } catch (err) {
+      // The database went away before the work could be charged: the work is not charged (the
+      // client gets a 503 and retries). Its hold and key are given back as soon as the database
+      // answers again, not when the hold expires (docs/billing.md "When the database is down").
+      if (err instanceof FolioError && err.code === "service_unavailable") {
+        giveBack(() => billing.release(hold));
+        if (idem) giveBack(() => idem.store.release(idem.claim));
+      }
+      throw err;
+    }
+  };
+  const settleOnce = async (status: "success" | "error", charge: ComponentCharge, processingTimeMs: number, errorCode?: string, answer?: { status: number; body: string }) => {
+    const idem = o.idempotency;
     await step("billing.settle", { "folio.cost_cents": charge.chargedCents, "folio.status": status }, () =>
       billing.settle(hold, {
         requestId,
@@ -202,4 +217,23 @@ async function paid<T, A>(
   const answer = o.answer(outcome);
   await settle("success", charge, processingTimeMs, undefined, o.idempotency ? { status: 200, body: o.idempotency.serialize(answer) } : undefined);
   return { ...outcome, answer, model: meter.model, pages: meter.pages };
+}
+
+/** How long {@link giveBack} keeps trying, and how often. */
+const GIVE_BACK = { everyMs: 2_000, forMs: 10 * 60_000 };
+
+/**
+ * Runs `fn` in the background until it succeeds (the database is back) or
+ * GIVE_BACK.forMs passed (then the hold sweeper and the key's lease finish
+ * the job). Each try is idempotent: a hold or key already closed is left as
+ * it is.
+ */
+export function giveBack(fn: () => Promise<unknown>): void {
+  const until = Date.now() + GIVE_BACK.forMs;
+  const attempt = () => {
+    fn().catch(() => {
+      if (Date.now() < until) setTimeout(attempt, GIVE_BACK.everyMs).unref();
+    });
+  };
+  setTimeout(attempt, GIVE_BACK.everyMs).unref();
 }

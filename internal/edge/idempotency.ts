@@ -10,7 +10,7 @@
  */
 import { createHash } from "node:crypto";
 import type { FastifyReply, FastifyRequest } from "fastify";
-import { keepsFailure, type IdempotencyClaim, type PaidIdempotency } from "../billing/index.ts";
+import { giveBack, keepsFailure, type IdempotencyClaim, type PaidIdempotency } from "../billing/index.ts";
 import { FolioError } from "../platform/errors/index.ts";
 import { uploadOf } from "./multipart.ts";
 import type { App, EdgeDeps } from "./types.ts";
@@ -114,8 +114,15 @@ export function registerIdempotency(app: App, deps: EdgeDeps): void {
     const claim = req.idempotency;
     if (!claim || claim.finished || typeof payload !== "string") return payload;
     const status = reply.statusCode;
-    if (status < 300 || keepsFailure(status, 0)) await deps.idempotency.complete(claim, { status, body: payload, requestId: null });
-    else await deps.idempotency.release(claim);
+    try {
+      if (status < 300 || keepsFailure(status, 0)) await deps.idempotency.complete(claim, { status, body: payload, requestId: null });
+      else await deps.idempotency.release(claim);
+    } catch (err) {
+      // The database is gone (this answer is likely its 503): the answer still goes out, and the key is
+      // given back once the database answers again (a retry then runs).
+      req.log.warn({ err }, "idempotency key not settled; giving it back in the background");
+      giveBack(() => deps.idempotency.release(claim));
+    }
     return payload;
   });
   // Whatever is still claimed once the answer is out (a stream that failed unbilled) is given back.
