@@ -1,10 +1,11 @@
 /**
  * Admission control: per-subject rate limits (GCRA, several windows checked
- * and consumed atomically) plus an optional "fence" - a generation counter
+ * and consumed atomically) plus an optional "fence" - a generation token
  * that must still hold the expected value for the request to be admitted.
  * The edge uses the fence to learn, in the same round trip, that a cached
  * API key was revoked or changed on another replica.
  */
+import { randomInt } from "node:crypto";
 
 export interface Limit {
   /** Short name for headers and metrics ("minute", "day"). */
@@ -53,6 +54,15 @@ export interface RateLimiter {
 }
 
 /** Fence key for one API key; the hash tag keeps it in the account's cluster slot. */
+/**
+ * A new fence generation: random, from 1 to 2^48 (0 is a fence never moved),
+ * so it differs from every generation a replica may have cached, even after
+ * the store lost its data and forgot the old ones (redis.ts bumpGeneration).
+ */
+export function newGeneration(): number {
+  return randomInt(1, 2 ** 48);
+}
+
 export function keyFence(accountId: string, keyId: string): string {
   return `folio:gen:{${accountId}}:${keyId}`;
 }

@@ -1,5 +1,5 @@
 import { gcra } from "./gcra.ts";
-import type { Admission, Fence, Limit, RateLimiter } from "./interface.ts";
+import { newGeneration, type Admission, type Fence, type Limit, type RateLimiter } from "./interface.ts";
 
 /**
  * In-process limiter: the same GCRA as the Redis script, for `folio dev`
@@ -37,7 +37,7 @@ export class MemoryRateLimiter implements RateLimiter {
   }
 
   async bumpGeneration(key: string): Promise<void> {
-    this.generations.set(key, (this.generations.get(key) ?? 0) + 1);
+    this.generations.set(key, newGeneration());
   }
 
   async ping(): Promise<void> {}

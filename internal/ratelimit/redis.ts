@@ -1,7 +1,7 @@
 import { Redis } from "ioredis";
 import { FolioError } from "../platform/errors/index.ts";
 import type { Logger } from "../platform/log/index.ts";
-import type { Admission, Fence, Limit, LimitState, RateLimiter } from "./interface.ts";
+import { newGeneration, type Admission, type Fence, type Limit, type LimitState, type RateLimiter } from "./interface.ts";
 import { MemoryRateLimiter } from "./memory.ts";
 import { GCRA_LUA } from "./gcra-lua.ts";
 
@@ -105,6 +105,12 @@ export class RedisRateLimiter implements RateLimiter {
   }
 
   /**
+   * Moves the fence to a new random generation, never used before. A counter
+   * would not do: when Redis loses its data (a restart without persistence, a
+   * failover to an empty replica) it starts again from 0, and a bump can land
+   * on the very generation another replica has cached, which would then never
+   * see the change. A random 48-bit value differs from every cached one.
+   *
    * A revocation must reach Redis, so unlike admissions it waits (up to 5 s)
    * for a connection still being made: `folio admin` bumps right after
    * creating its limiter, when the offline queue (off, see above) would
@@ -113,7 +119,7 @@ export class RedisRateLimiter implements RateLimiter {
   async bumpGeneration(key: string): Promise<void> {
     await this.connected(5000);
     try {
-      await this.redis.incr(key);
+      await this.redis.set(key, String(newGeneration()));
     } catch (err) {
       throw redisUnavailable("the key fence store (Redis) is unavailable, try again shortly", err);
     }
