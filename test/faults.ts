@@ -1,20 +1,34 @@
 /**
  * Network faults for tests, on loopback: a server that accepts connections
  * and never answers (a frozen primary), a port nothing listens on (a refused
- * connection), and a TCP proxy to a real server that can be frozen and
- * thawed while its connections stay open (a partition, a stopped process).
+ * connection), a TCP proxy to a real server that can be frozen and thawed
+ * while its connections stay open (a partition, a stopped process) or taken
+ * down and up again (a restart), and a private redis-server that can be
+ * killed and started again empty; a runsc sandbox killed mid-document; and
+ * a database whose answer to a statement it applied is lost.
  */
+import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync } from "node:fs";
+import { readFile, readdir } from "node:fs/promises";
 import { createServer, connect, type AddressInfo, type Server, type Socket } from "node:net";
+import { join } from "node:path";
+import { Kysely, PostgresDialect } from "kysely";
+import pg from "pg";
+import type { Database, DB } from "../internal/platform/db/index.ts";
+import { guardedPool } from "../internal/platform/db/pool.ts";
 
 export interface Fault {
   port: number;
   close(): Promise<void>;
 }
 
-function listen(server: Server): Promise<number> {
+function listen(server: Server, port = 0): Promise<number> {
   return new Promise((resolve, reject) => {
     server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => resolve((server.address() as AddressInfo).port));
+    server.listen(port, "127.0.0.1", () => {
+      server.off("error", reject);
+      resolve((server.address() as AddressInfo).port);
+    });
   });
 }
 
@@ -50,6 +64,13 @@ export interface FreezableProxy extends Fault {
   thaw(): void;
   /** Client connections open now (a client closing one is seen even while frozen). */
   openConnections(): number;
+  /**
+   * A restart: cuts every open connection and stops listening, so new ones
+   * are refused until {@link up}. Also ends a freeze (what was held is dropped).
+   */
+  down(): Promise<void>;
+  /** Listens again on the same port. */
+  up(): Promise<void>;
 }
 
 /** A TCP proxy to `target` that can be frozen. */
@@ -93,20 +114,142 @@ export async function freezableProxy(target: { host: string; port: number }): Pr
       for (const release of held.splice(0)) release();
     },
     openConnections: () => clients.size,
-    close: () => closeServer(server, sockets),
+    down: async () => {
+      frozen = false;
+      held.length = 0;
+      if (server.listening) await closeServer(server, sockets);
+    },
+    up: async () => {
+      if (!server.listening) await listen(server, port);
+    },
+    close: () => (server.listening ? closeServer(server, sockets) : Promise.resolve()),
   };
 }
 
-/** `url` with its host and port replaced by loopback `port`. */
 /** A freezable proxy in front of the server a URL names (`defaultPort` when the URL gives none). */
 export function proxyFor(url: string, defaultPort: number): Promise<FreezableProxy> {
   const target = new URL(url);
   return freezableProxy({ host: target.hostname, port: Number(target.port || defaultPort) });
 }
 
+/** `url` with its host and port replaced by loopback `port`. */
 export function viaPort(url: string, port: number): string {
   const u = new URL(url);
   u.hostname = "127.0.0.1";
   u.port = String(port);
   return u.toString();
+}
+
+/** A redis-server of the test's own, on loopback, keeping nothing on disk: a restart loses every key. */
+export class PrivateRedis {
+  #child: ChildProcess | null = null;
+  constructor(readonly port: number) {}
+
+  get url(): string {
+    return `redis://127.0.0.1:${this.port}`;
+  }
+
+  async start(): Promise<void> {
+    const child = spawn("redis-server", ["--bind", "127.0.0.1", "--port", String(this.port), "--save", "", "--appendonly", "no"], { stdio: ["ignore", "pipe", "pipe"] });
+    this.#child = child;
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error("redis-server did not start within 10 s")), 10_000);
+      child.stdout!.on("data", (d: Buffer) => {
+        if (/Ready to accept connections/.test(d.toString())) {
+          clearTimeout(timer);
+          resolve();
+        }
+      });
+      child.once("exit", (code) => reject(new Error(`redis-server exited with ${code}`)));
+    });
+  }
+
+  /** Kills it (SIGKILL: no shutdown, nothing saved). */
+  async stop(): Promise<void> {
+    const child = this.#child;
+    if (!child || child.exitCode !== null) return;
+    const exited = new Promise((r) => child.once("exit", r));
+    child.kill("SIGKILL");
+    await exited;
+    this.#child = null;
+  }
+}
+
+/**
+ * Kills the runsc sandbox that is converting a document under `workDir` (the
+ * conversion service's FOLIO_SANDBOX_WORK_DIR: keep it private to the test,
+ * so no other test's sandbox is touched). Waits until a job folder holds its
+ * `job.json` (the document was handed in), then SIGKILLs that sandbox's
+ * `runsc-sandbox` process: gVisor's kernel, with LibreOffice and everything
+ * else inside it.
+ */
+export async function killSandboxInFlight(workDir: string, timeoutMs = 30_000): Promise<{ sandbox: string; pid: number }> {
+  const jobs = join(workDir, "jobs");
+  const until = Date.now() + timeoutMs;
+  while (Date.now() < until) {
+    for (const id of await readdir(jobs).catch(() => [] as string[])) {
+      if (!existsSync(join(jobs, id, "job", "job.json"))) continue;
+      const pid = await processWithArgs("runsc-sandbox", `--bundle=${join(jobs, id, "bundle")}`);
+      if (pid === undefined) continue;
+      process.kill(pid, "SIGKILL");
+      return { sandbox: id, pid };
+    }
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  throw new Error(`no sandbox under ${workDir} was converting a document within ${timeoutMs} ms`);
+}
+
+/** The pid of a process named `name` with `arg` among its arguments (from /proc). */
+async function processWithArgs(name: string, arg: string): Promise<number | undefined> {
+  for (const entry of await readdir("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    const argv = (await readFile(`/proc/${entry}/cmdline`, "utf8").catch(() => "")).split("\0");
+    if (argv[0]?.endsWith(name) && argv.includes(arg)) return Number(entry);
+  }
+  return undefined;
+}
+
+export interface AnswerLost {
+  /** Kysely over the production pool guard, like a process's database. */
+  db: DB;
+  /** The next statement whose SQL matches is applied by Postgres, and its caller gets a lost connection (a 503). */
+  loseNext(sql: RegExp): void;
+  close(): Promise<void>;
+}
+
+/**
+ * A database whose answer to a statement it applied never arrives: the
+ * connection was cut just after the server committed (a restart, a
+ * partition), or a frozen server ran what it had been sent once it resumed.
+ * The caller cannot tell that from a statement that never ran.
+ */
+export function answerLost(databaseUrl: string): AnswerLost {
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: 2 });
+  let lose: RegExp | undefined;
+  const patched = new WeakSet<pg.PoolClient>();
+  const connect = pool.connect.bind(pool) as () => Promise<pg.PoolClient>;
+  pool.connect = (async () => {
+    const client = await connect();
+    if (!patched.has(client)) {
+      patched.add(client);
+      const query = client.query.bind(client) as (text: string, values?: unknown[]) => Promise<unknown>;
+      client.query = (async (text: string, values?: unknown[]) => {
+        const result = await query(text, values);
+        if (lose?.test(text)) {
+          lose = undefined;
+          throw new Error("Connection terminated unexpectedly");
+        }
+        return result;
+      }) as typeof client.query;
+    }
+    return client;
+  }) as typeof pool.connect;
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: guardedPool(pool) }) });
+  return {
+    db,
+    loseNext: (sql) => {
+      lose = sql;
+    },
+    close: () => db.destroy(),
+  };
 }

@@ -96,16 +96,23 @@ export interface Call {
   body: any; // eslint-disable-line @typescript-eslint/no-explicit-any
 }
 
-/** Calls the edge with a key; `body` objects are sent as JSON. */
-export async function call(edge: { url: string }, method: string, path: string, key?: string, body?: unknown): Promise<Call> {
-  const headers: Record<string, string> = {};
+/** Calls the edge with a key; `body` objects are sent as JSON; `more` adds headers (an Idempotency-Key) and a signal. */
+export async function call(
+  edge: { url: string },
+  method: string,
+  path: string,
+  key?: string,
+  body?: unknown,
+  more: { headers?: Record<string, string>; signal?: AbortSignal } = {},
+): Promise<Call> {
+  const headers: Record<string, string> = { ...more.headers };
   if (key) headers.authorization = `Bearer ${key}`;
   let payload: string | undefined;
   if (body !== undefined) {
     headers["content-type"] = "application/json";
     payload = typeof body === "string" ? body : JSON.stringify(body);
   }
-  const res = await fetch(edge.url + path, { method, headers, body: payload });
+  const res = await fetch(edge.url + path, { method, headers, body: payload, ...(more.signal ? { signal: more.signal } : {}) });
   const text = await res.text();
   let parsed: unknown = text;
   try {
@@ -119,6 +126,7 @@ export async function call(edge: { url: string }, method: string, path: string, 
 /** A running extraction service and an edge wired to it over loopback gRPC. */
 export interface TestStack {
   edge: RunningEdge;
+  /** A test that kills it and starts another in its place puts the new one here; close() closes that. */
   extraction: RunningExtraction;
   /** Present when `conversion` was asked for. */
   conversion?: RunningConversion;
@@ -146,32 +154,43 @@ export async function startTestConversion(env: Env = {}): Promise<RunningConvers
 }
 
 /**
+ * Starts the extraction service on loopback (local engines; the fake upstream
+ * when given); `env` may name its port (FOLIO_GRPC_PORT), to start it again
+ * where an edge already dials.
+ */
+export async function startTestExtraction(opts: { upstream?: { baseUrl: string; apiKey: string }; env?: Env } = {}): Promise<RunningExtraction> {
+  const config = parseConfig(extractionSchema, {
+    ...loopbackService(),
+    ...(opts.upstream ? { FOLIO_UPSTREAM_BASE_URL: opts.upstream.baseUrl, FOLIO_UPSTREAM_API_KEY: opts.upstream.apiKey } : {}),
+    ...opts.env,
+  });
+  return startExtraction({ config, log: createLogger(config.LOG_LEVEL) });
+}
+
+/**
  * Starts the extraction service (local engines; the fake upstream when given)
  * and an edge that talks to it, like `folio dev` does.
  */
 export async function startStack(
   opts: { upstream?: { baseUrl: string; apiKey: string }; extractionEnv?: Env; edgeEnv?: Env; conversion?: Env } = {},
 ): Promise<TestStack> {
-  const config = parseConfig(extractionSchema, {
-    ...loopbackService(),
-    ...(opts.upstream ? { FOLIO_UPSTREAM_BASE_URL: opts.upstream.baseUrl, FOLIO_UPSTREAM_API_KEY: opts.upstream.apiKey } : {}),
-    ...opts.extractionEnv,
-  });
-  const extraction = await startExtraction({ config, log: createLogger(config.LOG_LEVEL) });
+  const extraction = await startTestExtraction({ ...(opts.upstream ? { upstream: opts.upstream } : {}), ...(opts.extractionEnv ? { env: opts.extractionEnv } : {}) });
   const conversion = opts.conversion ? await startTestConversion(opts.conversion) : undefined;
   const edge = await startTestEdge({
     env: { FOLIO_EXTRACTION_ADDRESS: extraction.grpc.address, ...(conversion ? { FOLIO_CONVERSION_ADDRESS: conversion.grpc.address } : {}), ...opts.edgeEnv },
   });
-  return {
+  const stack: TestStack = {
     edge,
     extraction,
     ...(conversion ? { conversion } : {}),
+    // What the fields hold when closing: a test may have replaced a service it killed.
     close: async () => {
-      await edge.close();
-      await extraction.close();
-      await conversion?.close();
+      await stack.edge.close();
+      await stack.extraction.close();
+      await stack.conversion?.close();
     },
   };
+  return stack;
 }
 
 /** The account's usage log rows, oldest first. */

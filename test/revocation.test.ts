@@ -6,45 +6,11 @@
  * cached, and A would keep serving the revoked key until its cache expired;
  * random generations never repeat one.
  */
-import { spawn, type ChildProcess } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RunningEdge } from "../internal/edge/index.ts";
 import { call, createTestAccount, createTestKey, startTestEdge, type Call } from "./harness.ts";
+import { PrivateRedis } from "./faults.ts";
 import { freePort } from "./support.ts";
-
-/** A redis-server of the test's own, on loopback, keeping nothing on disk. */
-class PrivateRedis {
-  #child: ChildProcess | null = null;
-  constructor(readonly port: number) {}
-
-  get url(): string {
-    return `redis://127.0.0.1:${this.port}`;
-  }
-
-  async start(): Promise<void> {
-    const child = spawn("redis-server", ["--bind", "127.0.0.1", "--port", String(this.port), "--save", "", "--appendonly", "no"], { stdio: ["ignore", "pipe", "pipe"] });
-    this.#child = child;
-    await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error("redis-server did not start within 10 s")), 10_000);
-      child.stdout!.on("data", (d: Buffer) => {
-        if (/Ready to accept connections/.test(d.toString())) {
-          clearTimeout(timer);
-          resolve();
-        }
-      });
-      child.once("exit", (code) => reject(new Error(`redis-server exited with ${code}`)));
-    });
-  }
-
-  async stop(): Promise<void> {
-    const child = this.#child;
-    if (!child || child.exitCode !== null) return;
-    const exited = new Promise((r) => child.once("exit", r));
-    child.kill("SIGKILL");
-    await exited;
-    this.#child = null;
-  }
-}
 
 function show(r: Call): string {
   return `${r.status} ${JSON.stringify(r.body)}`;

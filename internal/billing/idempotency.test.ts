@@ -5,7 +5,8 @@
  */
 import { sql } from "kysely";
 import { describe, expect, it } from "vitest";
-import { createTestAccount, testDb } from "../../test/harness.ts";
+import { createTestAccount, databaseUrl, testDb } from "../../test/harness.ts";
+import { answerLost } from "../../test/faults.ts";
 import { newId } from "../platform/ids/index.ts";
 import { IdempotencyStore, keepsFailure, type ClaimOutcome } from "./idempotency.ts";
 import { Billing } from "./ledger.ts";
@@ -83,6 +84,25 @@ async function underWay() {
   const hold = await billing.hold(acc.accountId, null, 5);
   return { acc, db, s, billing, claim, hold, requestId: newId("req") };
 }
+
+describe("a claim whose INSERT was applied but its answer lost (a restart, a frozen database resuming)", () => {
+  // Found by test/fault-suite.test.ts (Postgres freeze): the key stayed running with no request behind it,
+  // and every retry got 409 until the lease ran out (FOLIO_HOLD_TTL_SECONDS + 60 s, 16 min by default).
+  it("is given back in the background once the database answers: a retry then runs", async () => {
+    const acc = await createTestAccount();
+    const lossy = answerLost(databaseUrl());
+    try {
+      lossy.loseNext(/^insert into "idempotency_keys"/);
+      const err = await new IdempotencyStore(lossy.db, { leaseMs: 60_000 }).claim(acc.accountId, "k", "fp").catch((e: unknown) => e);
+      expect(err).toMatchObject({ code: "service_unavailable" });
+      const s = await store();
+      expect((await s.claim(acc.accountId, "k", "fp")).kind, "the lost INSERT holds the key").toBe("in_progress");
+      await expect.poll(async () => (await s.claim(acc.accountId, "k", "fp")).kind, { timeout: 8000, interval: 250 }).toBe("run");
+    } finally {
+      await lossy.close();
+    }
+  });
+});
 
 describe("the answer and the charge in one transaction", () => {
   it("stores the answer with the usage row and the debit", async () => {

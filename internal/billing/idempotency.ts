@@ -10,6 +10,8 @@
 import { randomBytes } from "node:crypto";
 import { sql, type Kysely } from "kysely";
 import type { Database, DB } from "../platform/db/index.ts";
+import { FolioError } from "../platform/errors/index.ts";
+import { giveBack } from "./give-back.ts";
 
 /** A key this request holds: only it may complete or release the key. */
 export interface IdempotencyClaim {
@@ -63,6 +65,19 @@ export class IdempotencyStore {
   /** Claims `key` for a request with `fingerprint`, or says what to answer instead. */
   async claim(accountId: string, key: string, fingerprint: string): Promise<ClaimOutcome> {
     const owner = randomBytes(12).toString("hex");
+    try {
+      return await this.#claim(accountId, key, fingerprint, owner);
+    } catch (err) {
+      // The claim may have been applied with its answer lost (a frozen database runs the INSERT it
+      // was sent once it resumes; a connection cut after the commit): the key would stay running with
+      // no request behind it, and every retry would get 409 until the lease ran out. Given back as
+      // soon as the database answers; a claim that never happened is not there to delete.
+      if (err instanceof FolioError && err.code === "service_unavailable") giveBack(() => this.release({ accountId, key, owner, finished: false }));
+      throw err;
+    }
+  }
+
+  async #claim(accountId: string, key: string, fingerprint: string, owner: string): Promise<ClaimOutcome> {
     const now = Date.now();
     const fresh = { fingerprint, status: "running" as const, owner, locked_until: new Date(now + this.#leaseMs), expires_at: new Date(now + this.#ttlMs) };
     const claim = (): ClaimOutcome => ({ kind: "run", claim: { accountId, key, owner, finished: false } });

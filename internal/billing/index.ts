@@ -10,5 +10,6 @@ export * from "./estimates.ts";
 export * from "./display.ts";
 export { formatCents } from "./format.ts";
 export { Billing, type BillingEvents, type Hold, type Settlement, type SettleResult } from "./ledger.ts";
-export { Meter, giveBack, runPaid, type ConversionWork, type MeteredComponents, type PaidIdempotency, type PaidOptions, type PaidOutcome, type PaidRequest, type Payer } from "./paid.ts";
+export { giveBack } from "./give-back.ts";
+export { Meter, runPaid, type ConversionWork, type MeteredComponents, type PaidIdempotency, type PaidOptions, type PaidOutcome, type PaidRequest, type Payer } from "./paid.ts";
 export { IDEMPOTENCY_TTL_MS, IdempotencyStore, keepsFailure, type ClaimOutcome, type IdempotencyClaim, type StoredAnswer } from "./idempotency.ts";

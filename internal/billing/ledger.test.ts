@@ -6,6 +6,7 @@
 import { sql } from "kysely";
 import { afterAll, describe, expect, it } from "vitest";
 import { createTestAccount, databaseUrl, testDb } from "../../test/harness.ts";
+import { answerLost } from "../../test/faults.ts";
 import { openDatabase, type DB } from "../platform/db/index.ts";
 import { FolioError, errorBody, httpStatusOf } from "../platform/errors/index.ts";
 import { newId } from "../platform/ids/index.ts";
@@ -147,6 +148,27 @@ describe("hold under concurrency", () => {
     await expect(billing.hold(acc.accountId, null, -1)).rejects.toThrow(RangeError);
     await expect(billing.hold(acc.accountId, null, 1.5)).rejects.toThrow(RangeError);
     expect(await accountRow(acc.accountId)).toEqual({ balance_cents: 1000, held_cents: 0 });
+  });
+});
+
+describe("a hold whose COMMIT was applied but its answer lost (a restart, a frozen database resuming)", () => {
+  // Found by test/fault-suite.test.ts (Postgres restart and freeze): such a hold stayed open until the sweeper (its TTL, 15 min).
+  it("is given back in the background once the database answers, not left until it expires", async () => {
+    const acc = await createTestAccount({ creditsCents: 100 });
+    const { db } = await testDb();
+    const held = async () => (await db.selectFrom("accounts").select("held_cents").where("id", "=", acc.accountId).executeTakeFirstOrThrow()).held_cents;
+    const lossy = answerLost(databaseUrl());
+    try {
+      lossy.loseNext(/^commit$/i);
+      const err = await new Billing(lossy.db, { holdTtlMs: 900_000 }).hold(acc.accountId, null, 7).catch((e: unknown) => e);
+      expect(err).toMatchObject({ code: "service_unavailable" });
+      expect(await held(), "the hold was committed although its caller got a 503").toBe(7);
+      await expect.poll(held, { timeout: 8000, interval: 200 }).toBe(0);
+      const holds = await db.selectFrom("holds").select("status").where("account_id", "=", acc.accountId).execute();
+      expect(holds.map((h) => h.status)).toEqual(["released"]);
+    } finally {
+      await lossy.close();
+    }
   });
 });
 

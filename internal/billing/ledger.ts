@@ -10,6 +10,7 @@ import { sql } from "kysely";
 import type { DB } from "../platform/db/index.ts";
 import { FolioError } from "../platform/errors/index.ts";
 import { newId } from "../platform/ids/index.ts";
+import { giveBack } from "./give-back.ts";
 import type { IdempotencyClaim, IdempotencyStore } from "./idempotency.ts";
 import type { ComponentCharge } from "./pricing.ts";
 
@@ -59,7 +60,24 @@ export class Billing {
   async hold(accountId: string, apiKeyId: string | null, amountCents: number): Promise<Hold> {
     if (!Number.isInteger(amountCents) || amountCents < 0) throw new RangeError("hold amount must be a non-negative integer");
     const id = newId("hold");
-    const taken = await this.db.transaction().execute(async (trx) => {
+    const taken = await this.#hold(id, accountId, apiKeyId, amountCents).catch((err: unknown) => {
+      // The hold may have been committed with its answer lost (a connection cut after the COMMIT, a
+      // frozen database running it once it resumes): nobody would settle it before it expires.
+      // Released as soon as the database answers; a hold that was never taken is not there to release.
+      if (err instanceof FolioError && err.code === "service_unavailable") giveBack(() => this.release({ id, accountId, apiKeyId, amountCents }));
+      throw err;
+    });
+    this.opts.events?.hold?.(taken ? "taken" : "insufficient");
+    if (!taken) {
+      throw new FolioError("insufficient_credits", `insufficient credits: this request needs ${amountCents} cents of available balance`, {
+        extra: { required_cents: amountCents },
+      });
+    }
+    return { id, accountId, apiKeyId, amountCents };
+  }
+
+  #hold(id: string, accountId: string, apiKeyId: string | null, amountCents: number): Promise<boolean> {
+    return this.db.transaction().execute(async (trx) => {
       const row = await trx
         .updateTable("accounts")
         .set({ held_cents: sql`held_cents + ${amountCents}` })
@@ -82,13 +100,6 @@ export class Billing {
         .execute();
       return true;
     });
-    this.opts.events?.hold?.(taken ? "taken" : "insufficient");
-    if (!taken) {
-      throw new FolioError("insufficient_credits", `insufficient credits: this request needs ${amountCents} cents of available balance`, {
-        extra: { required_cents: amountCents },
-      });
-    }
-    return { id, accountId, apiKeyId, amountCents };
   }
 
   /**

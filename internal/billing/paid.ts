@@ -8,6 +8,7 @@ import { FolioError, toHttpError } from "../platform/errors/index.ts";
 import { newId } from "../platform/ids/index.ts";
 import { inSpan } from "../platform/telemetry/index.ts";
 import { parserCostCents } from "./estimates.ts";
+import { giveBack } from "./give-back.ts";
 import { keepsFailure, type IdempotencyClaim, type IdempotencyStore } from "./idempotency.ts";
 import type { Billing, Hold } from "./ledger.ts";
 import { Decimal, chargeComponent, sumCharges, type ComponentCharge } from "./pricing.ts";
@@ -217,23 +218,4 @@ async function paid<T, A>(
   const answer = o.answer(outcome);
   await settle("success", charge, processingTimeMs, undefined, o.idempotency ? { status: 200, body: o.idempotency.serialize(answer) } : undefined);
   return { ...outcome, answer, model: meter.model, pages: meter.pages };
-}
-
-/** How long {@link giveBack} keeps trying, and how often. */
-const GIVE_BACK = { everyMs: 2_000, forMs: 10 * 60_000 };
-
-/**
- * Runs `fn` in the background until it succeeds (the database is back) or
- * GIVE_BACK.forMs passed (then the hold sweeper and the key's lease finish
- * the job). Each try is idempotent: a hold or key already closed is left as
- * it is.
- */
-export function giveBack(fn: () => Promise<unknown>): void {
-  const until = Date.now() + GIVE_BACK.forMs;
-  const attempt = () => {
-    fn().catch(() => {
-      if (Date.now() < until) setTimeout(attempt, GIVE_BACK.everyMs).unref();
-    });
-  };
-  setTimeout(attempt, GIVE_BACK.everyMs).unref();
 }

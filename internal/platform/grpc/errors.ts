@@ -73,6 +73,11 @@ export function fromGrpcError(err: ServiceError, what: string): FolioError {
       return new FolioError("service_unavailable", `${what} did not answer in time`, { retryable: true, cause: err });
     case status.UNAVAILABLE:
       return new FolioError("service_unavailable", `${what} is unavailable`, { retryable: true, cause: err });
+    // The server ended the call: it shut down or was killed mid-call (grpc-js reports that as
+    // CANCELLED, without Folio metadata). A retry reaches it once it is back, or another replica.
+    // Calls the edge cancels itself never report this: the caller that aborted reports its own reason.
+    case status.CANCELLED:
+      return new FolioError("service_unavailable", `${what} went away during the call`, { retryable: true, cause: err });
     case status.RESOURCE_EXHAUSTED:
       return new FolioError("payload_too_large", `${what} refused the message size: ${err.details}`, { cause: err });
     default:

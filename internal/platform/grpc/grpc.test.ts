@@ -376,6 +376,35 @@ describe("the error mapping over a real gRPC connection (a tiny test service)", 
     expect((seen[0]!.err as Error).message).toContain("secret");
   });
 
+  // Found by test/fault-suite.test.ts: the extraction service killed mid-page made the edge answer 500 internal_error.
+  it("a server killed mid-call (grpc-js: CANCELLED): service_unavailable, retryable (HTTP 503), not internal_error", async () => {
+    let running!: () => void;
+    const called = new Promise<void>((r) => (running = r));
+    const dying = await startGrpcServer("127.0.0.1", 0, (s) => {
+      s.addService(definition, {
+        Try: unary<Req, Res>(async () => {
+          running();
+          await sleep(10_000);
+          return { ok: true };
+        }),
+      });
+      return [];
+    });
+    const Ctor = grpc.makeGenericClientConstructor(definition, "Test");
+    const c = new Ctor(dying.address, grpc.credentials.createInsecure(), clientOptions);
+    try {
+      const pending = rejection(callUnary<Req, Res>(c, (c as unknown as { Try: never }).Try, { kind: "ok" }, { deadlineMs: 20_000, what: "the test service" }));
+      await called;
+      dying.server.forceShutdown();
+      const err = await pending;
+      expect({ code: err.code, message: err.message, retryable: err.retryable }).toEqual({ code: "service_unavailable", message: "the test service went away during the call", retryable: true });
+      expect(toHttpError(err).status).toBe(503);
+    } finally {
+      c.close();
+      await dying.close();
+    }
+  });
+
   it("registers the health status of the test service too", async () => {
     const def = protoLoader.loadSync(healthProtoPath, { keepCase: true, enums: String, defaults: true, oneofs: true });
     const pkg = grpc.loadPackageDefinition(def) as unknown as { grpc: { health: { v1: { Health: grpc.ServiceClientConstructor } } } };
