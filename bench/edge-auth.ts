@@ -82,14 +82,14 @@ function settings(): Settings {
 
 
 /** The dedicated benchmark database on DATABASE_URL's server, created when absent. */
-export async function benchDatabaseUrl(base: string): Promise<string> {
+export async function benchDatabaseUrl(base: string, name = BENCH_DATABASE): Promise<string> {
   const client = new pg.Client({ connectionString: base });
   await client.connect();
   try {
-    const found = await client.query("select 1 from pg_database where datname = $1", [BENCH_DATABASE]);
+    const found = await client.query("select 1 from pg_database where datname = $1", [name]);
     if (found.rowCount === 0) {
       try {
-        await client.query(`create database ${BENCH_DATABASE}`);
+        await client.query(`create database ${name}`);
       } catch (err) {
         // Created concurrently by another run: fine.
         if ((err as { code?: string }).code !== "42P04") throw err;
@@ -99,7 +99,7 @@ export async function benchDatabaseUrl(base: string): Promise<string> {
     await client.end();
   }
   const url = new URL(base);
-  url.pathname = `/${BENCH_DATABASE}`;
+  url.pathname = `/${name}`;
   return url.toString();
 }
 

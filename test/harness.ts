@@ -2,6 +2,7 @@
  * Integration harness: real edges on loopback against the run's Postgres
  * database and Redis; each test makes its own account and keys.
  */
+import { sql } from "kysely";
 import { afterAll, beforeAll, inject } from "vitest";
 import { startFakeUpstream, type FakeUpstream } from "./fake-upstream.ts";
 import { startEdge, type RunningEdge } from "../internal/edge/index.ts";
@@ -46,6 +47,28 @@ let shared: DatabaseHandle | undefined;
 export async function testDb(): Promise<DatabaseHandle> {
   shared ??= await openDatabase({ databaseUrl: databaseUrl(), poolSize: 5 });
   return shared;
+}
+
+/**
+ * A database of the test's own on the test server, empty (not migrated):
+ * for tests that change the schema or drop partitions, which the shared
+ * database's other tests must not see. `close()` drops it.
+ */
+export async function privateDatabase(name: string): Promise<DatabaseHandle> {
+  const { db } = await testDb();
+  const dbName = `${new URL(databaseUrl()).pathname.slice(1)}_${name}`;
+  await sql`drop database if exists ${sql.id(dbName)}`.execute(db);
+  await sql`create database ${sql.id(dbName)}`.execute(db);
+  const url = new URL(databaseUrl());
+  url.pathname = `/${dbName}`;
+  const handle = await openDatabase({ databaseUrl: url.toString(), poolSize: 3 });
+  return {
+    ...handle,
+    close: async () => {
+      await handle.close();
+      await sql`drop database if exists ${sql.id(dbName)} with (force)`.execute(db);
+    },
+  };
 }
 
 let uniq = 0;

@@ -12,7 +12,7 @@ import { migrateToLatest, openDatabase, type DatabaseHandle } from "../internal/
 import { createLogger } from "../internal/platform/log/index.ts";
 import { ensureDevAccount, DEV_CREDIT_CENTS } from "../internal/cli/run/index.ts";
 import { Billing, chargeComponent } from "../internal/billing/index.ts";
-import { summarize } from "../internal/usage/index.ts";
+import { UsagePartitions, exportUsage, listUsage, summarize } from "../internal/usage/index.ts";
 import { call } from "./harness.ts";
 import { readFileSync, statSync } from "node:fs";
 
@@ -70,5 +70,18 @@ describe("embedded PGlite", () => {
     expect(s.total_tokens_used).toBe(15);
     expect(s.cost.total_cents).toBe(2);
     expect(s.groups).toHaveLength(1);
+  });
+
+  it("keeps the usage partitions and rollups, pages by cursor and exports, as on Postgres", async () => {
+    const dev = await ensureDevAccount(database.db, dir);
+    const report = await new UsagePartitions(database.db, 0).upkeep(new Date(Date.now() + 400 * 86_400_000));
+    expect(report.created).toHaveLength(3);
+    const first = await listUsage(database.db, dev.accountId, { start: 0, end: Math.floor(Date.now() / 1000) + 1, limit: 1, offset: 0 });
+    expect(first.total_count).toBe(1);
+    const next = await listUsage(database.db, dev.accountId, { start: 0, end: Math.floor(Date.now() / 1000) + 1, limit: 1, offset: 0, startingAfter: first.data[0]!.id });
+    expect(next.data).toEqual([]);
+    let csv = "";
+    for await (const chunk of exportUsage(database.db, dev.accountId, { start: 0, end: Math.floor(Date.now() / 1000) + 1 }, "csv")) csv += chunk;
+    expect(csv.split("\r\n")[1]).toMatch(/^req_pglitetest0000000001,\d+,\/v1\/ocr,local\/tesseract,success,/);
   });
 });

@@ -10,6 +10,7 @@ import { FolioError } from "../platform/errors/index.ts";
 import type { Logger } from "../platform/log/index.ts";
 import { EdgeMetrics } from "../platform/metrics/index.ts";
 import { MemoryRateLimiter, RedisRateLimiter, type RateLimiter } from "../ratelimit/index.ts";
+import { UsagePartitions } from "../usage/index.ts";
 import { sql } from "kysely";
 import type { Registry } from "prom-client";
 import { buildEdgeApp } from "./app.ts";
@@ -143,6 +144,15 @@ export async function startEdge({ config, log, database, alsoMetrics = [] }: Sta
     );
   }, 60_000);
   sweeper.unref();
+  const partitions = new UsagePartitions(handle.db, config.FOLIO_USAGE_RETENTION_MONTHS);
+  const upkeep = () =>
+    partitions.upkeep().then(
+      (r) => (r.created.length || r.dropped.length || r.deletedRows) && log.info(r, "usage partitions kept up"),
+      (err: unknown) => log.error({ err }, "usage partition upkeep failed"),
+    );
+  void upkeep();
+  const upkeeper = setInterval(upkeep, 3_600_000);
+  upkeeper.unref();
 
   return {
     app,
@@ -151,6 +161,7 @@ export async function startEdge({ config, log, database, alsoMetrics = [] }: Sta
     metricsUrl: metricsServer ? `http://127.0.0.1:${metricsServer.port}/metrics` : null,
     close: async () => {
       clearInterval(sweeper);
+      clearInterval(upkeeper);
       await app.close();
       deps.extraction?.close();
       deps.conversion?.close();

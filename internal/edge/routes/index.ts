@@ -5,6 +5,7 @@ import apiKeysList from "./api-keys.list.ts";
 import apiKeysCreate from "./api-keys.create.ts";
 import apiKeysUpdate from "./api-keys.update.ts";
 import apiKeysDelete from "./api-keys.delete.ts";
+import usageExport from "./usage.export.ts";
 import usageList from "./usage.list.ts";
 import usageSummary from "./usage.summary.ts";
 import accountGet from "./account.get.ts";
@@ -31,6 +32,7 @@ export const routes: ReadonlyArray<(app: App, deps: EdgeDeps) => void> = [
   apiKeysUpdate,
   apiKeysDelete,
   usageList,
+  usageExport,
   usageSummary,
   accountGet,
   accountBalance,

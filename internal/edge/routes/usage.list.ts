@@ -3,16 +3,22 @@ import { FolioError } from "../../platform/errors/index.ts";
 import { listUsage } from "../../usage/index.ts";
 import type { App, EdgeDeps } from "../types.ts";
 import { principalOf } from "../types.ts";
-import { NO_NUL, StringEnum, UnixSeconds, keyed } from "../schemas.ts";
+import { NO_NUL, UnixSeconds, keyed } from "../schemas.ts";
+import { EntryFilters, Window, windowOf } from "./usage.shared.ts";
 
 const Query = Type.Object({
-  start_date: Type.Optional(UnixSeconds),
-  end_date: Type.Optional(UnixSeconds),
+  ...Window,
   limit: Type.Integer({ minimum: 1, maximum: 100, default: 50, description: "Entries per page, at most 100 (more is a 400, never a silent clamp)." }),
   offset: Type.Integer({ minimum: 0, maximum: 1_000_000, default: 0 }),
-  status: Type.Optional(StringEnum(["success", "error"])),
-  model: Type.Optional(Type.String({ minLength: 1, maxLength: 200, pattern: NO_NUL })),
-  api_key_id: Type.Optional(Type.String({ minLength: 1, maxLength: 100, pattern: NO_NUL })),
+  starting_after: Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 100,
+      pattern: NO_NUL,
+      description: "A usage entry's id: the page starts with the next older entry (a cursor: as fast on the thousandth page as on the first). Not with offset.",
+    }),
+  ),
+  ...EntryFilters,
 });
 
 const Entry = Type.Object({
@@ -36,16 +42,15 @@ export default function register(app: App, deps: EdgeDeps): void {
       response: { 200: Type.Object({ object: Type.Literal("list"), data: Type.Array(Entry), has_more: Type.Boolean(), total_count: Type.Integer() }) },
     }),
     async (req) => {
-      const now = Math.floor(Date.now() / 1000);
       const q = req.query;
-      const end = q.end_date ?? now;
-      const start = q.start_date ?? end - 7 * 86_400;
-      if (start > end) throw new FolioError("invalid_request", "start_date must not be after end_date", { param: "start_date" });
+      const { start, end } = windowOf(q, 7);
+      if (q.starting_after !== undefined && q.offset > 0) throw new FolioError("invalid_request", "give offset or starting_after, not both", { param: "starting_after" });
       const page = await listUsage(deps.db, principalOf(req).accountId, {
         start,
         end,
         limit: q.limit,
         offset: q.offset,
+        startingAfter: q.starting_after,
         status: q.status,
         model: q.model,
         apiKeyId: q.api_key_id,

@@ -1,13 +1,12 @@
 import { Type } from "typebox";
-import { FolioError } from "../../platform/errors/index.ts";
 import { summarize } from "../../usage/index.ts";
 import type { App, EdgeDeps } from "../types.ts";
 import { principalOf } from "../types.ts";
 import { StringEnum, UnixSeconds, keyed } from "../schemas.ts";
+import { Window, windowOf } from "./usage.shared.ts";
 
 const Query = Type.Object({
-  start_date: Type.Optional(UnixSeconds),
-  end_date: Type.Optional(UnixSeconds),
+  ...Window,
   group_by: Type.Optional(StringEnum(["day", "week", "month", "model"])),
 });
 
@@ -59,10 +58,7 @@ export default function register(app: App, deps: EdgeDeps): void {
       response: { 200: Summary },
     }),
     async (req) => {
-      const now = Math.floor(Date.now() / 1000);
-      const end = req.query.end_date ?? now;
-      const start = req.query.start_date ?? end - 30 * 86_400;
-      if (start > end) throw new FolioError("invalid_request", "start_date must not be after end_date", { param: "start_date" });
+      const { start, end } = windowOf(req.query, 30);
       return summarize(deps.db, principalOf(req).accountId, start, end, req.query.group_by);
     },
   );

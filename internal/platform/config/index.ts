@@ -70,6 +70,12 @@ export const edgeSchema = Type.Object({
     description: "When Redis fails mid-flight: `local` keeps serving with this process's in-memory limiter; `deny` answers 503.",
   }),
   FOLIO_HOLD_TTL_SECONDS: Type.Integer({ minimum: 60, maximum: 86400, default: 900, description: "A hold not settled within this time is released by the sweeper." }),
+  FOLIO_USAGE_RETENTION_MONTHS: Type.Integer({
+    minimum: 0,
+    maximum: 1200,
+    default: 0,
+    description: "Whole months of usage logs kept before the current one; older monthly partitions and their rollups are dropped (0: keep everything).",
+  }),
   FOLIO_TRUST_PROXY: Type.Boolean({ default: false, description: "Trust X-Forwarded-For from a proxy in front of the edge." }),
   FOLIO_BODY_LIMIT_BYTES: Type.Integer({ minimum: 1024, default: 70 * 1024 * 1024, description: "Largest accepted request body (base64 documents are 4/3 of their size)." }),
   FOLIO_AUTH_FAILURES_PER_MINUTE: Type.Integer({ minimum: 0, default: 30, description: "Unknown API keys one client address may present per minute before it gets 429 (0: off)." }),

@@ -109,6 +109,28 @@ export interface IdempotencyKeysTable {
   expires_at: Timestamp;
 }
 
+/**
+ * Sums of usage_logs per account, hour or day (UTC), model, API key and
+ * status, kept by a trigger in the transaction of every usage row
+ * (migration 0003, docs/usage.md).
+ */
+export interface UsageRollupsTable {
+  account_id: string;
+  grain: "hour" | "day";
+  /** Start of the hour or day, UTC. */
+  period: Timestamp;
+  model: string;
+  /** '' for rows without an API key. */
+  api_key_id: string;
+  status: "success" | "error";
+  requests: number;
+  tokens: number;
+  pages: number;
+  provider_cost_cents: Numeric;
+  platform_fee_cents: Numeric;
+  cost_cents: Numeric;
+}
+
 export interface Database {
   accounts: AccountsTable;
   idempotency_keys: IdempotencyKeysTable;
@@ -116,6 +138,7 @@ export interface Database {
   holds: HoldsTable;
   ledger_entries: LedgerEntriesTable;
   usage_logs: UsageLogsTable;
+  usage_rollups: UsageRollupsTable;
 }
 
 export type Account = Selectable<AccountsTable>;
@@ -150,5 +173,9 @@ export const COLUMNS: { [T in keyof Database]: { [C in keyof Database[T]]-?: tru
     id: true, account_id: true, api_key_id: true, created_at: true, endpoint: true, model: true, status: true, error_code: true,
     prompt_tokens: true, completion_tokens: true, tokens_used: true, pages_processed: true, provider_cost_cents: true,
     platform_fee_cents: true, cost_cents: true, processing_time_ms: true,
+  },
+  usage_rollups: {
+    account_id: true, grain: true, period: true, model: true, api_key_id: true, status: true, requests: true, tokens: true, pages: true,
+    provider_cost_cents: true, platform_fee_cents: true, cost_cents: true,
   },
 };

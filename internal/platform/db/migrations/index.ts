@@ -1,6 +1,7 @@
 import type { Migration } from "kysely";
 import * as m0001 from "./0001_core.ts";
 import * as m0002 from "./0002_idempotency.ts";
+import * as m0003 from "./0003_usage_scale.ts";
 
 /**
  * Every migration, in order. Listed statically (not read from a folder) so
@@ -9,4 +10,5 @@ import * as m0002 from "./0002_idempotency.ts";
 export const migrations: Record<string, Migration> = {
   "0001_core": m0001,
   "0002_idempotency": m0002,
+  "0003_usage_scale": m0003,
 };
