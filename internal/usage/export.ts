@@ -36,7 +36,10 @@ const COLUMNS = [
 /** Columns written as numbers (NDJSON) rather than strings. */
 const NUMERIC = new Set<string>(["created_at", "prompt_tokens", "completion_tokens", "tokens_used", "pages_processed", "provider_cost_cents", "platform_fee_cents", "cost_cents", "processing_time_ms"]);
 
-type ExportRow = Record<(typeof COLUMNS)[number], string | null> & { position: string };
+/** A row as read: every column as text, `created_at` as Unix seconds under `epoch` (a column named `created_at` would be what ORDER BY sorts on). */
+type ExportRow = Record<Exclude<(typeof COLUMNS)[number], "created_at">, string | null> & { epoch: string; position: string };
+
+const field = (row: ExportRow, c: (typeof COLUMNS)[number]) => (c === "created_at" ? row.epoch : row[c]);
 
 export interface ExportRange extends RowFilter {
   /** Unix seconds, both included. */
@@ -67,7 +70,7 @@ export async function* exportUsage(db: DB, accountId: string, r: ExportRange, fo
 function page(db: DB, accountId: string, r: ExportRange, after?: { position: string; id: string }): Promise<ExportRow[]> {
   let q = usageRows(db, accountId, r.start, r.end, r).select([
       "id",
-      sql<string>`floor(extract(epoch from created_at))::bigint::text`.as("created_at"),
+      sql<string>`floor(extract(epoch from created_at))::bigint::text`.as("epoch"),
       "endpoint",
       "model",
       "status",
@@ -94,13 +97,13 @@ function csvField(v: string | null): string {
 }
 
 function csvLine(row: ExportRow): string {
-  return COLUMNS.map((c) => csvField(row[c])).join(",") + "\r\n";
+  return COLUMNS.map((c) => csvField(field(row, c))).join(",") + "\r\n";
 }
 
 /** Numbers are Postgres's own text (exact decimals), which is valid JSON number syntax. */
 function ndjsonLine(row: ExportRow): string {
   const fields = COLUMNS.map((c) => {
-    const v = row[c];
+    const v = field(row, c);
     return `${JSON.stringify(c)}:${v === null ? "null" : NUMERIC.has(c) ? v : JSON.stringify(v)}`;
   });
   return `{${fields.join(",")}}\n`;

@@ -20,11 +20,11 @@ beforeAll(async () => {
   edge = await startTestEdge();
   acc = await createTestAccount();
   const { db } = await testDb();
-  // ROWS rows a second apart; every 7th an error, every 5th by another model whose name needs CSV quoting.
+  // ROWS rows, three in each second, later ids earlier in the second (the order is by time, then id); every 7th an error, every 5th by another model whose name needs CSV quoting.
   await sql`
     insert into usage_logs (id, account_id, api_key_id, created_at, endpoint, model, status, error_code, tokens_used, pages_processed,
                             provider_cost_cents, platform_fee_cents, cost_cents, processing_time_ms)
-    select 'req_exp' || lpad(i::text, 6, '0'), ${acc.accountId}, ${acc.adminKeyId}, ${new Date(T0).toISOString()}::timestamptz + i * interval '1 second',
+    select 'req_exp' || lpad(i::text, 6, '0'), ${acc.accountId}, ${acc.adminKeyId}, ${new Date(T0).toISOString()}::timestamptz + (i / 3) * interval '1 second' + (2 - i % 3) * interval '100 milliseconds',
       '/v1/ocr', case when i % 5 = 0 then 'odd "model", quoted' else 'local/tesseract' end,
       case when i % 7 = 0 then 'error' else 'success' end, case when i % 7 = 0 then 'upstream_error' end,
       i, 1, 0.000000000123 * i, 0.05 * i, i % 3, 100 + i
@@ -33,6 +33,10 @@ beforeAll(async () => {
 afterAll(async () => {
   await edge?.close();
 });
+
+const id = (i: number) => `req_exp${String(i).padStart(6, "0")}`;
+/** Row numbers in time order: by second, and within one the later numbers first. */
+const inTimeOrder = (n: number) => Array.from({ length: n }, (_, i) => i).sort((a, b) => Math.floor(a / 3) - Math.floor(b / 3) || b - a);
 
 const window = `start_date=${T0 / 1000}&end_date=${T0 / 1000 + 86_400}`;
 
@@ -66,10 +70,10 @@ describe("GET /v1/usage/export", () => {
       "pages_processed", "provider_cost_cents", "platform_fee_cents", "cost_cents", "processing_time_ms",
     ]);
     expect(body).toHaveLength(ROWS);
-    expect(body.map((f) => f[0])).toEqual(Array.from({ length: ROWS }, (_, i) => `req_exp${String(i).padStart(6, "0")}`));
+    expect(body.map((f) => f[0])).toEqual(inTimeOrder(ROWS).map(id));
     const i = 35; // an error row of the odd model
-    expect(body[i]).toEqual([
-      "req_exp000035", String(T0 / 1000 + i), "/v1/ocr", 'odd "model", quoted', "error", "upstream_error", acc.adminKeyId, "0", "0", "35", "1",
+    expect(body.find((f) => f[0] === id(i))).toEqual([
+      "req_exp000035", String(T0 / 1000 + Math.floor(i / 3)), "/v1/ocr", 'odd "model", quoted', "error", "upstream_error", acc.adminKeyId, "0", "0", "35", "1",
       "0.000000004305", "1.75", "2", "135",
     ]);
     expect(body[1]![5], "no error code: an empty field").toBe("");
@@ -80,14 +84,14 @@ describe("GET /v1/usage/export", () => {
     expect(r.status).toBe(200);
     expect(r.type).toBe("application/x-ndjson; charset=utf-8");
     const lines = r.text.trimEnd().split("\n");
-    const want = Array.from({ length: ROWS }, (_, i) => i).filter((i) => i % 35 === 0);
+    const want = inTimeOrder(ROWS).filter((i) => i % 35 === 0);
     expect(lines).toHaveLength(want.length);
-    expect(lines[1]).toBe(
-      `{"id":"req_exp000035","created_at":${T0 / 1000 + 35},"endpoint":"/v1/ocr","model":"odd \\"model\\", quoted","status":"error","error_code":"upstream_error",` +
+    expect(lines.find((l) => l.includes(id(35)))).toBe(
+      `{"id":"req_exp000035","created_at":${T0 / 1000 + 11},"endpoint":"/v1/ocr","model":"odd \\"model\\", quoted","status":"error","error_code":"upstream_error",` +
         `"api_key_id":"${acc.adminKeyId}","prompt_tokens":0,"completion_tokens":0,"tokens_used":35,"pages_processed":1,` +
         `"provider_cost_cents":0.000000004305,"platform_fee_cents":1.75,"cost_cents":2,"processing_time_ms":135}`,
     );
-    expect(lines.map((l) => JSON.parse(l).id)).toEqual(want.map((i) => `req_exp${String(i).padStart(6, "0")}`));
+    expect(lines.map((l) => JSON.parse(l).id)).toEqual(want.map(id));
   });
 
   it("is empty but for the CSV header when nothing matches, refuses an unknown format, and needs usage:read", async () => {
@@ -102,7 +106,7 @@ describe("GET /v1/usage/export", () => {
 
 describe("GET /v1/usage?starting_after", () => {
   it("pages through the same entries as offset does, and refuses both at once or an unknown entry", async () => {
-    const narrow = `start_date=${T0 / 1000}&end_date=${T0 / 1000 + 230}&limit=100`;
+    const narrow = `start_date=${T0 / 1000}&end_date=${T0 / 1000 + 230}&limit=100`; // 693 entries
     const byOffset: string[] = [];
     const byCursor: string[] = [];
     for (let offset = 0; ; offset += 100) {
@@ -114,12 +118,12 @@ describe("GET /v1/usage?starting_after", () => {
     for (;;) {
       const r = await call(edge, "GET", `/v1/usage?${narrow}${after ? `&starting_after=${after}` : ""}`, acc.adminKey);
       expect(r.status).toBe(200);
-      expect(r.body.total_count).toBe(231);
+      expect(r.body.total_count).toBe(693);
       byCursor.push(...r.body.data.map((e: { id: string }) => e.id));
       if (!r.body.has_more) break;
       after = r.body.data.at(-1).id;
     }
-    expect(byOffset).toHaveLength(231);
+    expect(byOffset).toHaveLength(693);
     expect(byCursor).toEqual(byOffset);
     const both = await call(edge, "GET", `/v1/usage?${narrow}&offset=100&starting_after=${byOffset[0]}`, acc.adminKey);
     expect([both.status, both.body.error.param]).toEqual([400, "starting_after"]);
