@@ -19,6 +19,19 @@
  *   malformed JSON, junk, table answers, a delay, a dropped connection).
  *   Entries for the model are used before "*" entries, in the order queued;
  *   `times` (default: unlimited) counts the requests an entry answers.
+ * - A request with `stream: true` is answered as OpenRouter streams
+ *   (`text/event-stream`, the recorded shape of
+ *   openrouter_stream_image_claude-3.5-sonnet_2025-08-06.sse: processing
+ *   comments, a role chunk, the content in pieces, the finish chunk, a last
+ *   chunk with usage and `usage.cost`, `data: [DONE]`), with the default or
+ *   scripted text; `stream`, `sse-fixture`, `stream-stall` and `stream-drop`
+ *   script it (a recorded stream replayed as it is, e.g. the mid-stream error
+ *   one; a stream that stops after some pieces until the client goes away,
+ *   or drops its connection).
+ * - `GET /generation?id=` answers OpenRouter's generation record of every
+ *   streamed generation: its tokens and `total_cost`, also for a stream the
+ *   client cut (`cancelled: true`, the pieces sent until then), 404 for an
+ *   unknown id.
  */
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -57,7 +70,29 @@ export type FakeBehaviour =
   /** Waits, then answers with `then` (default answer when absent). */
   | { kind: "delay"; ms: number; then?: FakeBehaviour }
   /** Destroys the connection after reading the request, without any response. */
-  | { kind: "destroy" };
+  | { kind: "destroy" }
+  /** A stream (whatever the request's `stream`) of `text` (default answer when absent) in pieces, `pieceDelayMs` apart. */
+  | { kind: "stream"; text?: string; pieceDelayMs?: number; omitCost?: boolean }
+  /**
+   * A recorded stream from test/fixtures/openrouter/ (`*.sse`) replayed byte
+   * for byte (after `transform`, when given), `eventDelayMs` between its events.
+   */
+  | { kind: "sse-fixture"; name: string; eventDelayMs?: number; transform?: (text: string) => string }
+  /** A stream that sends `pieces` pieces of `text`, then nothing until the client goes away (its record then says cancelled). */
+  | { kind: "stream-stall"; text: string; pieces: number }
+  /** A stream that sends `pieces` pieces of `text`, then drops the connection (no usage, no [DONE]; its record stays). */
+  | { kind: "stream-drop"; text: string; pieces: number };
+
+/** OpenRouter's record of one streamed generation (`GET /generation?id=`). */
+export interface FakeGeneration {
+  id: string;
+  model: string;
+  promptTokens: number;
+  completionTokens: number;
+  /** Dollars, exact. */
+  cost: Decimal;
+  cancelled: boolean;
+}
 
 export interface RecordedRequest {
   method: string;
@@ -90,6 +125,8 @@ export interface FakeUpstream {
   reset(): void;
   /** Chat requests only. */
   chatRequests(): RecordedRequest[];
+  /** The generation records of streamed answers, by id. */
+  generations: Map<string, FakeGeneration>;
   close(): Promise<void>;
 }
 
@@ -134,6 +171,7 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
   let counter = 0;
   const scripts = new Map<string, { behaviour: FakeBehaviour; remaining: number }[]>();
   const requests: RecordedRequest[] = [];
+  const generations = new Map<string, FakeGeneration>();
 
   const currentModels = (): unknown[] => {
     return transform ? transform(structuredClone(snapshot.data)) : snapshot.data;
@@ -160,10 +198,83 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
     res.end(JSON.stringify(body));
   };
 
+  /**
+   * Streams `content` in OpenRouter's recorded shape, a word a piece; with
+   * `stallAfter`, stops after that many pieces until the client goes away.
+   * The generation's record follows what was sent.
+   */
+  const streamChat = async (
+    req: IncomingMessage,
+    res: ServerResponse,
+    rec: RecordedRequest,
+    o: { model: string; content: string; textChars: number; images: number; pieceDelayMs?: number; omitCost?: boolean; stallAfter?: number; dropAfter?: number },
+  ): Promise<void> => {
+    counter += 1;
+    const id = `gen-fake-stream-${counter}`;
+    const gone = new Promise<void>((resolve) => req.socket.once("close", () => resolve()));
+    const pieces = o.content.match(/\S+\s*|\s+/g) ?? [];
+    const record = (sent: string, cancelled: boolean) => {
+      const usage = fakeUsage(pricingOf(o.model), o.textChars, o.images, sent);
+      generations.set(id, { id, model: o.model, promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens, cost: usage.cost, cancelled });
+      return usage;
+    };
+    const chunk = (delta: Record<string, unknown>, finish: string | null, extra: Record<string, unknown> = {}) =>
+      `data: ${JSON.stringify({ id, provider: "Fake", model: o.model, object: "chat.completion.chunk", created: Math.floor(Date.now() / 1000), choices: [{ index: 0, delta, finish_reason: finish, native_finish_reason: finish, logprobs: null }], ...extra })}\n\n`;
+    rec.response = { status: 200, body: { stream: id } };
+    res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
+    res.write(": OPENROUTER PROCESSING\n\n");
+    res.write(chunk({ role: "assistant", content: "" }, null));
+    let sent = "";
+    record(sent, true);
+    for (const [i, piece] of pieces.entries()) {
+      if (o.stallAfter !== undefined && i >= o.stallAfter) {
+        await gone;
+        return;
+      }
+      if (o.dropAfter !== undefined && i >= o.dropAfter) {
+        // Let the pieces written so far reach the client before the connection goes.
+        await new Promise((r) => setTimeout(r, 50));
+        req.socket.destroy();
+        return;
+      }
+      if (o.pieceDelayMs) await Promise.race([new Promise((r) => setTimeout(r, o.pieceDelayMs)), gone]);
+      if (res.destroyed) return;
+      res.write(chunk({ role: "assistant", content: piece }, null));
+      sent += piece;
+      record(sent, true);
+    }
+    if (o.stallAfter !== undefined) {
+      await gone;
+      return;
+    }
+    const usage = record(sent, false);
+    res.write(chunk({ role: "assistant", content: "" }, "stop"));
+    const usageJson: Record<string, unknown> = { prompt_tokens: usage.prompt_tokens, completion_tokens: usage.completion_tokens, total_tokens: usage.total_tokens };
+    if (!o.omitCost) usageJson.cost = Number(usage.cost.toString());
+    res.write(chunk({ role: "assistant", content: "" }, null, { usage: usageJson }));
+    res.end("data: [DONE]\n\n");
+  };
+
+  /** Replays a recorded stream byte for byte, event by event. */
+  const replaySse = async (req: IncomingMessage, res: ServerResponse, rec: RecordedRequest, name: string, eventDelayMs = 0, transform?: (text: string) => string): Promise<void> => {
+    const recorded = readFileSync(new URL(name, FIXTURES), "utf8");
+    const text = transform ? transform(recorded) : recorded;
+    rec.response = { status: 200, body: { fixture: name } };
+    res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
+    for (const event of text.split(/(?<=\n\n)/)) {
+      if (res.destroyed || req.socket.destroyed) return;
+      res.write(event);
+      if (eventDelayMs) await new Promise((r) => setTimeout(r, eventDelayMs));
+    }
+    res.end();
+  };
+
   const answerChat = async (req: IncomingMessage, res: ServerResponse, rec: RecordedRequest, behaviour: FakeBehaviour | undefined): Promise<void> => {
     const body = isRecord(rec.body) ? rec.body : {};
     const model = typeof body.model === "string" ? body.model : "";
     const { textChars, images } = countParts(body.messages);
+    const streamed = body.stream === true;
+    const defaultContent = () => (images > 0 ? `FAKE OCR TEXT ${counter + 1}` : `FAKE CHAT ANSWER ${counter + 1}`);
     const ok = (content: string, omitCost = false) => {
       counter += 1;
       const usage = fakeUsage(pricingOf(model), textChars, images, content);
@@ -185,12 +296,26 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
     };
     const b = behaviour;
     if (b === undefined) {
-      ok(images > 0 ? `FAKE OCR TEXT ${counter + 1}` : `FAKE CHAT ANSWER ${counter + 1}`);
+      if (streamed) await streamChat(req, res, rec, { model, content: defaultContent(), textChars, images });
+      else ok(defaultContent());
       return;
     }
     switch (b.kind) {
       case "text":
-        ok(b.text, b.omitCost);
+        if (streamed) await streamChat(req, res, rec, { model, content: b.text, textChars, images, ...(b.omitCost ? { omitCost: true } : {}) });
+        else ok(b.text, b.omitCost);
+        return;
+      case "stream":
+        await streamChat(req, res, rec, { model, content: b.text ?? defaultContent(), textChars, images, ...(b.pieceDelayMs ? { pieceDelayMs: b.pieceDelayMs } : {}), ...(b.omitCost ? { omitCost: true } : {}) });
+        return;
+      case "sse-fixture":
+        await replaySse(req, res, rec, b.name, b.eventDelayMs, b.transform);
+        return;
+      case "stream-stall":
+        await streamChat(req, res, rec, { model, content: b.text, textChars, images, stallAfter: b.pieces });
+        return;
+      case "stream-drop":
+        await streamChat(req, res, rec, { model, content: b.text, textChars, images, dropAfter: b.pieces });
         return;
       case "rate-limited":
         send(res, rec, 429, rateLimitedBody, b.retryAfter ? { "retry-after": b.retryAfter } : {});
@@ -264,6 +389,24 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
         }
         return send(res, rec, 200, { data: currentModels() });
       }
+      if (req.method === "GET" && path === "/generation") {
+        if (!authorized) return send(res, rec, 401, { error: { code: 401, message: "No auth credentials found" } });
+        const g = generations.get(new URL(req.url ?? "/", "http://fake").searchParams.get("id") ?? "");
+        if (!g) return send(res, rec, 404, { error: { code: 404, message: "Generation not found" } });
+        return send(res, rec, 200, {
+          data: {
+            id: g.id,
+            model: g.model,
+            streamed: true,
+            cancelled: g.cancelled,
+            total_cost: Number(g.cost.toString()),
+            tokens_prompt: g.promptTokens,
+            tokens_completion: g.completionTokens,
+            native_tokens_prompt: g.promptTokens,
+            native_tokens_completion: g.completionTokens,
+          },
+        });
+      }
       if (req.method === "POST" && path === "/chat/completions") {
         if (!authorized) return send(res, rec, 401, { error: { code: 401, message: "No auth credentials found" } });
         const model = isRecord(body) && typeof body.model === "string" ? body.model : "";
@@ -300,6 +443,7 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
     reset() {
       scripts.clear();
       requests.length = 0;
+      generations.clear();
       counter = 0;
       transform = null;
       modelsMode = "ok";
@@ -307,6 +451,7 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
     chatRequests() {
       return requests.filter((r) => r.path === "/chat/completions");
     },
+    generations,
     close() {
       return new Promise<void>((resolve) => {
         server.closeAllConnections();

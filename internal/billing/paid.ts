@@ -124,6 +124,19 @@ export interface PaidOptions<T, A> {
    */
   answer: (outcome: PaidOutcome<T>) => A;
   idempotency?: PaidIdempotency;
+  /**
+   * A failure's answer as its client gets it, from the error's HTTP form and
+   * the charge (default: the error's JSON with its status); stored for the
+   * Idempotency-Key when the failure is kept. A streamed answer that already
+   * began (status 200 sent) keeps what its client got, its error event last.
+   */
+  failureAnswer?: (failure: { status: number; body: unknown; charge: ComponentCharge }) => { status: number; body: string };
+  /**
+   * A failed request is charged at most what is held for it (a streamed
+   * answer whose client went away pays for the work done, never more than it
+   * agreed to when the hold was taken).
+   */
+  capFailureAtHold?: boolean;
 }
 
 /**
@@ -197,19 +210,25 @@ async function paid<T, A>(
     );
   };
   let result: T;
+  let heldCents = holdCents;
   try {
     result = await work({
       requestId,
       startedAt,
       meter,
-      raiseHold: (cents) => step("billing.raise_hold", { "folio.hold_cents": cents }, () => billing.raise(hold, cents)),
+      raiseHold: async (cents) => {
+        await step("billing.raise_hold", { "folio.hold_cents": cents }, () => billing.raise(hold, cents));
+        heldCents = Math.max(heldCents, cents);
+      },
     });
   } catch (err) {
-    const charge = meter.total();
+    const metered = meter.total();
+    const charge = o.capFailureAtHold ? capCharge(metered, heldCents) : metered;
     const http = toHttpError(err);
+    const failure = o.failureAnswer ? o.failureAnswer({ status: http.status, body: http.body, charge }) : { status: http.status, body: JSON.stringify(http.body) };
     // A failure a retry must not redo (it was billed, or retrying cannot change it) is kept for the key.
     const keep = o.idempotency && keepsFailure(http.status, charge.chargedCents);
-    await settle("error", charge, Date.now() - startedAt, err instanceof FolioError ? err.code : "internal_error", keep ? { status: http.status, body: JSON.stringify(http.body) } : undefined);
+    await settle("error", charge, Date.now() - startedAt, err instanceof FolioError ? err.code : "internal_error", keep ? failure : undefined);
     throw err;
   }
   const charge = meter.total();
@@ -218,4 +237,9 @@ async function paid<T, A>(
   const answer = o.answer(outcome);
   await settle("success", charge, processingTimeMs, undefined, o.idempotency ? { status: 200, body: o.idempotency.serialize(answer) } : undefined);
   return { ...outcome, answer, model: meter.model, pages: meter.pages };
+}
+
+/** `charge` charged at most `cents` (the exact provider cost and fee stay as measured, for the ledger). */
+function capCharge(charge: ComponentCharge, cents: number): ComponentCharge {
+  return charge.chargedCents <= cents ? charge : { ...charge, chargedCents: cents };
 }

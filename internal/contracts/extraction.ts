@@ -156,6 +156,37 @@ export interface ChatOutput {
   costSource: CostSource;
 }
 
+/**
+ * One event of a streamed chat (`ChatStream`): pieces of the answer as they
+ * arrive, then exactly one `end`.
+ */
+export type ChatStreamEvent = ChatStreamDelta | ChatStreamEnd;
+
+export interface ChatStreamDelta {
+  kind: "delta";
+  content: string;
+  /** The upstream's generation id, on an upstream stream's first delta (what `generationCost` asks about). */
+  generationId?: string;
+  /** Local engines: the page this text was read from, and its cost, billed once read. */
+  page?: { pageNumber: number; providerCostCents: Decimal };
+}
+
+/** The end of a streamed chat: the call as a whole (the text went out in the deltas). */
+export interface ChatStreamEnd extends Omit<ChatOutput, "content"> {
+  kind: "end";
+  /** Pages the call read (local engines) or sent (images, upstream). */
+  pages: number;
+  /**
+   * Set when the stream failed after it began (an error inside the upstream's
+   * stream, a broken connection): the usage and cost are then what the
+   * provider billed until the failure.
+   */
+  error?: { code: string; message: string; extra: Record<string, unknown> };
+}
+
+/** What the upstream billed for a generation (its own record), or `found: false`. */
+export type GenerationCost = { found: false } | { found: true; promptTokens: number; completionTokens: number; providerCostCents: Decimal };
+
 /** The catalog as it is now. */
 export interface CatalogSnapshot {
   /** Local models first, then upstream models in upstream order. */

@@ -23,6 +23,12 @@ declare module "fastify" {
   interface FastifyContextConfig {
     /** The route takes an Idempotency-Key (a paid POST). */
     idempotent?: boolean;
+    /**
+     * The content type a replay of a stored answer goes out with, for the
+     * request's body and the answer's status, when not JSON (a streamed chat's
+     * answer is kept as the event stream its client got).
+     */
+    replayType?: (body: unknown, status: number) => string | undefined;
   }
   interface FastifyRequest {
     idempotency?: IdempotencyClaim;
@@ -92,7 +98,7 @@ export function registerIdempotency(app: App, deps: EdgeDeps): void {
         return;
       case "replay":
         deps.metrics.idempotency.inc({ outcome: "replayed" });
-        reply.header(REPLAYED_HEADER, "true").header("content-type", "application/json; charset=utf-8");
+        reply.header(REPLAYED_HEADER, "true").header("content-type", req.routeOptions.config.replayType?.(req.body, outcome.answer.status) ?? "application/json; charset=utf-8");
         return reply.status(outcome.answer.status).send(outcome.answer.body);
       case "mismatch":
         deps.metrics.idempotency.inc({ outcome: "mismatch" });

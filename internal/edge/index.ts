@@ -106,6 +106,7 @@ export async function startEdge({ config, log, database, alsoMetrics = [] }: Sta
       ? new ConversionClient(config.FOLIO_CONVERSION_ADDRESS, { infoDeadlineMs: 10_000, convertDeadlineMs: config.FOLIO_CONVERSION_DEADLINE_SECONDS * 1000, interceptors: grpcInterceptors })
       : undefined,
     conversionDeadlineMs: config.FOLIO_CONVERSION_DEADLINE_SECONDS * 1000,
+    sseKeepAliveMs: config.FOLIO_SSE_KEEPALIVE_SECONDS * 1000,
     documents: {
       fetch: {
         maxBytes: config.FOLIO_MAX_DOCUMENT_BYTES,

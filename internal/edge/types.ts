@@ -29,6 +29,8 @@ export interface EdgeDeps {
   extraction?: ExtractionClient;
   /** The conversion service; absent when not configured (office documents get conversion_not_available). */
   conversion?: ConversionClient;
+  /** Longest silence of a streamed chat answer before a keep-alive comment (FOLIO_SSE_KEEPALIVE_SECONDS). */
+  sseKeepAliveMs: number;
   /** How long the edge waits for one conversion (prices the conversion's hold). */
   conversionDeadlineMs: number;
   /** How documents are accepted: URL fetch policy, size, page and concurrency limits. */

@@ -3,7 +3,7 @@
  * returning domain types and FolioErrors.
  */
 import { Decimal } from "../billing/index.ts";
-import { callUnary, clientOptions, grpc } from "../platform/grpc/index.ts";
+import { callUnary, clientOptions, fromGrpcError, grpc } from "../platform/grpc/index.ts";
 import type { ExtractionServiceClient } from "../gen/proto/folio/extraction/v1/ExtractionService.ts";
 import type { ListModelsRequest } from "../gen/proto/folio/extraction/v1/ListModelsRequest.ts";
 import type { ListModelsResponse__Output } from "../gen/proto/folio/extraction/v1/ListModelsResponse.ts";
@@ -13,9 +13,27 @@ import type { ExtractPageRequest } from "../gen/proto/folio/extraction/v1/Extrac
 import type { ExtractPageResponse__Output } from "../gen/proto/folio/extraction/v1/ExtractPageResponse.ts";
 import type { ChatRequest } from "../gen/proto/folio/extraction/v1/ChatRequest.ts";
 import type { ChatResponse__Output } from "../gen/proto/folio/extraction/v1/ChatResponse.ts";
+import type { ChatStreamEvent__Output } from "../gen/proto/folio/extraction/v1/ChatStreamEvent.ts";
+import type { GenerationCostRequest } from "../gen/proto/folio/extraction/v1/GenerationCostRequest.ts";
+import type { GenerationCostResponse__Output } from "../gen/proto/folio/extraction/v1/GenerationCostResponse.ts";
+import type { Usage__Output } from "../gen/proto/folio/extraction/v1/Usage.ts";
 import { extractionProto, modelFromProto } from "./grpc.ts";
+import { FolioError } from "../platform/errors/index.ts";
 import type { PageLayout__Output } from "../gen/proto/folio/extraction/v1/PageLayout.ts";
-import type { CatalogModel, CatalogView, ChatInput, ChatOutput, CostSource, ExtractOptions, LayoutBlockType, PageExtraction, PageInput, PageLayout } from "../contracts/index.ts";
+import type {
+  CatalogModel,
+  CatalogView,
+  ChatInput,
+  ChatOutput,
+  ChatStreamEvent,
+  CostSource,
+  ExtractOptions,
+  GenerationCost,
+  LayoutBlockType,
+  PageExtraction,
+  PageInput,
+  PageLayout,
+} from "../contracts/index.ts";
 
 
 /** The model a request named (or its strategy chose), with the completion cap sent upstream per call. */
@@ -97,26 +115,7 @@ export class ExtractionClient {
   }
 
   async chat(input: ChatInput, signal?: AbortSignal): Promise<ChatOutput> {
-    const r = await callUnary<ChatRequest, ChatResponse__Output>(
-      this.client,
-      this.client.Chat,
-      {
-        model: input.model,
-        messages: input.messages.map((m) => ({
-          role: m.role,
-          content: m.content.map((p) =>
-            p.kind === "text"
-              ? { text: p.text }
-              : p.kind === "image"
-                ? { image: { data: p.image.data, mime_type: p.image.mimeType, filename: p.image.filename ?? "" } }
-                : { file: { data: p.file.data, mime_type: p.file.mimeType, filename: p.file.filename ?? "" } },
-          ),
-        })),
-        plugins: input.plugins.map((p) => ({ id: p.id, pdf_engine: p.pdfEngine ?? "" })),
-        max_tokens: input.maxTokens ?? 0,
-      },
-      { deadlineMs: this.opts.workDeadlineMs, what: WHAT, signal },
-    );
+    const r = await callUnary<ChatRequest, ChatResponse__Output>(this.client, this.client.Chat, chatRequestOf(input), { deadlineMs: this.opts.workDeadlineMs, what: WHAT, signal });
     return {
       id: r.id,
       model: r.model,
@@ -129,8 +128,101 @@ export class ExtractionClient {
     };
   }
 
+  /**
+   * The chat, streamed (ChatStream): its events as the service sends them,
+   * under the one work deadline. A failure before the end rejects with the
+   * FolioError the service raised; `signal` cancels the call (and the
+   * service's upstream call with it), the iteration then rejecting with
+   * `signal.reason`.
+   */
+  async *chatStream(input: ChatInput, signal: AbortSignal): AsyncGenerator<ChatStreamEvent> {
+    signal.throwIfAborted();
+    const call = this.client.ChatStream(chatRequestOf(input), new grpc.Metadata(), { deadline: Date.now() + this.opts.workDeadlineMs });
+    const cancel = () => call.cancel();
+    signal.addEventListener("abort", cancel, { once: true });
+    try {
+      for await (const e of call as AsyncIterable<ChatStreamEvent__Output>) yield streamEventFromProto(e);
+    } catch (err) {
+      if (signal.aborted) throw signal.reason;
+      throw fromGrpcError(err as grpc.ServiceError, WHAT);
+    } finally {
+      signal.removeEventListener("abort", cancel);
+      // The caller left early: the service stops its work.
+      call.cancel();
+    }
+  }
+
+  /** What the upstream billed for a generation whose stream was cut, by the provider's own record. */
+  async generationCost(model: string, generationId: string, signal?: AbortSignal): Promise<GenerationCost> {
+    const r = await callUnary<GenerationCostRequest, GenerationCostResponse__Output>(
+      this.client,
+      this.client.GenerationCost,
+      { model, generation_id: generationId },
+      { deadlineMs: this.opts.workDeadlineMs, what: WHAT, signal },
+    );
+    if (!r.found) return { found: false };
+    return { found: true, promptTokens: r.usage?.prompt_tokens ?? 0, completionTokens: r.usage?.completion_tokens ?? 0, providerCostCents: costOf(r.usage) };
+  }
+
   close(): void {
     this.client.close();
+  }
+}
+
+function chatRequestOf(input: ChatInput): ChatRequest {
+  return {
+    model: input.model,
+    messages: input.messages.map((m) => ({
+      role: m.role,
+      content: m.content.map((p) =>
+        p.kind === "text"
+          ? { text: p.text }
+          : p.kind === "image"
+            ? { image: { data: p.image.data, mime_type: p.image.mimeType, filename: p.image.filename ?? "" } }
+            : { file: { data: p.file.data, mime_type: p.file.mimeType, filename: p.file.filename ?? "" } },
+      ),
+    })),
+    plugins: input.plugins.map((p) => ({ id: p.id, pdf_engine: p.pdfEngine ?? "" })),
+    max_tokens: input.maxTokens ?? 0,
+  };
+}
+
+function costOf(u: Usage__Output | null | undefined): Decimal {
+  return new Decimal(u?.provider_cost_cents || "0");
+}
+
+function streamEventFromProto(e: ChatStreamEvent__Output): ChatStreamEvent {
+  if (e.delta) {
+    const d = e.delta;
+    return {
+      kind: "delta",
+      content: d.content,
+      ...(d.generation_id ? { generationId: d.generation_id } : {}),
+      ...(d.page_number > 0 ? { page: { pageNumber: d.page_number, providerCostCents: costOf(d.usage) } } : {}),
+    };
+  }
+  const end = e.end;
+  if (!end) throw new FolioError("internal_error", "the extraction service sent an empty stream event");
+  return {
+    kind: "end",
+    id: end.id,
+    model: end.model,
+    finishReason: end.finish_reason,
+    promptTokens: end.usage?.prompt_tokens ?? 0,
+    completionTokens: end.usage?.completion_tokens ?? 0,
+    providerCostCents: costOf(end.usage),
+    costSource: (end.usage?.cost_source || "computed") as CostSource,
+    pages: end.pages,
+    ...(end.error ? { error: { code: end.error.code, message: end.error.message, extra: parseExtra(end.error.extra_json) } } : {}),
+  };
+}
+
+function parseExtra(json: string): Record<string, unknown> {
+  try {
+    const v = JSON.parse(json || "{}") as unknown;
+    return typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
+  } catch {
+    return {};
   }
 }
 

@@ -3,13 +3,15 @@
  * cross with the one mapping in platform/grpc/errors.ts.
  */
 import { Decimal } from "../billing/index.ts";
-import { callSignal, grpc, loadProto, unary } from "../platform/grpc/index.ts";
+import { callSignal, grpc, loadProto, toGrpcStatus, unary } from "../platform/grpc/index.ts";
 import type { ProtoGrpcType } from "../gen/proto/extraction.ts";
 import type { ExtractionServiceHandlers } from "../gen/proto/folio/extraction/v1/ExtractionService.ts";
 import type { Model } from "../gen/proto/folio/extraction/v1/Model.ts";
 import type { Model__Output } from "../gen/proto/folio/extraction/v1/Model.ts";
+import type { ChatRequest__Output } from "../gen/proto/folio/extraction/v1/ChatRequest.ts";
+import type { ChatStreamEvent as ChatStreamEventProto } from "../gen/proto/folio/extraction/v1/ChatStreamEvent.ts";
 import type { ExtractionService } from "./service.ts";
-import type { CatalogModel, ChatPart, InputKind, ModelSource, OutputFormat, PageLayout } from "./types.ts";
+import type { CatalogModel, ChatInput, ChatPart, ChatStreamEvent, InputKind, ModelSource, OutputFormat, PageLayout } from "./types.ts";
 
 export const EXTRACTION_SERVICE_NAME = "folio.extraction.v1.ExtractionService";
 
@@ -66,12 +68,14 @@ export function modelFromProto(m: Model__Output): CatalogModel {
 
 export interface ExtractionGrpcHooks {
   onError?: (err: unknown, method: string) => void;
-  /** Every ExtractPage/Chat call with its model and outcome (metrics). */
-  onCall?: (method: "ExtractPage" | "Chat", model: string, outcome: "ok" | "error") => void;
+  /** Every ExtractPage/Chat/ChatStream call with its model and outcome (metrics). */
+  onCall?: (method: ObservedMethod, model: string, outcome: "ok" | "error") => void;
 }
 
+type ObservedMethod = "ExtractPage" | "Chat" | "ChatStream";
+
 /** Reports the outcome of `work` to hooks.onCall. */
-async function observed<T>(hooks: ExtractionGrpcHooks, method: "ExtractPage" | "Chat", model: string, work: () => Promise<T>): Promise<T> {
+async function observed<T>(hooks: ExtractionGrpcHooks, method: ObservedMethod, model: string, work: () => Promise<T>): Promise<T> {
   try {
     const r = await work();
     hooks.onCall?.(method, model, "ok");
@@ -148,22 +152,7 @@ export function registerExtraction(server: grpc.Server, svc: ExtractionService, 
     ),
     Chat: unary(
       async (req, call) => {
-        const r = await observed(hooks, "Chat", req.model, () => svc.chat(
-          {
-            model: req.model,
-            messages: req.messages.map((m) => ({
-              role: m.role,
-              content: m.content.map((p): ChatPart => {
-                if (p.kind === "image" && p.image) return { kind: "image", image: { data: p.image.data, mimeType: p.image.mime_type, filename: p.image.filename || undefined } };
-                if (p.kind === "file" && p.file) return { kind: "file", file: { data: p.file.data, mimeType: p.file.mime_type, filename: p.file.filename || undefined } };
-                return { kind: "text", text: p.text ?? "" };
-              }),
-            })),
-            plugins: req.plugins.map((p) => ({ id: p.id, pdfEngine: p.pdf_engine || undefined })),
-            maxTokens: req.max_tokens || undefined,
-          },
-          callSignal(call),
-        ));
+        const r = await observed(hooks, "Chat", req.model, () => svc.chat(chatInputFromProto(req), callSignal(call)));
         return {
           id: r.id,
           content: r.content,
@@ -180,9 +169,110 @@ export function registerExtraction(server: grpc.Server, svc: ExtractionService, 
       hooks.onError,
       "Chat",
     ),
+    ChatStream: (call) => {
+      void streamChat(svc, call, hooks);
+    },
+    GenerationCost: unary(
+      async (req, call) => {
+        const r = await svc.generationCost(req.model, req.generation_id, callSignal(call));
+        return r.found ? { found: true, usage: usageToProto({ ...r, costSource: "reported" }) } : { found: false };
+      },
+      hooks.onError,
+      "GenerationCost",
+    ),
   };
   server.addService(proto.folio.extraction.v1.ExtractionService.service, handlers);
   return [EXTRACTION_SERVICE_NAME];
+}
+
+function chatInputFromProto(req: ChatRequest__Output): ChatInput {
+  return {
+    model: req.model,
+    messages: req.messages.map((m) => ({
+      role: m.role,
+      content: m.content.map((p): ChatPart => {
+        if (p.kind === "image" && p.image) return { kind: "image", image: { data: p.image.data, mimeType: p.image.mime_type, filename: p.image.filename || undefined } };
+        if (p.kind === "file" && p.file) return { kind: "file", file: { data: p.file.data, mimeType: p.file.mime_type, filename: p.file.filename || undefined } };
+        return { kind: "text", text: p.text ?? "" };
+      }),
+    })),
+    plugins: req.plugins.map((p) => ({ id: p.id, pdfEngine: p.pdf_engine || undefined })),
+    maxTokens: req.max_tokens || undefined,
+  };
+}
+
+function usageToProto(u: { promptTokens: number; completionTokens: number; providerCostCents: Decimal; costSource: string }) {
+  return { prompt_tokens: u.promptTokens, completion_tokens: u.completionTokens, provider_cost_cents: u.providerCostCents.toFixed(), cost_source: u.costSource };
+}
+
+function streamEventToProto(e: ChatStreamEvent): ChatStreamEventProto {
+  if (e.kind === "delta") {
+    return {
+      delta: {
+        content: e.content,
+        generation_id: e.generationId ?? "",
+        page_number: e.page?.pageNumber ?? 0,
+        ...(e.page ? { usage: usageToProto({ promptTokens: 0, completionTokens: 0, providerCostCents: e.page.providerCostCents, costSource: "computed" }) } : {}),
+      },
+    };
+  }
+  return {
+    end: {
+      id: e.id,
+      finish_reason: e.finishReason,
+      model: e.model,
+      usage: usageToProto(e),
+      pages: e.pages,
+      ...(e.error ? { error: { code: e.error.code, message: e.error.message, extra_json: JSON.stringify(e.error.extra) } } : {}),
+    },
+  };
+}
+
+/**
+ * Serves one ChatStream call: each event as the service yields it (waiting
+ * for the connection to take it), then OK; a failure before the end is the
+ * call's status, in the one error mapping. A client that cancels stops the
+ * service's work through the call's signal.
+ */
+async function streamChat(svc: ExtractionService, call: grpc.ServerWritableStream<ChatRequest__Output, ChatStreamEventProto>, hooks: ExtractionGrpcHooks): Promise<void> {
+  const signal = callSignal(call);
+  const model = call.request.model;
+  try {
+    let failed = false;
+    for await (const e of svc.chatStream(chatInputFromProto(call.request), signal)) {
+      if (call.cancelled) break;
+      if (e.kind === "end" && e.error) failed = true;
+      await send(call, streamEventToProto(e), signal);
+    }
+    hooks.onCall?.("ChatStream", model, failed ? "error" : "ok");
+    call.end();
+  } catch (err) {
+    hooks.onCall?.("ChatStream", model, "error");
+    if (call.cancelled) return;
+    let st: Partial<grpc.StatusObject>;
+    try {
+      hooks.onError?.(err, "ChatStream");
+      st = toGrpcStatus(err);
+    } catch {
+      // Never let the error path itself fail (an unhandled rejection would end the process).
+      st = { code: grpc.status.INTERNAL, details: "internal error" };
+    }
+    call.emit("error", st);
+  }
+}
+
+/** Writes one message, waiting until the connection took it (or the call was cancelled: a write then never completes). */
+function send<T>(call: grpc.ServerWritableStream<unknown, T>, message: T, signal: AbortSignal): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason as Error);
+    if (signal.aborted) return onAbort();
+    signal.addEventListener("abort", onAbort, { once: true });
+    call.write(message, (err: Error | null | undefined) => {
+      signal.removeEventListener("abort", onAbort);
+      if (err) reject(err);
+      else resolve();
+    });
+  });
 }
 
 function layoutToProto(l: PageLayout) {

@@ -4,10 +4,14 @@
  * model. Images given by URL are fetched here (SSRF-safe) and sent on as data;
  * PDFs become page images unless the PDF parser plugin is asked for; office
  * documents are converted first.
+ *
+ * With `stream: true` the answer is a server-sent event stream of
+ * `chat.completion.chunk` objects (`../chat-stream.ts`): billed like the
+ * answer in one piece, from what the provider reported when the stream ends.
  */
 import { Type } from "typebox";
-import { PRICE_TEXT, chargeFields, holdCents, runPaid, type PaidRequest } from "../../billing/index.ts";
-import type { ChatMessage, ChatPart } from "../../contracts/index.ts";
+import { PRICE_TEXT, holdCents, runPaid, type PaidRequest } from "../../billing/index.ts";
+import type { ChatInput, ChatMessage, ChatPart } from "../../contracts/index.ts";
 import { FolioError } from "../../platform/errors/index.ts";
 import type { App, EdgeDeps } from "../types.ts";
 import { principalOf } from "../types.ts";
@@ -15,6 +19,8 @@ import { paid } from "../schemas.ts";
 import { idempotent } from "../idempotency.ts";
 import { countPages, loadDocument, pageImages, type LoadedDocument } from "../pipeline.ts";
 import { extractionOf } from "../services.ts";
+import { ChatChunk, FolioCost, folioCost, streamChat } from "../chat-stream.ts";
+import { EVENT_STREAM } from "../sse.ts";
 
 const TextPart = Type.Object({ type: Type.Literal("text"), text: Type.String({ maxLength: 1_000_000 }) });
 const ImagePart = Type.Object({
@@ -42,7 +48,18 @@ const Body = Type.Object({
     Type.Array(Type.Object({ id: Type.String({ minLength: 1, maxLength: 100 }), pdf: Type.Optional(Type.Object({ engine: Type.String({ minLength: 1, maxLength: 100 }) })) }), { maxItems: 10 }),
   ),
   max_tokens: Type.Optional(Type.Integer({ minimum: 1, maximum: 200_000 })),
-  stream: Type.Optional(Type.Boolean()),
+  stream: Type.Optional(
+    Type.Boolean({
+      description: "true: the answer is a text/event-stream of chat.completion.chunk objects ending with `data: [DONE]` (docs/ocr.md, Streaming).",
+    }),
+  ),
+  stream_options: Type.Optional(
+    Type.Object({
+      include_usage: Type.Optional(
+        Type.Boolean({ description: "With stream: a last chunk (choices: []) carries usage and the folio cost fields, as the answer in one piece reports them." }),
+      ),
+    }),
+  ),
 });
 
 const Completion = Type.Object({
@@ -54,33 +71,39 @@ const Completion = Type.Object({
     Type.Object({ index: Type.Integer(), message: Type.Object({ role: Type.Literal("assistant"), content: Type.String() }), finish_reason: Type.String() }),
   ),
   usage: Type.Object({ prompt_tokens: Type.Integer(), completion_tokens: Type.Integer(), total_tokens: Type.Integer() }),
-  folio: Type.Object({
-    provider_cost_cents: Type.Number(),
-    platform_fee_cents: Type.Number(),
-    conversion_cost_cents: Type.Number(),
-    total_cost_cents: Type.Number(),
-    pages_processed: Type.Integer(),
-  }),
+  folio: FolioCost,
 });
 
 type Part = { type: "text"; text: string } | { type: "image_url"; image_url: { url: string } } | { type: "file"; file: { filename?: string; file_data: string } };
 
 export default function register(app: App, deps: EdgeDeps): void {
+  const route = paid(["chat:write"], {
+    summary: "Chat-style extraction (OpenAI-compatible request shape)",
+    description:
+      "Content parts: text, image_url (public URL or data URL), file (filename, file_data = public URL or data URL). Office documents given as data URLs are converted to page images; the cost is in folio.conversion_cost_cents. plugins [{id: 'file-parser', pdf: {engine}}] sends PDFs to the provider's PDF parser, billed at " +
+      `${PRICE_TEXT.parser}. ` +
+      "stream: true answers text/event-stream: chat.completion.chunk objects as the model produces them (a local engine: one per page as it is read), " +
+      "with stream_options.include_usage a last chunk with usage and the folio cost fields, then `data: [DONE]`; a failure after the stream began is an `{error}` event. " +
+      "Errors found before the first byte are plain HTTP errors either way; a silent stream gets a `: keep-alive` comment at least every 15 s. See docs/ocr.md.",
+    tags: ["Chat"],
+    body: Body,
+    response: {
+      200: {
+        description: "The completion (JSON), or with stream: true the event stream.",
+        content: { "application/json": { schema: Completion }, [EVENT_STREAM]: { schema: ChatChunk } },
+      },
+    },
+  }, [402, 500, 502, 503]);
   app.post(
     "/v1/chat/completions",
-    paid(["chat:write"], {
-      summary: "Chat-style extraction (OpenAI-compatible request shape)",
-      description:
-        "Content parts: text, image_url (public URL or data URL), file (filename, file_data = public URL or data URL). Office documents given as data URLs are converted to page images; the cost is in folio.conversion_cost_cents. plugins [{id: 'file-parser', pdf: {engine}}] sends PDFs to the provider's PDF parser, billed at " +
-        `${PRICE_TEXT.parser}. Streaming is not supported.`,
-      tags: ["Chat"],
-      body: Body,
-      response: { 200: Completion },
-    }, [402, 500, 502, 503]),
+    {
+      ...route,
+      // An Idempotency-Key replay of a streamed answer is the stream again (docs/idempotency.md).
+      config: { ...route.config, replayType: (body: unknown, status: number) => (status === 200 && isStreamed(body) ? `${EVENT_STREAM}; charset=utf-8` : undefined) },
+    },
     async (req, reply) => {
       const principal = principalOf(req);
       const body = req.body;
-      if (body.stream) throw new FolioError("invalid_request", "streaming is not supported; send stream: false or omit it", { param: "stream" });
       const extraction = extractionOf(deps);
       const resolved = await extraction.resolveModel({ model: body.model });
       const parser = body.plugins?.find((p) => p.id === "file-parser");
@@ -129,6 +152,44 @@ export default function register(app: App, deps: EdgeDeps): void {
         });
 
       let pagesSent = imageCount + parserPages;
+      /**
+       * The chat as the extraction service takes it, built inside the paid
+       * work: office documents converted, PDFs rendered, the hold raised to
+       * the real page count.
+       */
+      const chatInput = async ({ meter, requestId, raiseHold }: PaidRequest, signal: AbortSignal): Promise<ChatInput> => {
+        const messages: ChatMessage[] = body.messages.map((m) => ({ role: m.role, content: [] as ChatPart[] }));
+        for (const p of pending) {
+          const content = messages[p.msg]!.content;
+          if (p.part.type === "text") content.push({ kind: "text", text: p.part.text });
+          else if (p.parserPages > 0) content.push({ kind: "file", file: { data: p.doc!.bytes, mimeType: "application/pdf", filename: p.part.type === "file" ? p.part.file.filename : undefined } });
+          else {
+            const images = await pageImages(deps, p.doc!, signal, { meter, requestId });
+            if (p.office) p.pages = images.length;
+            for (const page of images) content.push({ kind: "image", image: { data: page.image, mimeType: page.mimeType } });
+          }
+        }
+        if (conversions > 0) {
+          const images = pending.reduce((n, p) => n + p.pages, 0);
+          checkPageLimit(images, " once converted");
+          pagesSent = images + parserPages;
+          await raiseHold(holdFor(images));
+        }
+        return { model: resolved.model.id, messages, plugins: parser ? [{ id: parser.id, pdfEngine: parser.pdf?.engine }] : [], maxTokens: body.max_tokens };
+      };
+
+      if (body.stream) {
+        return streamChat(deps, req, reply, {
+          payer: principal,
+          model: resolved.model.id,
+          estimateCents: holdFor(imageCount),
+          includeUsage: body.stream_options?.include_usage === true,
+          parserPages,
+          pagesSent: () => pagesSent,
+          chatInput,
+        });
+      }
+
       const outcome = await runPaid(
         deps.billing,
         principal,
@@ -143,38 +204,19 @@ export default function register(app: App, deps: EdgeDeps): void {
             model: o.result.model || resolved.model.id,
             choices: [{ index: 0, message: { role: "assistant" as const, content: o.result.content }, finish_reason: o.result.finishReason || "stop" }],
             usage: { prompt_tokens: o.result.promptTokens, completion_tokens: o.result.completionTokens, total_tokens: o.result.promptTokens + o.result.completionTokens },
-            folio: {
-              ...chargeFields(o.charge),
-              conversion_cost_cents: o.components.conversion.reduce((n, x) => n + x.chargedCents, 0),
-              pages_processed: pagesSent,
-            },
+            folio: folioCost(o.charge, o.components, pagesSent),
           }),
-          ...idempotent(deps, req, reply),
+          // The route answers in two content types: the copy kept for a key is the JSON one's bytes.
+          ...idempotent(deps, req, reply, (answer) => String(reply.serializeInput(answer as Record<string, unknown>, "200", "application/json"))),
         },
-        async ({ meter, requestId, raiseHold }: PaidRequest) => {
-        const abort = new AbortController();
-        const messages: ChatMessage[] = body.messages.map((m) => ({ role: m.role, content: [] as ChatPart[] }));
-        for (const p of pending) {
-          const content = messages[p.msg]!.content;
-          if (p.part.type === "text") content.push({ kind: "text", text: p.part.text });
-          else if (p.parserPages > 0) content.push({ kind: "file", file: { data: p.doc!.bytes, mimeType: "application/pdf", filename: p.part.type === "file" ? p.part.file.filename : undefined } });
-          else {
-            const images = await pageImages(deps, p.doc!, abort.signal, { meter, requestId });
-            if (p.office) p.pages = images.length;
-            for (const page of images) content.push({ kind: "image", image: { data: page.image, mimeType: page.mimeType } });
-          }
-        }
-        if (conversions > 0) {
-          const images = pending.reduce((n, p) => n + p.pages, 0);
-          checkPageLimit(images, " once converted");
-          pagesSent = images + parserPages;
-          await raiseHold(holdFor(images));
-        }
-        const r = await extraction.chat({ model: resolved.model.id, messages, plugins: parser ? [{ id: parser.id, pdfEngine: parser.pdf?.engine }] : [], maxTokens: body.max_tokens }, abort.signal);
-        meter.modelCall(r.providerCostCents, { prompt: r.promptTokens, completion: r.completionTokens });
-        if (parserPages) meter.parserPages(parserPages);
-        meter.pages = pagesSent;
-        return r;
+        async (paidRequest: PaidRequest) => {
+          const abort = new AbortController();
+          const input = await chatInput(paidRequest, abort.signal);
+          const r = await extraction.chat(input, abort.signal);
+          paidRequest.meter.modelCall(r.providerCostCents, { prompt: r.promptTokens, completion: r.completionTokens });
+          if (parserPages) paidRequest.meter.parserPages(parserPages);
+          paidRequest.meter.pages = pagesSent;
+          return r;
         },
       );
       return outcome.answer;
@@ -182,3 +224,7 @@ export default function register(app: App, deps: EdgeDeps): void {
   );
 }
 
+/** True for a chat body that asks for a stream. */
+function isStreamed(body: unknown): boolean {
+  return typeof body === "object" && body !== null && (body as { stream?: unknown }).stream === true;
+}

@@ -25,6 +25,12 @@
  * Retry-After), 500 and other statuses, timeouts and connections that broke
  * after the request was sent (the call may have been billed), errors inside a
  * 200 body, malformed answers. A failure is never retried with another model.
+ *
+ * Streams (`chatCompletionStream`) follow the same policy up to the stream's
+ * first byte; once it began, nothing is retried: an error chunk, a broken or
+ * truncated stream end it with the error beside whatever usage it reported.
+ * What a stream that was cut cost is asked of the provider's own record of
+ * the generation (`generationCost`, docs/adr/0002-streamed-chat-billing.md).
  */
 import { reportedUsdToCents, type Decimal } from "../../billing/index.ts";
 import { FolioError } from "../../platform/errors/index.ts";
@@ -44,6 +50,11 @@ export interface UpstreamClientOptions {
   retryDelayMs?: number;
   /** Bound on a response body (default 16 MiB). */
   maxResponseBytes?: number;
+  /**
+   * Pauses between the tries of a generation's cost lookup: the provider
+   * records a generation a few seconds after it ends (default 0.5, 1, 2, 4 s).
+   */
+  generationLookupDelaysMs?: readonly number[];
 }
 
 export interface ChatCompletionResult {
@@ -58,17 +69,42 @@ export interface ChatCompletionResult {
   raw: unknown;
 }
 
+/** One event of a streamed completion: a piece of the answer, then its end. */
+export type UpstreamStreamEvent = { kind: "delta"; content: string; generationId: string } | { kind: "end"; result: UpstreamStreamResult };
+
+export interface UpstreamStreamResult {
+  /** The generation id (OpenRouter's "gen-…"), "" when the stream never named it. */
+  id: string;
+  finishReason: string;
+  promptTokens: number;
+  completionTokens: number;
+  /** `usage.cost` (dollars) in cents, exact; null when the stream did not report it. */
+  reportedCostCents: Decimal | null;
+  /** The stream reported usage (OpenRouter sends it in the last chunk, with an error too). */
+  usageSeen: boolean;
+  /** The stream failed after it began: an error chunk, a broken or truncated stream. */
+  error?: FolioError;
+}
+
+/** What the provider recorded for one generation (`GET /generation?id=`). */
+export type GenerationRecord = { found: false } | { found: true; promptTokens: number; completionTokens: number; costCents: Decimal };
+
 /** Connection error codes that prove the request never reached the upstream. */
 const NOT_CONNECTED_CODES = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH", "ENETUNREACH", "UND_ERR_CONNECT_TIMEOUT"]);
 /** Statuses after which one same-model retry is safe (no provider answered, nothing billed). */
 const RETRY_STATUSES = new Set([502, 503, 504]);
 const DEFAULT_RETRY_DELAY_MS = 250;
 const DEFAULT_MAX_RESPONSE_BYTES = 16 * 1024 * 1024;
+const DEFAULT_GENERATION_LOOKUP_DELAYS_MS = [500, 1000, 2000, 4000];
 const MAX_MESSAGE_CHARS = 500;
 
 type Attempt = { ok: true; result: ChatCompletionResult } | { ok: false; error: FolioError; retrySafe: boolean };
+/** A streamed request that got its answer's head: an event stream, or one JSON body (an upstream that does not stream). */
+type Opened = { ok: true; res: Response; timeout: AbortSignal; signal: AbortSignal } | { ok: true; result: ChatCompletionResult } | { ok: false; error: FolioError; retrySafe: boolean };
 
 export class UpstreamClient {
+  readonly #base: string;
+  readonly #lookupDelaysMs: readonly number[];
   readonly #url: string;
   readonly #apiKey: string;
   readonly #timeoutMs: number;
@@ -77,7 +113,9 @@ export class UpstreamClient {
   readonly #maxBytes: number;
 
   constructor(opts: UpstreamClientOptions) {
-    this.#url = `${opts.baseUrl.replace(/\/+$/, "")}/chat/completions`;
+    this.#base = opts.baseUrl.replace(/\/+$/, "");
+    this.#url = `${this.#base}/chat/completions`;
+    this.#lookupDelaysMs = opts.generationLookupDelaysMs ?? DEFAULT_GENERATION_LOOKUP_DELAYS_MS;
     this.#apiKey = opts.apiKey;
     this.#timeoutMs = opts.timeoutMs;
     this.#fetch = opts.fetchImpl ?? fetch;
@@ -99,6 +137,164 @@ export class UpstreamClient {
     const second = await this.#attempt(payload, signal);
     if (second.ok) return second.result;
     throw second.error;
+  }
+
+  /**
+   * One streamed chat completion (`stream: true`, with usage in the last
+   * chunk): yields the answer's text as the upstream sends it, then one end
+   * with the usage. Failures before the stream began throw (and are retried
+   * once exactly like {@link chatCompletion}); a failure after it began (an
+   * error chunk, a broken or truncated stream) is the end's `error`, beside
+   * whatever usage the stream reported.
+   * @param signal cancels the call (the caller's client went away); the
+   *   generator then rejects with `signal.reason`
+   * @throws FolioError `upstream_error` before the stream began
+   */
+  async *chatCompletionStream(body: Record<string, unknown>, signal: AbortSignal): AsyncGenerator<UpstreamStreamEvent> {
+    const payload = JSON.stringify({ ...body, stream: true, stream_options: { include_usage: true }, usage: { include: true } });
+    let opened = await this.#open(payload, signal);
+    if (!opened.ok && opened.retrySafe) {
+      await sleep(this.#retryDelayMs, signal);
+      opened = await this.#open(payload, signal);
+    }
+    if (!opened.ok) throw opened.error;
+    if ("result" in opened) {
+      // The upstream answered with one JSON completion: the same events, all at once.
+      const r = opened.result;
+      if (r.content) yield { kind: "delta", content: r.content, generationId: r.id };
+      yield { kind: "end", result: { id: r.id, finishReason: r.finishReason, promptTokens: r.promptTokens, completionTokens: r.completionTokens, reportedCostCents: r.reportedCostCents, usageSeen: true } };
+      return;
+    }
+    yield* this.#events(opened.res, opened.timeout, signal);
+  }
+
+  /** Sends a streamed request and reads its head: an event stream to read, or an error. */
+  async #open(payload: string, signal: AbortSignal): Promise<Opened> {
+    signal.throwIfAborted();
+    const timeout = AbortSignal.timeout(this.#timeoutMs);
+    const combined = AbortSignal.any([signal, timeout]);
+    let res: Response;
+    try {
+      res = await this.#fetch(this.#url, {
+        method: "POST",
+        headers: { authorization: `Bearer ${this.#apiKey}`, "content-type": "application/json", accept: "text/event-stream" },
+        body: payload,
+        signal: combined,
+      });
+    } catch (err) {
+      if (signal.aborted) throw signal.reason;
+      if (timeout.aborted) return { ok: false, error: this.#timeoutError(), retrySafe: false };
+      const code = errorCode(err);
+      const notConnected = code !== undefined && NOT_CONNECTED_CODES.has(code);
+      const error = this.#error(
+        notConnected ? `could not connect to the model provider (${code})` : `the connection to the model provider failed${code ? ` (${code})` : ""}`,
+        null,
+        { retryable: true, cause: err },
+      );
+      return { ok: false, error, retrySafe: notConnected };
+    }
+    const headers = retryAfter(res.headers.get("retry-after"));
+    const type = (res.headers.get("content-type") ?? "").toLowerCase();
+    if (res.ok && type.startsWith("text/event-stream")) return { ok: true, res, timeout, signal: combined };
+    let text: string;
+    try {
+      text = await readBounded(res, this.#maxBytes);
+    } catch (err) {
+      if (signal.aborted) throw signal.reason;
+      if (timeout.aborted) return { ok: false, error: this.#timeoutError(), retrySafe: false };
+      return { ok: false, error: this.#error("the model provider's answer could not be read", res.status, { retryable: true, cause: err, headers }), retrySafe: false };
+    }
+    const json = parseJson(text);
+    if (!res.ok) return { ok: false, error: this.#statusError(res.status, json, headers), retrySafe: RETRY_STATUSES.has(res.status) };
+    if (json === undefined) return { ok: false, error: this.#error("the model provider answered with malformed JSON", res.status, { retryable: true, headers }), retrySafe: false };
+    const parsed = this.#parseSuccess(res.status, json, headers);
+    return parsed.ok ? { ok: true, result: parsed.result } : parsed;
+  }
+
+  /** Reads an event stream to its end: deltas as they come, then the end (with an error when it broke). */
+  async *#events(res: Response, timeout: AbortSignal, signal: AbortSignal): AsyncGenerator<UpstreamStreamEvent> {
+    const result: UpstreamStreamResult = { id: "", finishReason: "unknown", promptTokens: 0, completionTokens: 0, reportedCostCents: null, usageSeen: false };
+    const events = sseData(res, this.#maxBytes);
+    let done = false;
+    try {
+      for await (const data of events) {
+        if (data === "[DONE]") {
+          done = true;
+          break;
+        }
+        const chunk = parseJson(data);
+        if (!isRecord(chunk)) {
+          result.error ??= this.#error("the model provider sent a malformed stream chunk", 200, { retryable: true });
+          continue;
+        }
+        if (typeof chunk.id === "string" && chunk.id && !result.id) result.id = chunk.id;
+        if (chunk.error !== undefined && chunk.error !== null) result.error ??= this.#bodyError(200, chunk.error, {});
+        if (isRecord(chunk.usage)) {
+          result.usageSeen = true;
+          result.promptTokens = tokenCount(chunk.usage.prompt_tokens);
+          result.completionTokens = tokenCount(chunk.usage.completion_tokens);
+          result.reportedCostCents = reportedUsdToCents(chunk.usage.cost);
+        }
+        const choice: unknown = Array.isArray(chunk.choices) ? chunk.choices[0] : undefined;
+        if (!isRecord(choice)) continue;
+        if (isRecord(choice.error)) result.error ??= this.#bodyError(200, choice.error, {});
+        if (typeof choice.finish_reason === "string") {
+          result.finishReason = choice.finish_reason;
+          if (choice.finish_reason === "error") result.error ??= this.#error("the model provider stopped with an error", 200, { retryable: true });
+        }
+        const content = isRecord(choice.delta) ? messageContent(choice.delta.content) : "";
+        if (content && !result.error) yield { kind: "delta", content, generationId: result.id };
+      }
+      if (!done && !result.usageSeen) result.error ??= this.#error("the model provider's stream ended before it was complete", 200, { retryable: true });
+    } catch (err) {
+      if (signal.aborted) throw signal.reason;
+      result.error ??= timeout.aborted
+        ? this.#timeoutError()
+        : this.#error("the connection to the model provider broke during the stream", 200, { retryable: true, cause: err });
+    } finally {
+      // Stops the upstream's work when the reader leaves early (the caller was cancelled).
+      await events.return(undefined).catch(() => undefined);
+    }
+    yield { kind: "end", result };
+  }
+
+  /**
+   * What the provider billed for one generation, by its own record
+   * (OpenRouter's `GET /generation?id=`): asked when a stream was cut before
+   * its usage chunk. The record appears a few seconds after the generation
+   * ends, so a 404 is tried again after each pause of
+   * `generationLookupDelaysMs`; `found: false` when it never appears.
+   */
+  async generationCost(id: string, signal: AbortSignal): Promise<GenerationRecord> {
+    const url = `${this.#base}/generation?id=${encodeURIComponent(id)}`;
+    for (let attempt = 0; ; attempt++) {
+      signal.throwIfAborted();
+      const found = await this.#generation(url, signal);
+      if (found) return found;
+      const pause = this.#lookupDelaysMs[attempt];
+      if (pause === undefined) return { found: false };
+      await sleep(pause, signal);
+    }
+  }
+
+  /** One try of the lookup: the record, or undefined when the provider has none (yet) or did not answer. */
+  async #generation(url: string, signal: AbortSignal): Promise<GenerationRecord | undefined> {
+    try {
+      const res = await this.#fetch(url, {
+        headers: { authorization: `Bearer ${this.#apiKey}`, accept: "application/json" },
+        signal: AbortSignal.any([signal, AbortSignal.timeout(this.#timeoutMs)]),
+      });
+      const json = parseJson(await readBounded(res, this.#maxBytes));
+      const data = isRecord(json) && isRecord(json.data) ? json.data : undefined;
+      const costCents = data ? reportedUsdToCents(data.total_cost) : null;
+      if (!res.ok || !data || !costCents) return undefined;
+      const tokens = (native: unknown, plain: unknown) => (typeof native === "number" ? tokenCount(native) : tokenCount(plain));
+      return { found: true, promptTokens: tokens(data.native_tokens_prompt, data.tokens_prompt), completionTokens: tokens(data.native_tokens_completion, data.tokens_completion), costCents };
+    } catch {
+      // Not reachable or not answering: the same as no record yet (tried again after the next pause).
+      if (signal.aborted) throw signal.reason;
+      return undefined;
+    }
   }
 
   async #attempt(payload: string, signal: AbortSignal): Promise<Attempt> {
@@ -313,6 +509,47 @@ function errorCode(err: unknown): string | undefined {
 
 
 
+
+/**
+ * The `data` of each server-sent event of a response body, in order (comment
+ * lines such as OpenRouter's `: OPENROUTER PROCESSING` are skipped), bounded
+ * by `max` bytes in all.
+ */
+async function* sseData(res: Response, max: number): AsyncGenerator<string> {
+  if (!res.body) return;
+  const reader = res.body.getReader();
+  const decoder = new TextDecoder();
+  let buffered = "";
+  let size = 0;
+  let finished = false;
+  // A CR that ends a network chunk may be half of a CRLF: it is read with the next chunk.
+  let cr = "";
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      size += value.byteLength;
+      if (size > max) throw new Error(`the stream is larger than ${max} bytes`);
+      let text = cr + decoder.decode(value, { stream: true });
+      cr = text.endsWith("\r") ? "\r" : "";
+      if (cr) text = text.slice(0, -1);
+      buffered += text.replace(/\r\n?/g, "\n");
+      let end: number;
+      while ((end = buffered.indexOf("\n\n")) >= 0) {
+        const event = buffered.slice(0, end);
+        buffered = buffered.slice(end + 2);
+        const data = event
+          .split("\n")
+          .filter((line) => line.startsWith("data:"))
+          .map((line) => line.slice(5).replace(/^ /, ""));
+        if (data.length) yield data.join("\n");
+      }
+    }
+    finished = true;
+  } finally {
+    if (!finished) await reader.cancel().catch(() => undefined);
+  }
+}
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {

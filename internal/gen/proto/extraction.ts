@@ -2,14 +2,20 @@ import type * as grpc from '@grpc/grpc-js';
 import type { MessageTypeDefinition } from '@grpc/proto-loader';
 
 import type { Attachment as _folio_extraction_v1_Attachment, Attachment__Output as _folio_extraction_v1_Attachment__Output } from './folio/extraction/v1/Attachment.ts';
+import type { ChatDelta as _folio_extraction_v1_ChatDelta, ChatDelta__Output as _folio_extraction_v1_ChatDelta__Output } from './folio/extraction/v1/ChatDelta.ts';
 import type { ChatMessage as _folio_extraction_v1_ChatMessage, ChatMessage__Output as _folio_extraction_v1_ChatMessage__Output } from './folio/extraction/v1/ChatMessage.ts';
 import type { ChatRequest as _folio_extraction_v1_ChatRequest, ChatRequest__Output as _folio_extraction_v1_ChatRequest__Output } from './folio/extraction/v1/ChatRequest.ts';
 import type { ChatResponse as _folio_extraction_v1_ChatResponse, ChatResponse__Output as _folio_extraction_v1_ChatResponse__Output } from './folio/extraction/v1/ChatResponse.ts';
+import type { ChatStreamEnd as _folio_extraction_v1_ChatStreamEnd, ChatStreamEnd__Output as _folio_extraction_v1_ChatStreamEnd__Output } from './folio/extraction/v1/ChatStreamEnd.ts';
+import type { ChatStreamError as _folio_extraction_v1_ChatStreamError, ChatStreamError__Output as _folio_extraction_v1_ChatStreamError__Output } from './folio/extraction/v1/ChatStreamError.ts';
+import type { ChatStreamEvent as _folio_extraction_v1_ChatStreamEvent, ChatStreamEvent__Output as _folio_extraction_v1_ChatStreamEvent__Output } from './folio/extraction/v1/ChatStreamEvent.ts';
 import type { ContentPart as _folio_extraction_v1_ContentPart, ContentPart__Output as _folio_extraction_v1_ContentPart__Output } from './folio/extraction/v1/ContentPart.ts';
 import type { ExtractOptions as _folio_extraction_v1_ExtractOptions, ExtractOptions__Output as _folio_extraction_v1_ExtractOptions__Output } from './folio/extraction/v1/ExtractOptions.ts';
 import type { ExtractPageRequest as _folio_extraction_v1_ExtractPageRequest, ExtractPageRequest__Output as _folio_extraction_v1_ExtractPageRequest__Output } from './folio/extraction/v1/ExtractPageRequest.ts';
 import type { ExtractPageResponse as _folio_extraction_v1_ExtractPageResponse, ExtractPageResponse__Output as _folio_extraction_v1_ExtractPageResponse__Output } from './folio/extraction/v1/ExtractPageResponse.ts';
 import type { ExtractionServiceClient as _folio_extraction_v1_ExtractionServiceClient, ExtractionServiceDefinition as _folio_extraction_v1_ExtractionServiceDefinition } from './folio/extraction/v1/ExtractionService.ts';
+import type { GenerationCostRequest as _folio_extraction_v1_GenerationCostRequest, GenerationCostRequest__Output as _folio_extraction_v1_GenerationCostRequest__Output } from './folio/extraction/v1/GenerationCostRequest.ts';
+import type { GenerationCostResponse as _folio_extraction_v1_GenerationCostResponse, GenerationCostResponse__Output as _folio_extraction_v1_GenerationCostResponse__Output } from './folio/extraction/v1/GenerationCostResponse.ts';
 import type { LayoutBlock as _folio_extraction_v1_LayoutBlock, LayoutBlock__Output as _folio_extraction_v1_LayoutBlock__Output } from './folio/extraction/v1/LayoutBlock.ts';
 import type { LayoutWord as _folio_extraction_v1_LayoutWord, LayoutWord__Output as _folio_extraction_v1_LayoutWord__Output } from './folio/extraction/v1/LayoutWord.ts';
 import type { ListModelsRequest as _folio_extraction_v1_ListModelsRequest, ListModelsRequest__Output as _folio_extraction_v1_ListModelsRequest__Output } from './folio/extraction/v1/ListModelsRequest.ts';
@@ -34,14 +40,20 @@ export interface ProtoGrpcType {
     extraction: {
       v1: {
         Attachment: MessageTypeDefinition<_folio_extraction_v1_Attachment, _folio_extraction_v1_Attachment__Output>
+        ChatDelta: MessageTypeDefinition<_folio_extraction_v1_ChatDelta, _folio_extraction_v1_ChatDelta__Output>
         ChatMessage: MessageTypeDefinition<_folio_extraction_v1_ChatMessage, _folio_extraction_v1_ChatMessage__Output>
         ChatRequest: MessageTypeDefinition<_folio_extraction_v1_ChatRequest, _folio_extraction_v1_ChatRequest__Output>
         ChatResponse: MessageTypeDefinition<_folio_extraction_v1_ChatResponse, _folio_extraction_v1_ChatResponse__Output>
+        ChatStreamEnd: MessageTypeDefinition<_folio_extraction_v1_ChatStreamEnd, _folio_extraction_v1_ChatStreamEnd__Output>
+        ChatStreamError: MessageTypeDefinition<_folio_extraction_v1_ChatStreamError, _folio_extraction_v1_ChatStreamError__Output>
+        ChatStreamEvent: MessageTypeDefinition<_folio_extraction_v1_ChatStreamEvent, _folio_extraction_v1_ChatStreamEvent__Output>
         ContentPart: MessageTypeDefinition<_folio_extraction_v1_ContentPart, _folio_extraction_v1_ContentPart__Output>
         ExtractOptions: MessageTypeDefinition<_folio_extraction_v1_ExtractOptions, _folio_extraction_v1_ExtractOptions__Output>
         ExtractPageRequest: MessageTypeDefinition<_folio_extraction_v1_ExtractPageRequest, _folio_extraction_v1_ExtractPageRequest__Output>
         ExtractPageResponse: MessageTypeDefinition<_folio_extraction_v1_ExtractPageResponse, _folio_extraction_v1_ExtractPageResponse__Output>
         ExtractionService: SubtypeConstructor<typeof grpc.Client, _folio_extraction_v1_ExtractionServiceClient> & { service: _folio_extraction_v1_ExtractionServiceDefinition }
+        GenerationCostRequest: MessageTypeDefinition<_folio_extraction_v1_GenerationCostRequest, _folio_extraction_v1_GenerationCostRequest__Output>
+        GenerationCostResponse: MessageTypeDefinition<_folio_extraction_v1_GenerationCostResponse, _folio_extraction_v1_GenerationCostResponse__Output>
         LayoutBlock: MessageTypeDefinition<_folio_extraction_v1_LayoutBlock, _folio_extraction_v1_LayoutBlock__Output>
         LayoutWord: MessageTypeDefinition<_folio_extraction_v1_LayoutWord, _folio_extraction_v1_LayoutWord__Output>
         ListModelsRequest: MessageTypeDefinition<_folio_extraction_v1_ListModelsRequest, _folio_extraction_v1_ListModelsRequest__Output>

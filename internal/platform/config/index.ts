@@ -89,6 +89,7 @@ export const edgeSchema = Type.Object({
   FOLIO_FETCH_ALLOW: Type.String({ default: "", description: "Comma-separated exceptions to the private-address refusal of URL fetches: ip:port pairs or CIDRs (e.g. an internal document store)." }),
   FOLIO_PDF_TIMEOUT_SECONDS: Type.Number({ minimum: 1, maximum: 600, default: 120, description: "Time limit for rasterizing one PDF." }),
   FOLIO_EXTRACTION_DEADLINE_SECONDS: Type.Number({ minimum: 1, maximum: 3600, default: 180, description: "gRPC deadline of one page or chat call to the extraction service." }),
+  FOLIO_SSE_KEEPALIVE_SECONDS: Type.Number({ minimum: 0.05, maximum: 15, default: 15, description: "Longest silence of a streamed chat answer (stream: true): past it a keep-alive comment is sent, so proxies do not cut the stream." }),
   FOLIO_CONVERSION_DEADLINE_SECONDS: Type.Number({ minimum: 1, maximum: 3600, default: 180, description: "gRPC deadline of one call to the conversion service (its queue and sandbox time limit included)." }),
 });
 export type EdgeConfig = Static<typeof edgeSchema>;
