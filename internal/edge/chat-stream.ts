@@ -23,7 +23,7 @@
  */
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { Type } from "typebox";
-import { chargeFields, runPaid, type ComponentCharge, type Meter, type MeteredComponents, type PaidOutcome, type PaidRequest, type Payer } from "../billing/index.ts";
+import { chargeFields, runPaid, sumCharges, type ComponentCharge, type Meter, type MeteredComponents, type PaidOutcome, type PaidRequest, type Payer } from "../billing/index.ts";
 import type { ChatInput, ChatStreamEnd } from "../contracts/index.ts";
 import { FolioError, toHttpError } from "../platform/errors/index.ts";
 import { idempotent } from "./idempotency.ts";
@@ -46,7 +46,7 @@ export const FolioCost = Type.Object({
 export function folioCost(charge: ComponentCharge, components: MeteredComponents, pages: number) {
   return {
     ...chargeFields(charge),
-    conversion_cost_cents: components.conversion.reduce((n, x) => n + x.chargedCents, 0),
+    conversion_cost_cents: sumCharges(components.conversion).chargedCents,
     pages_processed: pages,
   };
 }
