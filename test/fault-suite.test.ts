@@ -31,6 +31,8 @@ const KEYED = { fast: "openai/gpt-4.1-mini", slow: "openai/gpt-4.1-nano", local:
 const BARE = { fast: "google/gemini-2.0-flash-001", slow: "openai/gpt-4.1" };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** One line per scenario, printed at the end (docs/benchmarks.md "Faults: recovery"). */
+const recoveries: string[] = [];
 let redis: PrivateRedis;
 let postgres: FreezableProxy;
 let upstream: FakeUpstream;
@@ -38,7 +40,6 @@ let sandboxDir: string;
 let stack: TestStack;
 /** A small page (a heading and four lines of english.png at 200 DPI): tesseract reads it in a fraction of a second. */
 let smallPage: string;
-const recoveries: string[] = [];
 
 beforeAll(async () => {
   smallPage = (await sharp(ocrFixturePath("english.png")).extract({ left: 150, top: 200, width: 1400, height: 320 }).png().toBuffer()).toString("base64");

@@ -210,15 +210,7 @@ describe("summaries from rollups equal summaries from raw rows", () => {
       const end = start + Math.floor(next() ** 2 * 60 * 86_400);
       const f = { status: next() < 0.3 ? ("error" as const) : undefined, model: next() < 0.5 ? pick(MODELS, next) : undefined };
       const page = await listUsage(db, accountId, { start, end, limit: 1, offset: 0, ...f });
-      let q = db
-        .selectFrom("usage_logs")
-        .select((eb) => eb.fn.countAll<string>().as("n"))
-        .where("account_id", "=", accountId)
-        .where("created_at", ">=", new Date(start * 1000))
-        .where("created_at", "<", new Date((end + 1) * 1000));
-      if (f.status) q = q.where("status", "=", f.status);
-      if (f.model) q = q.where("model", "=", f.model);
-      const { n } = await q.executeTakeFirstOrThrow();
+      const { n } = (await sql<{ n: string }>`select count(*) as n ${rawWindow(accountId, start, end, f)}`.execute(db)).rows[0]!;
       expect(page.total_count, `${start}..${end} ${JSON.stringify(f)}`).toBe(Number(n));
     }
   });
@@ -231,20 +223,20 @@ describe("summaries from rollups equal summaries from raw rows", () => {
       const f = { status: next() < 0.2 ? ("success" as const) : undefined, model: next() < 0.3 ? pick(MODELS, next) : undefined };
       const offset = 1000 + Math.floor(next() * 2200);
       const page = await listUsage(db, accountId, { start, end, limit: 7, offset, ...f });
-      let q = db
-        .selectFrom("usage_logs")
-        .select("id")
-        .where("account_id", "=", accountId)
-        .where("created_at", ">=", new Date(start * 1000))
-        .where("created_at", "<", new Date((end + 1) * 1000));
-      if (f.status) q = q.where("status", "=", f.status);
-      if (f.model) q = q.where("model", "=", f.model);
-      const walked = await q.orderBy("created_at", "desc").orderBy("id", "desc").offset(offset).limit(8).execute();
+      const walked = (await sql<{ id: string }>`select id ${rawWindow(accountId, start, end, f)} order by created_at desc, id desc offset ${offset} limit 8`.execute(db)).rows;
       expect(page.data.map((e) => e.id), `offset ${offset} of ${start}..${end} ${JSON.stringify(f)}`).toEqual(walked.slice(0, 7).map((r) => r.id));
       expect(page.has_more).toBe(walked.length > 7);
     }
   });
 });
+
+/** The oracle's FROM and WHERE: the window and filters on usage_logs alone. */
+function rawWindow(accountId: string, start: number, end: number, f: { status?: string | undefined; model?: string | undefined }) {
+  const iso = (s: number) => new Date(s * 1000).toISOString();
+  const status = f.status ? sql`and status = ${f.status}` : sql``;
+  const model = f.model ? sql`and model = ${f.model}` : sql``;
+  return sql`from usage_logs where account_id = ${accountId} and created_at >= ${iso(start)} and created_at < ${iso(end + 1)} ${status} ${model}`;
+}
 
 function pick<T>(xs: T[], next: () => number): T {
   return xs[Math.floor(next() * xs.length)]!;
