@@ -9,8 +9,7 @@
 import OpenAI, { APIError } from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Decimal } from "../internal/billing/index.ts";
-import { call, createTestAccount, startStack, usageRows, type TestAccount, type TestStack } from "./harness.ts";
-import { startFakeUpstream, type FakeUpstream } from "./fake-upstream.ts";
+import { call, createTestAccount, startStack, upstreamStack, usageRows, type TestAccount, type TestStack } from "./harness.ts";
 import { ocrFixture, ocrTruth } from "./support.ts";
 import { cer } from "./cer.ts";
 
@@ -23,20 +22,15 @@ const MIDSTREAM_ERROR = "openrouter_stream_midstream_error.sse";
 const image = (name: string) => ({ type: "image_url" as const, image_url: { url: `data:image/png;base64,${ocrFixture(name).toString("base64")}` } });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-let upstream: FakeUpstream;
-let stack: TestStack;
-/** Keep-alives every 100 ms. */
+/** The fake upstream (a test double of OpenRouter) and a stack on it. */
+const env = upstreamStack();
+/** Another stack on the same upstream, with keep-alives every 100 ms. */
 let chatty: TestStack;
-
 beforeAll(async () => {
-  upstream = await startFakeUpstream();
-  stack = await startStack({ upstream });
-  chatty = await startStack({ upstream, edgeEnv: { FOLIO_SSE_KEEPALIVE_SECONDS: "0.1" } });
+  chatty = await startStack({ upstream: env.upstream, edgeEnv: { FOLIO_SSE_KEEPALIVE_SECONDS: "0.1" } });
 });
 afterAll(async () => {
   await chatty?.close();
-  await stack?.close();
-  await upstream?.close();
 });
 
 function sdk(s: TestStack, acc: TestAccount, headers: Record<string, string> = {}): OpenAI {
@@ -88,10 +82,10 @@ async function rawStream(s: TestStack, acc: TestAccount, body: unknown, headers:
 describe("stream: true on an upstream model", () => {
   it("relays the provider's stream as chat.completion.chunk objects, and the usage chunk reports what the answer in one piece would", async () => {
     const acc = await createTestAccount({ creditsCents: 10_000 });
-    const client = sdk(stack, acc);
+    const client = sdk(env.stack, acc);
     const text = "The committee met on Tuesday to approve the budget.";
     const messages = [{ role: "user" as const, content: [{ type: "text" as const, text: "Read it." }, image("english.png")] }];
-    upstream.script(UPSTREAM_MODEL, { kind: "stream", text }, { times: 1 });
+    env.upstream.script(UPSTREAM_MODEL, { kind: "stream", text }, { times: 1 });
     const stream = await client.chat.completions.create({ model: UPSTREAM_MODEL, messages, stream: true, stream_options: { include_usage: true } });
     const { chunks, error } = await collect(stream);
     expect(error).toBeUndefined();
@@ -109,7 +103,7 @@ describe("stream: true on an upstream model", () => {
     expect(chunks.slice(0, -1).every((c) => c.usage === null)).toBe(true);
 
     // The same answer in one piece: the usage and the folio fields are the same numbers.
-    upstream.script(UPSTREAM_MODEL, { kind: "text", text }, { times: 1 });
+    env.upstream.script(UPSTREAM_MODEL, { kind: "text", text }, { times: 1 });
     const whole = await client.chat.completions.create({ model: UPSTREAM_MODEL, messages });
     expect(last.usage).toEqual(whole.usage);
     expect(last.folio).toEqual((whole as unknown as { folio: Record<string, number> }).folio);
@@ -120,13 +114,13 @@ describe("stream: true on an upstream model", () => {
       [whole.id, "success"],
     ]);
     expect(Number(rows[0]!.cost_cents)).toBe(last.folio!.total_cost_cents);
-    expect(await balance(stack, acc)).toMatchObject({ balance_cents: 10_000 - 2 * last.folio!.total_cost_cents!, held_cents: 0 });
+    expect(await balance(env.stack, acc)).toMatchObject({ balance_cents: 10_000 - 2 * last.folio!.total_cost_cents!, held_cents: 0 });
   });
 
   it("a recorded OpenRouter stream is charged exactly its reported usage.cost", async () => {
     const acc = await createTestAccount({ creditsCents: 1000 });
-    upstream.script(RECORDED_MODEL, { kind: "sse-fixture", name: RECORDED_STREAM }, { times: 1 });
-    const stream = await sdk(stack, acc).chat.completions.create({
+    env.upstream.script(RECORDED_MODEL, { kind: "sse-fixture", name: RECORDED_STREAM }, { times: 1 });
+    const stream = await sdk(env.stack, acc).chat.completions.create({
       model: RECORDED_MODEL,
       messages: [{ role: "user", content: [{ type: "text", text: "Describe image in three words" }, image("english.png")] }],
       stream: true,
@@ -142,23 +136,23 @@ describe("stream: true on an upstream model", () => {
     const rows = await usageRows(acc.accountId);
     expect(rows).toHaveLength(1);
     expect(cents(rows[0]!.provider_cost_cents).toFixed()).toBe("0.0351");
-    expect(await balance(stack, acc)).toMatchObject({ balance_cents: 999, held_cents: 0 });
+    expect(await balance(env.stack, acc)).toMatchObject({ balance_cents: 999, held_cents: 0 });
   });
 
   it("a PDF for the provider's parser: the parser's pages are their own component, as in the answer in one piece", async () => {
     const acc = await createTestAccount({ creditsCents: 10_000 });
-    const client = sdk(stack, acc);
+    const client = sdk(env.stack, acc);
     const file = { type: "file" as const, file: { filename: "ten-pages.pdf", file_data: `data:application/pdf;base64,${ocrFixture("ten-pages.pdf").toString("base64")}` } };
     const request = {
       model: UPSTREAM_MODEL,
       messages: [{ role: "user" as const, content: [{ type: "text" as const, text: "Summarise." }, file] }],
       plugins: [{ id: "file-parser", pdf: { engine: "mistral-ocr" } }],
     };
-    upstream.script(UPSTREAM_MODEL, { kind: "stream", text: "Ten pages of text." }, { times: 1 });
+    env.upstream.script(UPSTREAM_MODEL, { kind: "stream", text: "Ten pages of text." }, { times: 1 });
     const { chunks, error } = await collect(await client.chat.completions.create({ ...request, stream: true, stream_options: { include_usage: true } } as never as OpenAI.Chat.Completions.ChatCompletionCreateParamsStreaming));
     expect(error).toBeUndefined();
-    expect(upstream.chatRequests().at(-1)!.body).toMatchObject({ stream: true, plugins: [{ id: "file-parser", pdf: { engine: "mistral-ocr" } }] });
-    upstream.script(UPSTREAM_MODEL, { kind: "text", text: "Ten pages of text." }, { times: 1 });
+    expect(env.upstream.chatRequests().at(-1)!.body).toMatchObject({ stream: true, plugins: [{ id: "file-parser", pdf: { engine: "mistral-ocr" } }] });
+    env.upstream.script(UPSTREAM_MODEL, { kind: "text", text: "Ten pages of text." }, { times: 1 });
     const whole = (await client.chat.completions.create(request as never as OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming)) as unknown as { folio: Record<string, number> };
     expect(chunks.at(-1)!.folio).toEqual(whole.folio);
     // 10 parser pages × 0.2 cent + 5% = 2.1 → 3 cents, beside the model call's own charge.
@@ -168,8 +162,8 @@ describe("stream: true on an upstream model", () => {
 
   it("without stream_options the stream has no usage chunk and no usage fields", async () => {
     const acc = await createTestAccount();
-    upstream.script(UPSTREAM_MODEL, { kind: "stream", text: "two words" }, { times: 1 });
-    const r = await rawStream(stack, acc, { model: UPSTREAM_MODEL, stream: true, messages: [{ role: "user", content: [image("english.png")] }] });
+    env.upstream.script(UPSTREAM_MODEL, { kind: "stream", text: "two words" }, { times: 1 });
+    const r = await rawStream(env.stack, acc, { model: UPSTREAM_MODEL, stream: true, messages: [{ role: "user", content: [image("english.png")] }] });
     expect(r.status).toBe(200);
     expect(r.headers.get("content-type")).toBe("text/event-stream; charset=utf-8");
     const events = r.text.split("\n\n").filter(Boolean);
@@ -190,8 +184,8 @@ describe("an upstream error inside the stream", () => {
 
   it("ends the stream with an error event in OpenAI's format and charges what the provider reported billing", async () => {
     const acc = await createTestAccount({ creditsCents: 1000 });
-    upstream.script(UPSTREAM_MODEL, { kind: "sse-fixture", name: MIDSTREAM_ERROR, transform: billedError }, { times: 1 });
-    const stream = await sdk(stack, acc).chat.completions.create({
+    env.upstream.script(UPSTREAM_MODEL, { kind: "sse-fixture", name: MIDSTREAM_ERROR, transform: billedError }, { times: 1 });
+    const stream = await sdk(env.stack, acc).chat.completions.create({
       model: UPSTREAM_MODEL,
       messages: [{ role: "user", content: [image("english.png")] }],
       stream: true,
@@ -210,13 +204,13 @@ describe("an upstream error inside the stream", () => {
     const rows = await usageRows(acc.accountId);
     expect(rows.map((r) => [r.status, Number(r.cost_cents)])).toEqual([["error", 1]]);
     expect(cents(rows[0]!.provider_cost_cents).toFixed()).toBe("0.01234");
-    expect(await balance(stack, acc)).toMatchObject({ balance_cents: 999, held_cents: 0 });
+    expect(await balance(env.stack, acc)).toMatchObject({ balance_cents: 999, held_cents: 0 });
   });
 
   it("a provider connection dropped mid-stream: an error event, charged the provider's record of the generation", async () => {
     const acc = await createTestAccount({ creditsCents: 1000 });
-    upstream.script(UPSTREAM_MODEL, { kind: "stream-drop", text: "alpha beta gamma delta", pieces: 2 }, { times: 1 });
-    const stream = await sdk(stack, acc).chat.completions.create({
+    env.upstream.script(UPSTREAM_MODEL, { kind: "stream-drop", text: "alpha beta gamma delta", pieces: 2 }, { times: 1 });
+    const stream = await sdk(env.stack, acc).chat.completions.create({
       model: UPSTREAM_MODEL,
       messages: [{ role: "user", content: [image("english.png")] }],
       stream: true,
@@ -225,7 +219,7 @@ describe("an upstream error inside the stream", () => {
     const { chunks, error } = await collect(stream);
     expect(contentOf(chunks)).toBe("alpha beta ");
     expect((error as APIError).error).toMatchObject({ code: "upstream_error", message: "the connection to the model provider broke during the stream" });
-    const generation = [...upstream.generations.values()].at(-1)!;
+    const generation = [...env.upstream.generations.values()].at(-1)!;
     const provider = generation.cost.mul(100);
     expect(chunks.at(-1)!.folio).toMatchObject({ provider_cost_cents: provider.toNumber(), total_cost_cents: 1 });
     const rows = await usageRows(acc.accountId);
@@ -235,8 +229,8 @@ describe("an upstream error inside the stream", () => {
 
   it("the recorded error before any text is a plain 502 (nothing was sent yet), charged its cost of 0", async () => {
     const acc = await createTestAccount({ creditsCents: 1000 });
-    upstream.script(UPSTREAM_MODEL, { kind: "sse-fixture", name: MIDSTREAM_ERROR }, { times: 1 });
-    const err = await sdk(stack, acc)
+    env.upstream.script(UPSTREAM_MODEL, { kind: "sse-fixture", name: MIDSTREAM_ERROR }, { times: 1 });
+    const err = await sdk(env.stack, acc)
       .chat.completions.create({ model: UPSTREAM_MODEL, messages: [{ role: "user", content: [image("english.png")] }], stream: true })
       .then(() => undefined, (e: unknown) => e);
     expect(err).toBeInstanceOf(APIError);
@@ -244,13 +238,13 @@ describe("an upstream error inside the stream", () => {
     expect((err as APIError).error).toMatchObject({ code: "upstream_error", upstream_status: 200 });
     const rows = await usageRows(acc.accountId);
     expect(rows.map((r) => [r.status, Number(r.cost_cents)])).toEqual([["error", 0]]);
-    expect(await balance(stack, acc)).toMatchObject({ balance_cents: 1000, held_cents: 0 });
+    expect(await balance(env.stack, acc)).toMatchObject({ balance_cents: 1000, held_cents: 0 });
   });
 
   it("the same recorded error after keep-alives opened the stream is an error event", async () => {
     const acc = await createTestAccount({ creditsCents: 1000 });
     // 23 events, 50 ms apart: the 100 ms keep-alive opens the stream long before the error.
-    upstream.script(UPSTREAM_MODEL, { kind: "sse-fixture", name: MIDSTREAM_ERROR, eventDelayMs: 50 }, { times: 1 });
+    env.upstream.script(UPSTREAM_MODEL, { kind: "sse-fixture", name: MIDSTREAM_ERROR, eventDelayMs: 50 }, { times: 1 });
     const r = await rawStream(chatty, acc, { model: UPSTREAM_MODEL, stream: true, messages: [{ role: "user", content: [image("english.png")] }] });
     expect(r.status).toBe(200);
     expect(r.text.startsWith(": keep-alive\n\n")).toBe(true);
@@ -265,45 +259,45 @@ describe("a client that goes away mid-stream", () => {
   it("upstream: the provider's call is cut, and the request is charged the provider's record of the work done", async () => {
     const acc = await createTestAccount({ creditsCents: 1000 });
     const text = "one two three four five six seven eight nine ten";
-    upstream.script(UPSTREAM_MODEL, { kind: "stream-stall", text, pieces: 3 }, { times: 1 });
-    const before = upstream.generations.size;
-    const stream = await sdk(stack, acc).chat.completions.create({ model: UPSTREAM_MODEL, messages: [{ role: "user", content: [image("english.png")] }], stream: true });
+    env.upstream.script(UPSTREAM_MODEL, { kind: "stream-stall", text, pieces: 3 }, { times: 1 });
+    const before = env.upstream.generations.size;
+    const stream = await sdk(env.stack, acc).chat.completions.create({ model: UPSTREAM_MODEL, messages: [{ role: "user", content: [image("english.png")] }], stream: true });
     let got = "";
     for await (const c of stream) {
       got += c.choices[0]?.delta.content ?? "";
       if (got === "one two three ") break; // the SDK aborts the request
     }
     const rows = await settledRows(acc);
-    const generation = [...upstream.generations.values()].at(-1)!;
-    expect(upstream.generations.size).toBe(before + 1);
+    const generation = [...env.upstream.generations.values()].at(-1)!;
+    expect(env.upstream.generations.size).toBe(before + 1);
     // The fake saw its client (the extraction service) go: the record is of a cancelled generation of three pieces.
     expect(generation).toMatchObject({ cancelled: true, completionTokens: Math.ceil("one two three ".length / 4) });
     expect(rows.map((r) => r.status)).toEqual(["error"]);
     expect(cents(rows[0]!.provider_cost_cents).toFixed()).toBe(generation.cost.mul(100).toFixed());
     expect(Number(rows[0]!.cost_cents)).toBe(1);
-    expect(await balance(stack, acc)).toMatchObject({ balance_cents: 999, held_cents: 0 });
+    expect(await balance(env.stack, acc)).toMatchObject({ balance_cents: 999, held_cents: 0 });
   });
 
   it("never more than the hold: a provider record above it is charged the hold", async () => {
     const acc = await createTestAccount({ creditsCents: 1000 });
-    upstream.script(UPSTREAM_MODEL, { kind: "stream-stall", text: "one two three four", pieces: 2 }, { times: 1 });
-    const stream = await sdk(stack, acc).chat.completions.create({ model: UPSTREAM_MODEL, messages: [{ role: "user", content: [image("english.png")] }], stream: true });
+    env.upstream.script(UPSTREAM_MODEL, { kind: "stream-stall", text: "one two three four", pieces: 2 }, { times: 1 });
+    const stream = await sdk(env.stack, acc).chat.completions.create({ model: UPSTREAM_MODEL, messages: [{ role: "user", content: [image("english.png")] }], stream: true });
     for await (const c of stream) {
       if (c.choices[0]?.delta.content !== "two ") continue;
       // The provider's record says this generation cost a dollar: far above the hold (1 cent for one page of this model).
-      [...upstream.generations.values()].at(-1)!.cost = new Decimal(1);
+      [...env.upstream.generations.values()].at(-1)!.cost = new Decimal(1);
       break;
     }
     const rows = await settledRows(acc);
     expect(rows.map((r) => [r.status, Number(r.cost_cents)])).toEqual([["error", 1]]);
     expect(cents(rows[0]!.provider_cost_cents).toFixed()).toBe("100");
-    expect(await balance(stack, acc)).toMatchObject({ balance_cents: 999, held_cents: 0 });
+    expect(await balance(env.stack, acc)).toMatchObject({ balance_cents: 999, held_cents: 0 });
   });
 
   it("local engine: charged the pages already read, not the rest", async () => {
     const acc = await createTestAccount({ creditsCents: 1000 });
     const pages = ["english.png", "scan.png", "german.png", "columns.png", "table.png", "english.png"];
-    const stream = await sdk(stack, acc).chat.completions.create({
+    const stream = await sdk(env.stack, acc).chat.completions.create({
       model: "local/tesseract",
       messages: [{ role: "user", content: pages.map(image) }],
       stream: true,
@@ -316,16 +310,16 @@ describe("a client that goes away mid-stream", () => {
     expect(read).toBeLessThan(pages.length);
     // 0.001 $ a page = 0.1 cents each, exact.
     expect(cents(rows[0]!.provider_cost_cents).toFixed()).toBe(new Decimal("0.1").mul(read).toFixed());
-    expect(await balance(stack, acc)).toMatchObject({ balance_cents: 999, held_cents: 0 });
+    expect(await balance(env.stack, acc)).toMatchObject({ balance_cents: 999, held_cents: 0 });
   });
 });
 
 describe("the extraction service going away mid-stream", () => {
   it("ends the stream with a service_unavailable error event; nothing is charged when nobody can say what the provider billed", async () => {
-    const own = await startStack({ upstream });
+    const own = await startStack({ upstream: env.upstream });
     try {
       const acc = await createTestAccount({ creditsCents: 1000 });
-      upstream.script(UPSTREAM_MODEL, { kind: "stream-stall", text: "first second third", pieces: 1 }, { times: 1 });
+      env.upstream.script(UPSTREAM_MODEL, { kind: "stream-stall", text: "first second third", pieces: 1 }, { times: 1 });
       const stream = await sdk(own, acc).chat.completions.create({ model: UPSTREAM_MODEL, messages: [{ role: "user", content: [image("english.png")] }], stream: true });
       const it = stream[Symbol.asyncIterator]();
       expect((await it.next()).value?.choices[0]?.delta.content).toBe("first ");
@@ -346,7 +340,7 @@ describe("the extraction service going away mid-stream", () => {
 describe("stream: true on a local engine", () => {
   it("sends a chunk per page as each is read; the usage chunk is the answer in one piece's", async () => {
     const acc = await createTestAccount({ creditsCents: 1000 });
-    const client = sdk(stack, acc);
+    const client = sdk(env.stack, acc);
     const messages = [{ role: "user" as const, content: [image("english.png"), image("scan.png")] }];
     const { chunks, error } = await collect(await client.chat.completions.create({ model: "local/tesseract", messages, stream: true, stream_options: { include_usage: true } }));
     expect(error).toBeUndefined();
@@ -369,7 +363,7 @@ describe("stream: true on a local engine", () => {
     const acc = await createTestAccount({ creditsCents: 1000 });
     const file = { type: "file" as const, file: { filename: "multipage.pdf", file_data: `data:application/pdf;base64,${ocrFixture("multipage.pdf").toString("base64")}` } };
     const { chunks, error } = await collect(
-      await sdk(stack, acc).chat.completions.create({ model: "local/tesseract", messages: [{ role: "user", content: [file] }], stream: true, stream_options: { include_usage: true } }),
+      await sdk(env.stack, acc).chat.completions.create({ model: "local/tesseract", messages: [{ role: "user", content: [file] }], stream: true, stream_options: { include_usage: true } }),
     );
     expect(error).toBeUndefined();
     const pieces = chunks.map((c) => c.choices[0]?.delta.content ?? "").filter(Boolean);
@@ -403,7 +397,7 @@ describe("errors before the first byte keep their JSON answers", () => {
     ["the file-parser plugin on a local engine", { model: "local/tesseract", plugins: [{ id: "file-parser", pdf: { engine: "mistral-ocr" } }] }, 400, "invalid_request"],
   ])("%s: %s", async (_what, extra, status, code) => {
     const acc = await createTestAccount();
-    const r = await rawStream(stack, acc, { stream: true, messages: [{ role: "user", content: [image("english.png")] }], ...extra });
+    const r = await rawStream(env.stack, acc, { stream: true, messages: [{ role: "user", content: [image("english.png")] }], ...extra });
     expect(r.status).toBe(status);
     expect(r.headers.get("content-type")).toContain("application/json");
     expect(JSON.parse(r.text)).toMatchObject({ error: { code } });
@@ -411,7 +405,7 @@ describe("errors before the first byte keep their JSON answers", () => {
 
   it("no credit: 402 insufficient_credits through the SDK, nothing logged", async () => {
     const acc = await createTestAccount({ creditsCents: 0 });
-    const err = await sdk(stack, acc)
+    const err = await sdk(env.stack, acc)
       .chat.completions.create({ model: UPSTREAM_MODEL, messages: [{ role: "user", content: [image("english.png")] }], stream: true })
       .then(() => undefined, (e: unknown) => e);
     expect((err as APIError).status).toBe(402);
@@ -421,8 +415,8 @@ describe("errors before the first byte keep their JSON answers", () => {
 
   it("the provider refusing before its stream (429): 502 upstream_error with the upstream's Retry-After, charged 0", async () => {
     const acc = await createTestAccount();
-    upstream.script(UPSTREAM_MODEL, { kind: "rate-limited", retryAfter: "7" }, { times: 1 });
-    const r = await rawStream(stack, acc, { model: UPSTREAM_MODEL, stream: true, messages: [{ role: "user", content: [image("english.png")] }] });
+    env.upstream.script(UPSTREAM_MODEL, { kind: "rate-limited", retryAfter: "7" }, { times: 1 });
+    const r = await rawStream(env.stack, acc, { model: UPSTREAM_MODEL, stream: true, messages: [{ role: "user", content: [image("english.png")] }] });
     expect(r.status).toBe(502);
     expect(r.headers.get("retry-after")).toBe("7");
     expect(JSON.parse(r.text)).toMatchObject({ error: { code: "upstream_error", upstream_status: 429 } });
@@ -435,15 +429,15 @@ describe("Idempotency-Key on a streamed request", () => {
     const acc = await createTestAccount({ creditsCents: 1000 });
     const body = { model: UPSTREAM_MODEL, stream: true, stream_options: { include_usage: true }, messages: [{ role: "user", content: [image("english.png")] }] };
     const headers = { "Idempotency-Key": `stream-${Date.now()}` };
-    upstream.script(UPSTREAM_MODEL, { kind: "stream", text: "kept for the retry" }, { times: 1 });
-    const first = await rawStream(stack, acc, body, headers);
-    const again = await rawStream(stack, acc, body, headers);
+    env.upstream.script(UPSTREAM_MODEL, { kind: "stream", text: "kept for the retry" }, { times: 1 });
+    const first = await rawStream(env.stack, acc, body, headers);
+    const again = await rawStream(env.stack, acc, body, headers);
     expect(again.status).toBe(200);
     expect(again.headers.get("idempotent-replayed")).toBe("true");
     expect(again.headers.get("content-type")).toBe("text/event-stream; charset=utf-8");
     expect(again.text).toBe(first.text);
     // The SDK reads the replay like any stream.
-    const { chunks, error } = await collect(await sdk(stack, acc, headers).chat.completions.create(body as never as OpenAI.Chat.Completions.ChatCompletionCreateParamsStreaming));
+    const { chunks, error } = await collect(await sdk(env.stack, acc, headers).chat.completions.create(body as never as OpenAI.Chat.Completions.ChatCompletionCreateParamsStreaming));
     expect(error).toBeUndefined();
     expect(contentOf(chunks)).toBe("kept for the retry");
     const rows = await usageRows(acc.accountId);
@@ -455,12 +449,12 @@ describe("Idempotency-Key on a streamed request", () => {
     const acc = await createTestAccount({ creditsCents: 1000 });
     const headers = { "Idempotency-Key": `gone-${Date.now()}` };
     const body = { model: UPSTREAM_MODEL, stream: true as const, messages: [{ role: "user" as const, content: [image("english.png")] }] };
-    upstream.script(UPSTREAM_MODEL, { kind: "stream", text: "slow words arrive one by one", pieceDelayMs: 100 }, { times: 1 });
-    const stream = await sdk(stack, acc, headers).chat.completions.create(body);
+    env.upstream.script(UPSTREAM_MODEL, { kind: "stream", text: "slow words arrive one by one", pieceDelayMs: 100 }, { times: 1 });
+    const stream = await sdk(env.stack, acc, headers).chat.completions.create(body);
     for await (const c of stream) if (c.choices[0]?.delta.content) break;
     const rows = await settledRows(acc);
     expect(rows.map((r) => r.status)).toEqual(["success"]);
-    const { chunks } = await collect(await sdk(stack, acc, headers).chat.completions.create(body));
+    const { chunks } = await collect(await sdk(env.stack, acc, headers).chat.completions.create(body));
     expect(contentOf(chunks)).toBe("slow words arrive one by one");
     expect(await usageRows(acc.accountId)).toHaveLength(1);
   });

@@ -3,7 +3,7 @@
  * database and Redis; each test makes its own account and keys.
  */
 import { sql } from "kysely";
-import { afterAll, beforeAll, inject } from "vitest";
+import { afterAll, afterEach, beforeAll, inject } from "vitest";
 import { startFakeUpstream, type FakeUpstream } from "./fake-upstream.ts";
 import { startEdge, type RunningEdge } from "../internal/edge/index.ts";
 import { conversionSchema, edgeSchema, extractionSchema, parseConfig, type Env } from "../internal/platform/config/index.ts";
@@ -226,6 +226,22 @@ export async function usageRows(accountId: string) {
 export async function balanceOf(edge: { url: string }, key: string): Promise<{ balance_cents: number; held_cents: number }> {
   const { balance_cents, held_cents } = (await call(edge, "GET", "/v1/account/balance", key)).body as { balance_cents: number; held_cents: number };
   return { balance_cents, held_cents };
+}
+
+/**
+ * A fake upstream (a test double of OpenRouter) for the file's tests:
+ * started before them, its scripts reset after each, closed after all.
+ */
+export function fakeUpstreamForFile(): () => FakeUpstream {
+  let fake: FakeUpstream | undefined;
+  beforeAll(async () => {
+    fake = await startFakeUpstream();
+  });
+  afterAll(async () => {
+    await fake?.close();
+  });
+  afterEach(() => fake?.reset());
+  return () => fake!;
 }
 
 /**

@@ -3,8 +3,9 @@
  * 200, headers) by its first line: a request refused before that still gets
  * a plain HTTP error with its own status.
  */
-import { PassThrough } from "node:stream";
+import type { PassThrough } from "node:stream";
 import type { FastifyReply, FastifyRequest } from "fastify";
+import { openStreamedAnswer } from "./streamed.ts";
 
 export const NDJSON = "application/x-ndjson";
 
@@ -23,16 +24,7 @@ export class NdjsonStream<Line> {
   }
 
   send(line: Line): void {
-    if (!this.body) {
-      this.body = new PassThrough();
-      void this.reply
-        .code(200)
-        .header("content-type", `${NDJSON}; charset=utf-8`)
-        .header("cache-control", "no-store")
-        // Proxies (nginx) must pass each line on at once.
-        .header("x-accel-buffering", "no")
-        .send(this.body);
-    }
+    this.body ??= openStreamedAnswer(this.reply, NDJSON);
     // The client may be gone (its close aborted the work): nothing to tell it then.
     if (!this.body.destroyed && !this.body.writableEnded) this.body.write(JSON.stringify(line) + "\n");
   }

@@ -9,8 +9,9 @@
  * connections leave it open while a slow page is read or a provider thinks.
  * Comments are invisible to SSE clients.
  */
-import { PassThrough } from "node:stream";
+import type { PassThrough } from "node:stream";
 import type { FastifyReply } from "fastify";
+import { openStreamedAnswer } from "./streamed.ts";
 
 export const EVENT_STREAM = "text/event-stream";
 
@@ -81,16 +82,7 @@ export class SseStream {
   }
 
   private write(text: string, data: boolean): void {
-    if (!this.body) {
-      this.body = new PassThrough();
-      void this.reply
-        .code(200)
-        .header("content-type", `${EVENT_STREAM}; charset=utf-8`)
-        .header("cache-control", "no-cache, no-store")
-        // Proxies (nginx) must pass each event on at once.
-        .header("x-accel-buffering", "no")
-        .send(this.body);
-    }
+    this.body ??= openStreamedAnswer(this.reply, EVENT_STREAM);
     if (data) this.sent += text;
     // The client may be gone: nothing to tell it then (the transcript is still kept for a replay).
     if (!this.body.destroyed && !this.body.writableEnded) this.body.write(text);

@@ -3,9 +3,9 @@
 // last chunk, errors inside the stream, broken and truncated streams, event
 // boundaries anywhere in the bytes, and the generation record of a cut stream.
 import { readFileSync } from "node:fs";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { FolioError } from "../../platform/errors/index.ts";
-import { startFakeUpstream, type FakeUpstream } from "../../../test/fake-upstream.ts";
+import { fakeUpstreamForFile } from "../../../test/harness.ts";
 import { UpstreamClient, type UpstreamStreamEvent, type UpstreamStreamResult } from "./upstream.ts";
 
 const MODEL = "openai/gpt-4.1-mini";
@@ -13,17 +13,10 @@ const RECORDED = "openrouter_stream_image_claude-3.5-sonnet_2025-08-06.sse";
 const MIDSTREAM_ERROR = "openrouter_stream_midstream_error.sse";
 const recorded = (name: string) => readFileSync(new URL(`../../../test/fixtures/openrouter/${name}`, import.meta.url), "utf8");
 
-let fake: FakeUpstream;
-beforeAll(async () => {
-  fake = await startFakeUpstream();
-});
-afterAll(async () => {
-  await fake.close();
-});
-afterEach(() => fake.reset());
+const fakeUpstream = fakeUpstreamForFile();
 
 function client(over: Partial<ConstructorParameters<typeof UpstreamClient>[0]> = {}): UpstreamClient {
-  return new UpstreamClient({ baseUrl: fake.baseUrl, apiKey: fake.apiKey, timeoutMs: 2_000, retryDelayMs: 10, generationLookupDelaysMs: [], ...over });
+  return new UpstreamClient({ baseUrl: fakeUpstream().baseUrl, apiKey: fakeUpstream().apiKey, timeoutMs: 2_000, retryDelayMs: 10, generationLookupDelaysMs: [], ...over });
 }
 
 const body = (model = MODEL) => ({ model, messages: [{ role: "user", content: [{ type: "text", text: "Read this" }] }] });
@@ -61,9 +54,9 @@ function fetchOf(text: string, size: number): typeof fetch {
 
 describe("UpstreamClient.chatCompletionStream", () => {
   it("asks for a stream with usage, and relays the recorded stream's pieces and last-chunk usage exactly", async () => {
-    fake.script(MODEL, { kind: "sse-fixture", name: RECORDED }, { times: 1 });
+    fakeUpstream().script(MODEL, { kind: "sse-fixture", name: RECORDED }, { times: 1 });
     const { pieces, ids, end } = await drain(client().chatCompletionStream(body(), new AbortController().signal));
-    expect(fake.chatRequests()[0]!.body).toMatchObject({ stream: true, stream_options: { include_usage: true }, usage: { include: true } });
+    expect(fakeUpstream().chatRequests()[0]!.body).toMatchObject({ stream: true, stream_options: { include_usage: true }, usage: { include: true } });
     expect(pieces).toEqual(["Re", "d green", " geometric", " shapes"]);
     expect(new Set(ids)).toEqual(new Set(["gen-1754441344-pyQnLz9c6qI7tV48Fjp4"]));
     expect(end).toMatchObject({ id: "gen-1754441344-pyQnLz9c6qI7tV48Fjp4", finishReason: "stop", promptTokens: 82, completionTokens: 7, usageSeen: true });
@@ -93,7 +86,7 @@ describe("UpstreamClient.chatCompletionStream", () => {
   });
 
   it("an error chunk inside the stream ends it with upstream_error, keeping the usage the chunk reported", async () => {
-    fake.script(MODEL, { kind: "sse-fixture", name: MIDSTREAM_ERROR }, { times: 1 });
+    fakeUpstream().script(MODEL, { kind: "sse-fixture", name: MIDSTREAM_ERROR }, { times: 1 });
     const { pieces, end } = await drain(client().chatCompletionStream(body(), new AbortController().signal));
     expect(pieces).toEqual([]); // the recording's deltas are reasoning, no content
     expect(end.error).toBeInstanceOf(FolioError);
@@ -113,22 +106,22 @@ describe("UpstreamClient.chatCompletionStream", () => {
   });
 
   it("refusals before the stream are thrown as before: 429 with Retry-After, not retried; 503 retried once", async () => {
-    fake.script(MODEL, { kind: "rate-limited", retryAfter: "4" }, { times: 1 });
+    fakeUpstream().script(MODEL, { kind: "rate-limited", retryAfter: "4" }, { times: 1 });
     const err = await drain(client().chatCompletionStream(body(), new AbortController().signal)).then(
       () => undefined,
       (e: unknown) => e,
     );
     expect(err).toMatchObject({ code: "upstream_error", extra: { upstream_status: 429 }, headers: { "Retry-After": "4" } });
-    expect(fake.chatRequests()).toHaveLength(1);
-    fake.script(MODEL, { kind: "status", status: 503 }, { times: 1 });
-    fake.script(MODEL, { kind: "stream", text: "after a retry" }, { times: 1 });
+    expect(fakeUpstream().chatRequests()).toHaveLength(1);
+    fakeUpstream().script(MODEL, { kind: "status", status: 503 }, { times: 1 });
+    fakeUpstream().script(MODEL, { kind: "stream", text: "after a retry" }, { times: 1 });
     const { pieces } = await drain(client().chatCompletionStream(body(), new AbortController().signal));
     expect(pieces.join("")).toBe("after a retry");
-    expect(fake.chatRequests()).toHaveLength(3);
+    expect(fakeUpstream().chatRequests()).toHaveLength(3);
   });
 
   it("an upstream that answers one JSON completion gives the same events at once", async () => {
-    fake.script(MODEL, { kind: "text", text: "all in one" }, { times: 1 });
+    fakeUpstream().script(MODEL, { kind: "text", text: "all in one" }, { times: 1 });
     // The fake streams when asked to; this fetch drops `stream` so it answers in one piece, as some upstreams do.
     const plain: typeof fetch = (url, init) => fetch(url, { ...init, body: JSON.stringify({ ...(JSON.parse(String(init?.body)) as object), stream: false }) });
     const { pieces, end } = await drain(client({ fetchImpl: plain }).chatCompletionStream(body(), new AbortController().signal));
@@ -138,7 +131,7 @@ describe("UpstreamClient.chatCompletionStream", () => {
   });
 
   it("cancelling stops the upstream's stream, whose record then says what was generated", async () => {
-    fake.script(MODEL, { kind: "stream-stall", text: "alpha beta gamma delta", pieces: 2 }, { times: 1 });
+    fakeUpstream().script(MODEL, { kind: "stream-stall", text: "alpha beta gamma delta", pieces: 2 }, { times: 1 });
     const ac = new AbortController();
     const got: string[] = [];
     let id = "";
@@ -157,7 +150,7 @@ describe("UpstreamClient.chatCompletionStream", () => {
     expect(got).toEqual(["alpha ", "beta "]);
     const record = await client().generationCost(id, new AbortController().signal);
     expect(record).toMatchObject({ found: true, completionTokens: Math.ceil("alpha beta ".length / 4) });
-    if (record.found) expect(record.costCents.toFixed()).toBe(fake.generations.get(id)!.cost.mul(100).toFixed());
+    if (record.found) expect(record.costCents.toFixed()).toBe(fakeUpstream().generations.get(id)!.cost.mul(100).toFixed());
   });
 });
 
@@ -166,7 +159,7 @@ describe("UpstreamClient.generationCost", () => {
     const started = Date.now();
     const r = await client({ generationLookupDelaysMs: [20, 20] }).generationCost("gen-nobody", new AbortController().signal);
     expect(r).toEqual({ found: false });
-    expect(fake.requests.filter((q) => q.path === "/generation")).toHaveLength(3);
+    expect(fakeUpstream().requests.filter((q) => q.path === "/generation")).toHaveLength(3);
     expect(Date.now() - started).toBeLessThan(1000);
   });
 });

@@ -1,26 +1,20 @@
 // The upstream chat client against the fake OpenRouter upstream: success and
 // exact cost, error mapping for every scripted behaviour, the one-retry
 // policy, and the page engine.
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { createServer } from "node:net";
 import { FolioError, errorBody, httpStatusOf, toHttpError } from "../../platform/errors/index.ts";
-import { FAKE_TABLE_ROWS, fakeUsage, loadFixture, loadModelsSnapshot, startFakeUpstream, type FakeUpstream } from "../../../test/fake-upstream.ts";
+import { FAKE_TABLE_ROWS, fakeUsage, loadFixture, loadModelsSnapshot } from "../../../test/fake-upstream.ts";
+import { fakeUpstreamForFile } from "../../../test/harness.ts";
 import { UpstreamClient, UpstreamEngine } from "./upstream.ts";
 
 const MODEL = "openai/gpt-4.1-mini";
 const PNG = Buffer.from("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==", "base64");
 
-let fake: FakeUpstream;
-beforeAll(async () => {
-  fake = await startFakeUpstream();
-});
-afterAll(async () => {
-  await fake.close();
-});
-afterEach(() => fake.reset());
+const fakeUpstream = fakeUpstreamForFile();
 
 function client(over: Partial<ConstructorParameters<typeof UpstreamClient>[0]> = {}): UpstreamClient {
-  return new UpstreamClient({ baseUrl: fake.baseUrl, apiKey: fake.apiKey, timeoutMs: 2_000, retryDelayMs: 10, ...over });
+  return new UpstreamClient({ baseUrl: fakeUpstream().baseUrl, apiKey: fakeUpstream().apiKey, timeoutMs: 2_000, retryDelayMs: 10, ...over });
 }
 
 function imageBody(model = MODEL): Record<string, unknown> {
@@ -47,8 +41,8 @@ describe("UpstreamClient success", () => {
   it("posts a non-streamed completion with usage accounting and the bearer key", async () => {
     const r = await client().chatCompletion(imageBody(), signal());
     expect(r).toMatchObject({ id: "gen-fake-1", content: "FAKE OCR TEXT 1", finishReason: "stop" });
-    const [req] = fake.chatRequests();
-    expect(req?.headers.authorization).toBe(`Bearer ${fake.apiKey}`);
+    const [req] = fakeUpstream().chatRequests();
+    expect(req?.headers.authorization).toBe(`Bearer ${fakeUpstream().apiKey}`);
     expect(req?.headers["content-type"]).toBe("application/json");
     expect(req?.body).toMatchObject({ model: MODEL, stream: false, usage: { include: true } });
   });
@@ -62,7 +56,7 @@ describe("UpstreamClient success", () => {
   });
 
   it("returns null cost when the upstream does not report one", async () => {
-    fake.script(MODEL, { kind: "text", text: "x", omitCost: true });
+    fakeUpstream().script(MODEL, { kind: "text", text: "x", omitCost: true });
     expect((await client().chatCompletion(imageBody(), signal())).reportedCostCents).toBeNull();
   });
 
@@ -84,64 +78,64 @@ describe("UpstreamClient success", () => {
 
 describe("UpstreamClient errors", () => {
   it("maps 429 with the recorded body to a retryable 502, passes Retry-After, and does not retry", async () => {
-    fake.script(MODEL, { kind: "rate-limited", retryAfter: "7" });
+    fakeUpstream().script(MODEL, { kind: "rate-limited", retryAfter: "7" });
     const e = await failure(client().chatCompletion(imageBody(), signal()));
     expect(httpStatusOf(e.code)).toBe(502);
     expect(e.retryable).toBe(true);
     expect(e.headers).toEqual({ "Retry-After": "7" });
     expect(errorBody(e).error).toMatchObject({ code: "upstream_error", upstream_status: 429, upstream_code: "429" });
     expect(e.message).toMatch(/HTTP 429: Provider returned error \(Google: google\/gemini-2\.0-flash-exp:free is temporarily rate-limited/);
-    expect(fake.chatRequests()).toHaveLength(1);
+    expect(fakeUpstream().chatRequests()).toHaveLength(1);
   });
 
   it("does not retry a 500", async () => {
-    fake.script(MODEL, { kind: "status", status: 500 });
+    fakeUpstream().script(MODEL, { kind: "status", status: 500 });
     const e = await failure(client().chatCompletion(imageBody(), signal()));
     expect(errorBody(e).error).toMatchObject({ code: "upstream_error", upstream_status: 500 });
     expect(e.retryable).toBe(true);
-    expect(fake.chatRequests()).toHaveLength(1);
+    expect(fakeUpstream().chatRequests()).toHaveLength(1);
   });
 
   it.each([502, 503, 504])("retries a %i exactly once with the same model and body, then succeeds", async (status) => {
-    fake.script(MODEL, { kind: "status", status }, { times: 1 });
+    fakeUpstream().script(MODEL, { kind: "status", status }, { times: 1 });
     const r = await client().chatCompletion(imageBody(), signal());
     expect(r.content).toBe("FAKE OCR TEXT 1");
-    const reqs = fake.chatRequests();
+    const reqs = fakeUpstream().chatRequests();
     expect(reqs).toHaveLength(2);
     expect(reqs[1]?.body).toEqual(reqs[0]?.body);
   });
 
   it("gives up after one retry of a 502", async () => {
-    fake.script(MODEL, { kind: "status", status: 502 });
+    fakeUpstream().script(MODEL, { kind: "status", status: 502 });
     const e = await failure(client().chatCompletion(imageBody(), signal()));
     expect(errorBody(e).error).toMatchObject({ upstream_status: 502 });
     expect(e.retryable).toBe(true);
-    expect(fake.chatRequests()).toHaveLength(2);
+    expect(fakeUpstream().chatRequests()).toHaveLength(2);
   });
 
   it("maps an error inside a 200 body and does not retry it", async () => {
-    fake.script(MODEL, { kind: "error-in-200", code: 502, message: "Provider returned error" });
+    fakeUpstream().script(MODEL, { kind: "error-in-200", code: 502, message: "Provider returned error" });
     const e = await failure(client().chatCompletion(imageBody(), signal()));
     expect(errorBody(e).error).toMatchObject({ code: "upstream_error", upstream_status: 200, upstream_code: "502" });
     expect(e.message).toMatch(/reported an error: Provider returned error/);
     expect(e.retryable).toBe(true);
-    expect(fake.chatRequests()).toHaveLength(1);
+    expect(fakeUpstream().chatRequests()).toHaveLength(1);
 
-    fake.reset();
-    fake.script(MODEL, { kind: "error-in-200", code: 400, message: "Token limit reached" });
+    fakeUpstream().reset();
+    fakeUpstream().script(MODEL, { kind: "error-in-200", code: 400, message: "Token limit reached" });
     expect((await failure(client().chatCompletion(imageBody(), signal()))).retryable).toBe(false);
   });
 
   it("maps malformed JSON and empty choices", async () => {
-    fake.script(MODEL, { kind: "malformed" }, { times: 1 });
+    fakeUpstream().script(MODEL, { kind: "malformed" }, { times: 1 });
     const m = await failure(client().chatCompletion(imageBody(), signal()));
     expect(m.message).toMatch(/malformed JSON/);
     expect(errorBody(m).error).toMatchObject({ upstream_status: 200 });
 
-    fake.script(MODEL, { kind: "empty-choices" }, { times: 1 });
+    fakeUpstream().script(MODEL, { kind: "empty-choices" }, { times: 1 });
     const e = await failure(client().chatCompletion(imageBody(), signal()));
     expect(e.message).toMatch(/no choices/);
-    expect(fake.chatRequests()).toHaveLength(2);
+    expect(fakeUpstream().chatRequests()).toHaveLength(2);
   });
 
   it("maps the recorded 404 for an unknown model, not retryable", async () => {
@@ -160,19 +154,19 @@ describe("UpstreamClient errors", () => {
   });
 
   it("redacts the key if the upstream echoes it", async () => {
-    fake.script(MODEL, { kind: "status", status: 400, body: { error: { code: 400, message: `bad key ${fake.apiKey} in request` } } });
+    fakeUpstream().script(MODEL, { kind: "status", status: 400, body: { error: { code: 400, message: `bad key ${fakeUpstream().apiKey} in request` } } });
     const e = await failure(client().chatCompletion(imageBody(), signal()));
     expect(e.message).toContain("[redacted]");
-    expect(JSON.stringify(toHttpError(e))).not.toContain(fake.apiKey);
+    expect(JSON.stringify(toHttpError(e))).not.toContain(fakeUpstream().apiKey);
   });
 
   it("times out as a retryable error without retrying (the call may have been billed)", async () => {
-    fake.script(MODEL, { kind: "delay", ms: 1_000 });
+    fakeUpstream().script(MODEL, { kind: "delay", ms: 1_000 });
     const e = await failure(client({ timeoutMs: 100 }).chatCompletion(imageBody(), signal()));
     expect(e.message).toMatch(/did not answer within 100 ms/);
     expect(errorBody(e).error).toMatchObject({ upstream_status: null });
     expect(e.retryable).toBe(true);
-    expect(fake.chatRequests()).toHaveLength(1);
+    expect(fakeUpstream().chatRequests()).toHaveLength(1);
   });
 
   it("retries once when the connection cannot be made at all", async () => {
@@ -197,36 +191,36 @@ describe("UpstreamClient errors", () => {
     };
     const r = await client({ fetchImpl }).chatCompletion(imageBody(), signal());
     expect(r.content).toBe("FAKE OCR TEXT 1");
-    expect(fake.chatRequests()).toHaveLength(1);
+    expect(fakeUpstream().chatRequests()).toHaveLength(1);
   });
 
   it("does not retry a connection dropped after the request was sent", async () => {
-    fake.script(MODEL, { kind: "destroy" });
+    fakeUpstream().script(MODEL, { kind: "destroy" });
     const e = await failure(client().chatCompletion(imageBody(), signal()));
     expect(e.message).toMatch(/connection to the model provider failed/);
-    expect(fake.chatRequests()).toHaveLength(1);
+    expect(fakeUpstream().chatRequests()).toHaveLength(1);
   });
 
   it("rejects with the caller's reason when cancelled, without retrying", async () => {
-    fake.script(MODEL, { kind: "delay", ms: 2_000 });
+    fakeUpstream().script(MODEL, { kind: "delay", ms: 2_000 });
     const ac = new AbortController();
     const p = client().chatCompletion(imageBody(), ac.signal);
     setTimeout(() => ac.abort(new Error("client went away")), 50);
     await expect(p).rejects.toThrow("client went away");
-    expect(fake.chatRequests()).toHaveLength(1);
+    expect(fakeUpstream().chatRequests()).toHaveLength(1);
   });
 
   it("cancels during the retry pause", async () => {
-    fake.script(MODEL, { kind: "status", status: 503 });
+    fakeUpstream().script(MODEL, { kind: "status", status: 503 });
     const ac = new AbortController();
     const p = client({ retryDelayMs: 5_000 }).chatCompletion(imageBody(), ac.signal);
     setTimeout(() => ac.abort(new Error("stop")), 100);
     await expect(p).rejects.toThrow("stop");
-    expect(fake.chatRequests()).toHaveLength(1);
+    expect(fakeUpstream().chatRequests()).toHaveLength(1);
   });
 
   it("refuses an oversized response", async () => {
-    fake.script(MODEL, { kind: "text", text: "x".repeat(5_000) });
+    fakeUpstream().script(MODEL, { kind: "text", text: "x".repeat(5_000) });
     const e = await failure(client({ maxResponseBytes: 1_000 }).chatCompletion(imageBody(), signal()));
     expect(e.message).toMatch(/could not be read/);
   });
@@ -249,7 +243,7 @@ describe("UpstreamEngine", () => {
     expect(r.tables).toEqual([]);
     expect(r.confidence).toBeUndefined();
     expect(r.usage.reportedCostCents).not.toBeNull();
-    const body = fake.chatRequests()[0]?.body as { model: string; temperature: number; max_tokens: number; messages: { role: string; content: unknown }[] };
+    const body = fakeUpstream().chatRequests()[0]?.body as { model: string; temperature: number; max_tokens: number; messages: { role: string; content: unknown }[] };
     expect(body).toMatchObject({ model: MODEL, temperature: 0, max_tokens: 2048 });
     expect(body.messages[0]).toMatchObject({ role: "system", content: expect.stringMatching(/OCR/) as string });
     expect(body.messages[1]?.content).toEqual([
@@ -259,24 +253,24 @@ describe("UpstreamEngine", () => {
   });
 
   it("parses a JSON-block table answer with confidence", async () => {
-    fake.script(MODEL, { kind: "table", format: "json" });
+    fakeUpstream().script(MODEL, { kind: "table", format: "json" });
     const r = await new UpstreamEngine(MODEL, client()).extractPage({ pageNumber: 4, image: PNG, mimeType: "image/png" }, { extractTables: true, outputFormat: "text" }, signal());
     expect(r.tables).toEqual([{ page_number: 4, rows: FAKE_TABLE_ROWS, markdown: "| Item | Qty | Price |\n| --- | --- | --- |\n| Apple | 2 | 1.20 |\n| Pear | 1 | 0.80 |" }]);
     expect(r.confidence).toBe(0.87);
     expect(r.text).not.toContain("```");
-    const body = fake.chatRequests()[0]?.body as Record<string, unknown>;
+    const body = fakeUpstream().chatRequests()[0]?.body as Record<string, unknown>;
     expect(body.max_tokens).toBeUndefined();
   });
 
   it("parses a Markdown table answer", async () => {
-    fake.script(MODEL, { kind: "table", format: "markdown" });
+    fakeUpstream().script(MODEL, { kind: "table", format: "markdown" });
     const r = await new UpstreamEngine(MODEL, client()).extractPage({ pageNumber: 2, image: PNG, mimeType: "image/png" }, { extractTables: true, outputFormat: "markdown" }, signal());
     expect(r.tables[0]?.rows).toEqual(FAKE_TABLE_ROWS);
     expect(r.text).toMatch(/^# Fruit list/);
   });
 
   it("survives a junk answer", async () => {
-    fake.script(MODEL, { kind: "junk" });
+    fakeUpstream().script(MODEL, { kind: "junk" });
     const r = await new UpstreamEngine(MODEL, client()).extractPage({ pageNumber: 1, image: PNG, mimeType: "image/png" }, { extractTables: true, outputFormat: "markdown" }, signal());
     expect(typeof r.text).toBe("string");
     expect(r.confidence).toBeUndefined();
@@ -284,7 +278,7 @@ describe("UpstreamEngine", () => {
   });
 
   it("propagates upstream errors as FolioError", async () => {
-    fake.script(MODEL, { kind: "rate-limited" });
+    fakeUpstream().script(MODEL, { kind: "rate-limited" });
     const e = await failure(new UpstreamEngine(MODEL, client()).extractPage({ pageNumber: 1, image: PNG, mimeType: "image/png" }, { extractTables: false, outputFormat: "text" }, signal()));
     expect(e.code).toBe("upstream_error");
   });

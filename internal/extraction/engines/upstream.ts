@@ -98,9 +98,12 @@ const DEFAULT_MAX_RESPONSE_BYTES = 16 * 1024 * 1024;
 const DEFAULT_GENERATION_LOOKUP_DELAYS_MS = [500, 1000, 2000, 4000];
 const MAX_MESSAGE_CHARS = 500;
 
-type Attempt = { ok: true; result: ChatCompletionResult } | { ok: false; error: FolioError; retrySafe: boolean };
+type Failed = { ok: false; error: FolioError; retrySafe: boolean };
+type Attempt = { ok: true; result: ChatCompletionResult } | Failed;
+/** A request whose answer's head came. */
+type Sent = { ok: true; res: Response; timeout: AbortSignal; signal: AbortSignal };
 /** A streamed request that got its answer's head: an event stream, or one JSON body (an upstream that does not stream). */
-type Opened = { ok: true; res: Response; timeout: AbortSignal; signal: AbortSignal } | { ok: true; result: ChatCompletionResult } | { ok: false; error: FolioError; retrySafe: boolean };
+type Opened = Sent | { ok: true; result: ChatCompletionResult } | Failed;
 
 export class UpstreamClient {
   readonly #base: string;
@@ -170,45 +173,13 @@ export class UpstreamClient {
 
   /** Sends a streamed request and reads its head: an event stream to read, or an error. */
   async #open(payload: string, signal: AbortSignal): Promise<Opened> {
-    signal.throwIfAborted();
-    const timeout = AbortSignal.timeout(this.#timeoutMs);
-    const combined = AbortSignal.any([signal, timeout]);
-    let res: Response;
-    try {
-      res = await this.#fetch(this.#url, {
-        method: "POST",
-        headers: { authorization: `Bearer ${this.#apiKey}`, "content-type": "application/json", accept: "text/event-stream" },
-        body: payload,
-        signal: combined,
-      });
-    } catch (err) {
-      if (signal.aborted) throw signal.reason;
-      if (timeout.aborted) return { ok: false, error: this.#timeoutError(), retrySafe: false };
-      const code = errorCode(err);
-      const notConnected = code !== undefined && NOT_CONNECTED_CODES.has(code);
-      const error = this.#error(
-        notConnected ? `could not connect to the model provider (${code})` : `the connection to the model provider failed${code ? ` (${code})` : ""}`,
-        null,
-        { retryable: true, cause: err },
-      );
-      return { ok: false, error, retrySafe: notConnected };
-    }
-    const headers = retryAfter(res.headers.get("retry-after"));
-    const type = (res.headers.get("content-type") ?? "").toLowerCase();
-    if (res.ok && type.startsWith("text/event-stream")) return { ok: true, res, timeout, signal: combined };
-    let text: string;
-    try {
-      text = await readBounded(res, this.#maxBytes);
-    } catch (err) {
-      if (signal.aborted) throw signal.reason;
-      if (timeout.aborted) return { ok: false, error: this.#timeoutError(), retrySafe: false };
-      return { ok: false, error: this.#error("the model provider's answer could not be read", res.status, { retryable: true, cause: err, headers }), retrySafe: false };
-    }
-    const json = parseJson(text);
-    if (!res.ok) return { ok: false, error: this.#statusError(res.status, json, headers), retrySafe: RETRY_STATUSES.has(res.status) };
-    if (json === undefined) return { ok: false, error: this.#error("the model provider answered with malformed JSON", res.status, { retryable: true, headers }), retrySafe: false };
-    const parsed = this.#parseSuccess(res.status, json, headers);
-    return parsed.ok ? { ok: true, result: parsed.result } : parsed;
+    const sent = await this.#post(payload, signal, "text/event-stream");
+    if (!sent.ok) return sent;
+    const type = (sent.res.headers.get("content-type") ?? "").toLowerCase();
+    if (sent.res.ok && type.startsWith("text/event-stream")) return sent;
+    // An error, or an upstream that answers in one piece: a JSON body.
+    const read = await this.#readJson(sent, signal);
+    return read.ok ? { ok: true, result: read.result } : read;
   }
 
   /** Reads an event stream to its end: deltas as they come, then the end (with an error when it broke). */
@@ -298,18 +269,23 @@ export class UpstreamClient {
   }
 
   async #attempt(payload: string, signal: AbortSignal): Promise<Attempt> {
+    const sent = await this.#post(payload, signal, "application/json");
+    return sent.ok ? this.#readJson(sent, signal) : sent;
+  }
+
+  /** Posts a request: the answer's head, or why none came (a connection that failed, the time limit). */
+  async #post(payload: string, signal: AbortSignal, accept: string): Promise<Sent | Failed> {
     signal.throwIfAborted();
     const timeout = AbortSignal.timeout(this.#timeoutMs);
     const combined = AbortSignal.any([signal, timeout]);
-    let res: Response;
-    let text: string;
     try {
-      res = await this.#fetch(this.#url, {
+      const res = await this.#fetch(this.#url, {
         method: "POST",
-        headers: { authorization: `Bearer ${this.#apiKey}`, "content-type": "application/json", accept: "application/json" },
+        headers: { authorization: `Bearer ${this.#apiKey}`, "content-type": "application/json", accept },
         body: payload,
         signal: combined,
       });
+      return { ok: true, res, timeout, signal: combined };
     } catch (err) {
       if (signal.aborted) throw signal.reason;
       if (timeout.aborted) return { ok: false, error: this.#timeoutError(), retrySafe: false };
@@ -322,7 +298,12 @@ export class UpstreamClient {
       );
       return { ok: false, error, retrySafe: notConnected };
     }
+  }
+
+  /** Reads an answer in one JSON body: a completion, or the error it says. */
+  async #readJson({ res, timeout }: Sent, signal: AbortSignal): Promise<Attempt> {
     const headers = retryAfter(res.headers.get("retry-after"));
+    let text: string;
     try {
       text = await readBounded(res, this.#maxBytes);
     } catch (err) {
@@ -330,7 +311,6 @@ export class UpstreamClient {
       if (timeout.aborted) return { ok: false, error: this.#timeoutError(), retrySafe: false };
       return { ok: false, error: this.#error("the model provider's answer could not be read", res.status, { retryable: true, cause: err, headers }), retrySafe: false };
     }
-
     const json = parseJson(text);
     if (!res.ok) return { ok: false, error: this.#statusError(res.status, json, headers), retrySafe: RETRY_STATUSES.has(res.status) };
     if (json === undefined) {
