@@ -37,6 +37,12 @@ function sdk(s: TestStack, acc: TestAccount, headers: Record<string, string> = {
   return new OpenAI({ apiKey: acc.adminKey, baseURL: `${s.edge.url}/v1`, maxRetries: 0, defaultHeaders: headers });
 }
 
+/** Streams english.png through the upstream model as `acc`, with the usage chunk unless told otherwise. */
+function streamPage(s: TestStack, acc: TestAccount, includeUsage = true) {
+  const messages: OpenAI.Chat.Completions.ChatCompletionMessageParam[] = [{ role: "user", content: [image("english.png")] }];
+  return sdk(s, acc).chat.completions.create({ model: UPSTREAM_MODEL, messages, stream: true, ...(includeUsage ? { stream_options: { include_usage: true } } : {}) });
+}
+
 type Chunk = OpenAI.Chat.Completions.ChatCompletionChunk & { folio?: Record<string, number> };
 
 /** Iterates a streamed completion to its end; the chunks, or the error the SDK raised with the chunks before it. */
@@ -185,12 +191,7 @@ describe("an upstream error inside the stream", () => {
   it("ends the stream with an error event in OpenAI's format and charges what the provider reported billing", async () => {
     const acc = await createTestAccount({ creditsCents: 1000 });
     env.upstream.script(UPSTREAM_MODEL, { kind: "sse-fixture", name: MIDSTREAM_ERROR, transform: billedError }, { times: 1 });
-    const stream = await sdk(env.stack, acc).chat.completions.create({
-      model: UPSTREAM_MODEL,
-      messages: [{ role: "user", content: [image("english.png")] }],
-      stream: true,
-      stream_options: { include_usage: true },
-    });
+    const stream = await streamPage(env.stack, acc);
     const { chunks, error } = await collect(stream);
     expect(contentOf(chunks)).toBe("Hello world");
     expect(error, String(error)).toBeInstanceOf(APIError);
@@ -210,12 +211,7 @@ describe("an upstream error inside the stream", () => {
   it("a provider connection dropped mid-stream: an error event, charged the provider's record of the generation", async () => {
     const acc = await createTestAccount({ creditsCents: 1000 });
     env.upstream.script(UPSTREAM_MODEL, { kind: "stream-drop", text: "alpha beta gamma delta", pieces: 2 }, { times: 1 });
-    const stream = await sdk(env.stack, acc).chat.completions.create({
-      model: UPSTREAM_MODEL,
-      messages: [{ role: "user", content: [image("english.png")] }],
-      stream: true,
-      stream_options: { include_usage: true },
-    });
+    const stream = await streamPage(env.stack, acc);
     const { chunks, error } = await collect(stream);
     expect(contentOf(chunks)).toBe("alpha beta ");
     expect((error as APIError).error).toMatchObject({ code: "upstream_error", message: "the connection to the model provider broke during the stream" });
@@ -261,7 +257,7 @@ describe("a client that goes away mid-stream", () => {
     const text = "one two three four five six seven eight nine ten";
     env.upstream.script(UPSTREAM_MODEL, { kind: "stream-stall", text, pieces: 3 }, { times: 1 });
     const before = env.upstream.generations.size;
-    const stream = await sdk(env.stack, acc).chat.completions.create({ model: UPSTREAM_MODEL, messages: [{ role: "user", content: [image("english.png")] }], stream: true });
+    const stream = await streamPage(env.stack, acc, false);
     let got = "";
     for await (const c of stream) {
       got += c.choices[0]?.delta.content ?? "";
@@ -281,7 +277,7 @@ describe("a client that goes away mid-stream", () => {
   it("never more than the hold: a provider record above it is charged the hold", async () => {
     const acc = await createTestAccount({ creditsCents: 1000 });
     env.upstream.script(UPSTREAM_MODEL, { kind: "stream-stall", text: "one two three four", pieces: 2 }, { times: 1 });
-    const stream = await sdk(env.stack, acc).chat.completions.create({ model: UPSTREAM_MODEL, messages: [{ role: "user", content: [image("english.png")] }], stream: true });
+    const stream = await streamPage(env.stack, acc, false);
     for await (const c of stream) {
       if (c.choices[0]?.delta.content !== "two ") continue;
       // The provider's record says this generation cost a dollar: far above the hold (1 cent for one page of this model).
@@ -320,7 +316,7 @@ describe("the extraction service going away mid-stream", () => {
     try {
       const acc = await createTestAccount({ creditsCents: 1000 });
       env.upstream.script(UPSTREAM_MODEL, { kind: "stream-stall", text: "first second third", pieces: 1 }, { times: 1 });
-      const stream = await sdk(own, acc).chat.completions.create({ model: UPSTREAM_MODEL, messages: [{ role: "user", content: [image("english.png")] }], stream: true });
+      const stream = await streamPage(own, acc, false);
       const it = stream[Symbol.asyncIterator]();
       expect((await it.next()).value?.choices[0]?.delta.content).toBe("first ");
       const closing = own.extraction.close(); // the stalled call is cut after the server's 5 s grace
