@@ -3,7 +3,6 @@
  * another request, waiting for a running one, taking over a dead one's key,
  * expiry, and the answer written in the settlement's transaction.
  */
-import { sql } from "kysely";
 import { describe, expect, it } from "vitest";
 import { createTestAccount, databaseUrl, testDb } from "../../test/harness.ts";
 import { answerLost } from "../../test/faults.ts";
@@ -124,11 +123,19 @@ describe("the answer and the charge in one transaction", () => {
 
   it("stores neither the answer nor the charge when the settlement fails (its transaction rolls back whole)", async () => {
     const { acc, db, s, billing, claim, hold, requestId } = await underWay();
-    // A usage row with the request's id already exists: the settlement's insert fails after the debit.
-    await sql`insert into usage_logs (id, account_id, endpoint, model, status) values (${requestId}, ${acc.accountId}, '/v1/ocr', 'm', 'success')`.execute(db);
+    // An error code Postgres cannot store (a NUL): the usage row, written after the debit, is refused.
     await expect(
-      billing.settle(hold, { requestId, endpoint: "/v1/ocr", model: "m", status: "success", processingTimeMs: 1, charge: chargeComponent(new Decimal(2)), answer: { store: s, claim, status: 200, body: "{}" } }),
-    ).rejects.toThrow();
+      billing.settle(hold, {
+        requestId,
+        endpoint: "/v1/ocr",
+        model: "m",
+        status: "success",
+        errorCode: "bad\u0000code",
+        processingTimeMs: 1,
+        charge: chargeComponent(new Decimal(2)),
+        answer: { store: s, claim, status: 200, body: "{}" },
+      }),
+    ).rejects.toThrow(/0x00/);
     expect(claim.finished).toBe(false);
     const row = await db.selectFrom("idempotency_keys").select(["status", "response_body"]).where("account_id", "=", acc.accountId).executeTakeFirstOrThrow();
     expect(row).toEqual({ status: "running", response_body: null });

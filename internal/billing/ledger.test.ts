@@ -243,9 +243,9 @@ describe("settle", () => {
     await billing.settle(await billing.hold(acc.accountId, null, 5), settlement(chargeComponent("1"), { requestId }));
     expect(await accountRow(acc.accountId)).toEqual({ balance_cents: 98, held_cents: 0 });
 
-    // Same request id again: the usage_logs primary key refuses the insert.
+    // An error code Postgres cannot store (a NUL): the usage row, written after the debit, is refused.
     const second = await billing.hold(acc.accountId, null, 5);
-    await expect(billing.settle(second, settlement(chargeComponent("10"), { requestId }))).rejects.toThrow(/duplicate key|usage_logs/);
+    await expect(billing.settle(second, settlement(chargeComponent("10"), { requestId, errorCode: "bad\u0000code" }))).rejects.toThrow(/0x00/);
     expect(await accountRow(acc.accountId), "balance and hold untouched by the failed settle").toEqual({ balance_cents: 98, held_cents: 5 });
     expect((await ledgerRows(acc.accountId)).filter((l) => l.kind === "debit").length).toBe(1);
     const h = await (await db()).selectFrom("holds").select("status").where("id", "=", second.id).executeTakeFirstOrThrow();

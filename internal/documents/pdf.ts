@@ -602,7 +602,12 @@ function tool(cmd: "pdfinfo" | "pdftoppm", args: string[], d: Deadline, onChild?
       { signal: d.signal, killSignal: "SIGKILL", maxBuffer: MAX_TOOL_OUTPUT_BYTES, encoding: "utf8", windowsHide: true },
       (err: ToolError | null, stdout, stderr) => {
         if (!err) return resolve({ stdout, stderr });
-        if (d.signal.aborted) return reject(d.signal.reason);
+        if (d.signal.aborted) {
+          // Node answers an abort at once, while the killed process may still be running: wait for it
+          // to be gone, so that whoever awaits this (close(), a cleanup) never races a live pdftoppm.
+          if (child.exitCode === null && child.signalCode === null) return void child.once("exit", () => reject(d.signal.reason));
+          return reject(d.signal.reason);
+        }
         if (err.code === "ENOENT") {
           return reject(new FolioError("service_unavailable", `${cmd} (poppler-utils) is not installed on this service`, { cause: err }));
         }
