@@ -9,7 +9,7 @@ import type { ProtoGrpcType } from "../gen/proto/conversion.ts";
 import type { ConversionServiceHandlers } from "../gen/proto/folio/conversion/v1/ConversionService.ts";
 import type { ConvertReply } from "../gen/proto/folio/conversion/v1/ConvertReply.ts";
 import type { ConvertRequest__Output } from "../gen/proto/folio/conversion/v1/ConvertRequest.ts";
-import { callSignal, grpc, loadProto, toGrpcStatus, unary } from "../platform/grpc/index.ts";
+import { callSignal, failStream, grpc, loadProto, unary } from "../platform/grpc/index.ts";
 import type { ConversionService } from "./service.ts";
 
 export const CONVERSION_SERVICE_NAME = "folio.conversion.v1.ConversionService";
@@ -26,16 +26,7 @@ export interface ConversionGrpcHooks {
 export function registerConversion(server: grpc.Server, svc: ConversionService, hooks: ConversionGrpcHooks = {}): string[] {
   const handlers: ConversionServiceHandlers = {
     Convert: (call: grpc.ServerWritableStream<ConvertRequest__Output, ConvertReply>) => {
-      void streamConversion(svc, call).catch((err: unknown) => {
-        let status: Partial<grpc.StatusObject>;
-        try {
-          hooks.onError?.(err, "Convert");
-          status = toGrpcStatus(err);
-        } catch {
-          status = { code: grpc.status.INTERNAL, details: "internal error" };
-        }
-        if (!call.cancelled && !call.writableEnded) call.emit("error", status);
-      });
+      void streamConversion(svc, call).catch((err: unknown) => failStream(call as grpc.ServerWritableStream<unknown, unknown>, err, "Convert", hooks.onError));
     },
     Estimate: unary(
       async (req) => {

@@ -3,7 +3,7 @@
  * cross with the one mapping in platform/grpc/errors.ts.
  */
 import { Decimal } from "../billing/index.ts";
-import { callSignal, grpc, loadProto, toGrpcStatus, unary } from "../platform/grpc/index.ts";
+import { callSignal, failStream, grpc, loadProto, unary } from "../platform/grpc/index.ts";
 import type { ProtoGrpcType } from "../gen/proto/extraction.ts";
 import type { ExtractionServiceHandlers } from "../gen/proto/folio/extraction/v1/ExtractionService.ts";
 import type { Model } from "../gen/proto/folio/extraction/v1/Model.ts";
@@ -248,16 +248,7 @@ async function streamChat(svc: ExtractionService, call: grpc.ServerWritableStrea
     call.end();
   } catch (err) {
     hooks.onCall?.("ChatStream", model, "error");
-    if (call.cancelled) return;
-    let st: Partial<grpc.StatusObject>;
-    try {
-      hooks.onError?.(err, "ChatStream");
-      st = toGrpcStatus(err);
-    } catch {
-      // Never let the error path itself fail (an unhandled rejection would end the process).
-      st = { code: grpc.status.INTERNAL, details: "internal error" };
-    }
-    call.emit("error", st);
+    if (!call.cancelled) failStream(call as grpc.ServerWritableStream<unknown, unknown>, err, "ChatStream", hooks.onError);
   }
 }
 

@@ -40,19 +40,29 @@ export function unary<Req, Res>(
   return (call, callback) => {
     fn(call.request, call).then(
       (res) => callback(null, res),
-      (err: unknown) => {
-        let st: Partial<grpc.StatusObject>;
-        try {
-          onError?.(err, method);
-          st = toGrpcStatus(err);
-        } catch {
-          // Never let the error path itself fail (an unhandled rejection would end the process).
-          st = { code: grpc.status.INTERNAL, details: "internal error" };
-        }
-        callback(st as grpc.ServiceError);
-      },
+      (err: unknown) => callback(statusOf(err, method, onError) as grpc.ServiceError),
     );
   };
+}
+
+/**
+ * The status a handler's failure is answered with, after `onError` saw it
+ * (logs, metrics). Never throws: an error path that failed would be an
+ * unhandled rejection, which ends the process.
+ */
+export function statusOf(err: unknown, method: string, onError?: (err: unknown, method: string) => void): Partial<grpc.StatusObject> {
+  try {
+    onError?.(err, method);
+    return toGrpcStatus(err);
+  } catch {
+    return { code: grpc.status.INTERNAL, details: "internal error" };
+  }
+}
+
+/** Ends a server stream with `err`'s status, unless the client is gone or the stream already ended. */
+export function failStream(call: grpc.ServerWritableStream<unknown, unknown>, err: unknown, method: string, onError?: (err: unknown, method: string) => void): void {
+  const st = statusOf(err, method, onError);
+  if (!call.cancelled && !call.writableEnded) call.emit("error", st);
 }
 
 /** An AbortSignal that fires when the client cancels or the call's deadline passes. */
