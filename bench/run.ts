@@ -14,6 +14,7 @@ import ocrTesseract from "./ocr-tesseract.ts";
 import ocrApi from "./ocr-api.ts";
 import ocrEngines from "./ocr-engines.ts";
 import sandboxRunsc from "./sandbox-runsc.ts";
+import convertLong from "./convert-long.ts";
 import usageBench from "./usage.ts";
 
 export interface BenchmarkReport {
@@ -33,7 +34,7 @@ export interface Benchmark {
 }
 
 /** Every benchmark, in the order they run. Add new ones here. */
-const benchmarks: readonly Benchmark[] = [edgeAuth, ocrTesseract, ocrApi, ocrEngines, sandboxRunsc, usageBench];
+const benchmarks: readonly Benchmark[] = [edgeAuth, ocrTesseract, ocrApi, ocrEngines, sandboxRunsc, convertLong, usageBench];
 
 const ARTIFACTS = "test-artifacts";
 

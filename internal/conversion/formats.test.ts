@@ -44,6 +44,11 @@ describe("checkDocumentIsFormat", () => {
     ["two-pages.odt", "ODT"],
     ["two-pages.rtf", "RTF"],
     ["hello.txt", "TXT"],
+    ["encodings/western.utf8-bom.txt", "TXT"],
+    ["encodings/western.utf16le-bom.txt", "TXT"],
+    ["encodings/western.utf16be-bom.txt", "TXT"],
+    ["encodings/western.windows-1252.txt", "TXT"],
+    ["encodings/russian.cp866.txt", "TXT"],
   ] as const)("accepts %s as %s", async (name, format) => {
     await expect(checkDocumentIsFormat(fixture(name), format)).resolves.toBeUndefined();
   });
@@ -61,9 +66,20 @@ describe("checkDocumentIsFormat", () => {
   });
 
   it.each([
+    ["NUL bytes", Buffer.from([0x00, 0x01, 0x02, 0xfe, 0xff]), /binary data, not text in UTF-8 .*Windows-1252.*: it holds NUL bytes/],
+    ["control characters", Buffer.from("\x01\x02\x03\x04\x05\x06\x1b[0m abc"), /binary data, not text .*: \d+% of it are control characters/],
+    ["UTF-16 without a byte-order mark", Buffer.from("words\n", "utf16le"), /byte-order mark/],
+  ])("refuses binary bytes declared TXT (%s) with unsupported_format saying what is wrong", async (_what, bytes, message) => {
+    const err = await folioFailure(checkDocumentIsFormat(bytes, "TXT"));
+    expect(err.code, err.message).toBe("unsupported_format");
+    expect(err.message).toMatch(message);
+    expect(err.param).toBe("file");
+    expect(err.extra.supported_formats).toEqual(SUPPORTED);
+  });
+
+  it.each([
     ["a truncated DOCX", () => fixture("two-pages.docx").subarray(0, 1500), "DOCX"],
     ["random bytes declared DOC", () => Buffer.from([0x00, 0xff, 0x13, 0x37, 0x00, 0x42, 0x99, 0x00, 0x01]), "DOC"],
-    ["binary bytes declared TXT", () => Buffer.from([0x00, 0x01, 0x02, 0xfe, 0xff]), "TXT"],
     ["an empty file", () => Buffer.alloc(0), "ODT"],
   ] as const)("treats %s as a damaged document: conversion_failed", async (_what, bytes, format) => {
     const err = await folioFailure(checkDocumentIsFormat(bytes(), format));

@@ -8,10 +8,12 @@
  * as nothing at all, or a container of the declared kind that does not hold
  * together (a truncated DOCX, an OLE2 file with a broken directory), are
  * `conversion_failed`: that is a damaged document, not a wrong format.
+ * Plain text is the exception: bytes declared TXT that are not text in any
+ * encoding Folio reads are binary data, `unsupported_format` saying why.
  */
 import { fileTypeFromBuffer } from "file-type";
 import { looksLikeText, sniffDocument } from "../documents/index.ts";
-import { CONVERSION_FORMATS, CONVERSION_MIME_TYPES, conversionFormatForMime, type ConversionFormat } from "../formats/index.ts";
+import { CONVERSION_FORMATS, CONVERSION_MIME_TYPES, TEXT_ENCODINGS_SAID, conversionFormatForMime, readText, type ConversionFormat } from "../formats/index.ts";
 import { FolioError } from "../platform/errors/index.ts";
 
 /** `unsupported_format` with the spec's `supported_formats` list. */
@@ -42,6 +44,11 @@ export async function checkDocumentIsFormat(bytes: Buffer, format: ConversionFor
     sniffed = await sniffDocument(bytes, CONVERSION_MIME_TYPES[format][0]);
   } catch (err) {
     if (!(err instanceof FolioError) || err.code !== "unsupported_format") throw err;
+    if (format === "TXT" && !(await fileTypeFromBuffer(bytes).catch(() => undefined))) {
+      // Text cannot be damaged, only not text: bytes in none of the encodings Folio reads are a wrong label.
+      const reading = readText(bytes);
+      throw unsupportedFormat(`the document was declared TXT but its bytes are binary data, not text in ${TEXT_ENCODINGS_SAID}${reading.ok ? "" : `: ${reading.problem}`}`, param);
+    }
     if (await isDamaged(bytes, format)) {
       throw new FolioError("conversion_failed", `the document is not a valid ${format} file (it may be damaged or truncated)`, { param });
     }

@@ -66,7 +66,14 @@ describe("sniffDocument", () => {
     const junk = Buffer.from([0x00, 0xff, 0x13, 0x37, 0xfe, 0x00, 0x80, 0x81, 0x02]);
     const err = await refusal(junk, "text/plain");
     expect(err.code, err.message).toBe("unsupported_format");
-    expect(err.message).toMatch(/declared text\/plain but its bytes are not UTF-8 text/);
+    expect(err.message).toMatch(/declared text\/plain but its bytes are not text in UTF-8 .*UTF-16 .*Windows-1252.*: it holds NUL bytes/);
+  });
+
+  it("reads text in UTF-16 with a byte-order mark and in Windows-1252 as text, with or without the hint", async () => {
+    for (const bytes of [Buffer.from("\ufeffInvoice 42 — Grüße\r\n", "utf16le"), Buffer.from("Caf\xe9 \x80 12,50 \x93quoted\x94\n", "latin1")]) {
+      expect(await sniffDocument(bytes, "text/plain")).toEqual({ kind: "office", mimeType: "text/plain", officeFormat: "TXT" });
+      expect(await sniffDocument(bytes)).toMatchObject({ officeFormat: "TXT" });
+    }
   });
 
   it("refuses text with NULs or mostly control characters", async () => {

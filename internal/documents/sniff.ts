@@ -4,13 +4,11 @@
  * The client's MIME type (and a server's Content-Type) is only a hint: a
  * PNG sent as `application/pdf` is a PNG, and an executable sent as
  * `image/png` is refused. The hint decides only what the bytes leave open:
- * whether valid UTF-8 text that happens to start like a binary signature is
- * text, and whether an OLE2 file whose directory cannot be read is a Word
- * document.
+ * whether text that happens to start like a binary signature is text, and
+ * whether an OLE2 file whose directory cannot be read is a Word document.
  */
-import { isUtf8 } from "node:buffer";
 import { fileTypeFromBuffer, type FileTypeResult } from "file-type";
-import { CONVERSION_MIME_TYPES, SUPPORTED_INPUT_FORMATS, normalizeMime, type ConversionFormat } from "../formats/index.ts";
+import { CONVERSION_MIME_TYPES, SUPPORTED_INPUT_FORMATS, TEXT_ENCODINGS_SAID, normalizeMime, readText, type ConversionFormat } from "../formats/index.ts";
 import { FolioError } from "../platform/errors/index.ts";
 
 /**
@@ -68,7 +66,7 @@ export async function sniffDocument(bytes: Buffer, hint?: string): Promise<Sniff
   }
 
   // Short binary signatures ("BM", "GIF") also begin ordinary sentences; a file
-  // that is valid printable UTF-8 without NULs is text, whatever it starts with.
+  // that reads as text (looksLikeText) is text, whatever it starts with.
   if (detected && !text) {
     const image = IMAGE_TYPES[detected.mime];
     if (image) return { kind: "image", mimeType: image };
@@ -83,7 +81,10 @@ export async function sniffDocument(bytes: Buffer, hint?: string): Promise<Sniff
     const claimed = hinted !== "" && hinted !== detected.mime ? ` (the declared type was ${clip(hinted)})` : "";
     throw unsupported(`the document is ${detected.ext.toUpperCase()} (${detected.mime}), which Folio does not process${claimed}`);
   }
-  if (hinted === "text/plain") throw unsupported("the document was declared text/plain but its bytes are not UTF-8 text");
+  if (hinted === "text/plain") {
+    const reading = readText(bytes);
+    throw unsupported(`the document was declared text/plain but its bytes are not text in ${TEXT_ENCODINGS_SAID}${reading.ok ? "" : `: ${reading.problem}`}`);
+  }
   throw unsupported(
     `the document's format could not be recognised from its bytes${hinted !== "" ? ` (the declared type was ${clip(hinted)})` : ""}`,
   );
@@ -170,16 +171,13 @@ export function cfbEntryNames(b: Buffer): string[] | null {
 }
 
 /**
- * Valid UTF-8, no NUL, and at most 2% control characters other than tab,
- * line feed, form feed and carriage return.
+ * Text in one of the encodings Folio reads (UTF-8 with or without BOM,
+ * UTF-16 with BOM, Windows-1252/Latin-1, the Cyrillic code pages): no NUL,
+ * and at most 2% control characters other than tab, line feed, form feed
+ * and carriage return (`readText` in internal/formats).
  */
 export function looksLikeText(bytes: Buffer): boolean {
-  if (bytes.length === 0 || bytes.includes(0) || !isUtf8(bytes)) return false;
-  let controls = 0;
-  for (const byte of bytes) {
-    if ((byte < 0x20 && byte !== 0x09 && byte !== 0x0a && byte !== 0x0c && byte !== 0x0d) || byte === 0x7f) controls++;
-  }
-  return controls <= bytes.length * 0.02;
+  return readText(bytes).ok;
 }
 
 function startsWith(bytes: Buffer, signature: string): boolean {

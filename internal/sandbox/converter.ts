@@ -10,11 +10,15 @@
  *     output/page-<N>.png      N = 1, 2, …: one 200-DPI PNG per page
  *     output/result.json       {@link JobResult}
  *
- * Steps: a fresh copy of the prepared LibreOffice profile, `soffice.bin
- * --convert-to pdf` (not the `soffice` wrapper script: it calls `ls` on its
- * own path, which fails under the runsc on Debian 12), `pdfinfo` for the page
- * count (over the limit is an error, nothing rendered), `pdftoppm -r 200
- * -png`. LibreOffice exits 0 and writes no PDF when it cannot load a
+ * Steps: a fresh copy of the prepared LibreOffice profile; for plain text, a
+ * UTF-8 copy of the document (it may come in UTF-16, Windows-1252, …:
+ * `readText`); `soffice.bin --convert-to pdf` (not the `soffice` wrapper
+ * script: it calls `ls` on its own path, which fails under the runsc on
+ * Debian 12); `pdfinfo` for the page count (over the limit is an error,
+ * nothing rendered); `pdftoppm -r 200` to raw pixels on a pipe, as many at
+ * once as the job's CPUs, each page encoded as a PNG by the program
+ * (`png.ts`: grey where the page is grey) and written the moment it is
+ * ready. LibreOffice exits 0 and writes no PDF when it cannot load a
  * document (corrupt, truncated, password-protected): the missing PDF is what
  * marks that case.
  *
@@ -28,16 +32,19 @@
  * killed afterwards.
  *
  * This module is bundled into the sandbox program: it may import only Node's
- * built-ins, types and the dependency-free format table (`internal/formats`).
+ * built-ins, types, its own folder's Node-only modules (`png.ts`, `probe.ts`,
+ * `profile.ts`) and the dependency-free format table (`internal/formats`).
  */
-import { spawn } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
 import { createHash } from "node:crypto";
-import { copyFile, cp, mkdir, mkdtemp, readFile, readdir, rm, stat, writeFile } from "node:fs/promises";
+import { cp, mkdir, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { availableParallelism } from "node:os";
 import { createConnection } from "node:net";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { FORMAT_EXTENSIONS, PAGE_DPI, type ConversionFormat } from "../formats/index.ts";
+import { FORMAT_EXTENSIONS, PAGE_DPI, readText, type ConversionFormat } from "../formats/index.ts";
 import type { JobErrorCode, JobResult, JobSpec } from "./interface.ts";
+import { PnmSplitter, encodePage, type RawImage } from "./png.ts";
 import { runProbe } from "./probe.ts";
 import { SOFFICE_BIN, fileUrl } from "./profile.ts";
 
@@ -92,6 +99,8 @@ export interface ConverterOptions {
   sofficePath?: string;
   pdfinfoPath?: string;
   pdftoppmPath?: string;
+  /** coreutils' libstdbuf, preloaded to give pdftoppm a large stdout buffer; skipped when it does not exist. */
+  libstdbufPath?: string;
   /** Aborting kills the running tool; the job ends as `timeout`. */
   signal?: AbortSignal;
   /**
@@ -122,6 +131,7 @@ export async function readJobSpec(jobDir: string): Promise<JobSpec> {
   if (spec.dpi !== PAGE_DPI) throw new Error(`job.json: dpi must be ${PAGE_DPI}`);
   if (!Number.isInteger(spec.maxPages) || (spec.maxPages ?? 0) < 1) throw new Error("job.json: maxPages must be a positive integer");
   if (typeof spec.profileDir !== "string" || !spec.profileDir.startsWith("/")) throw new Error("job.json: profileDir must be an absolute path");
+  if (spec.cpus !== undefined && !(typeof spec.cpus === "number" && spec.cpus > 0 && spec.cpus <= 256)) throw new Error("job.json: cpus must be a number above 0, at most 256");
   return spec as JobSpec;
 }
 
@@ -237,7 +247,12 @@ async function convertJob(jobDir: string, spec: JobSpec, options: ConverterOptio
     lap("profile", t);
 
     t = Date.now();
-    const document = join(jobDir, "input", `document.${FORMAT_EXTENSIONS[spec.format]}`);
+    let document = join(jobDir, "input", `document.${FORMAT_EXTENSIONS[spec.format]}`);
+    if (spec.format === "TXT") {
+      document = await utf8Copy(document, join(scratch, "text"));
+      lap("text", t);
+      t = Date.now();
+    }
     const pdfJob: PdfJob = { document, format: spec.format, profile, pdfDir: join(scratch, "pdf"), home: scratch, deadline, options };
     let pdf: string;
     if (prestarted) {
@@ -258,8 +273,12 @@ async function convertJob(jobDir: string, spec: JobSpec, options: ConverterOptio
     }
 
     t = Date.now();
-    await renderPages(pdf, pageCount, join(scratch, "png"), join(jobDir, "output"), spec.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES, deadline, options);
+    // Whole CPUs: a fractional limit (1.5) gets the whole part in processes, at least one.
+    const workers = Math.max(1, Math.floor(spec.cpus ?? (await cgroupCpus()) ?? Math.min(availableParallelism(), DEFAULT_MAX_WORKERS)));
+    const rendered = await renderPages(pdf, pageCount, join(jobDir, "output"), { maxOutputBytes: spec.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES, workers }, deadline, options);
     lap("pdftoppm", t);
+    timings.greyPages = rendered.greyPages;
+    timings.pngBytes = rendered.pngBytes;
     timings.total = Date.now() - started;
     return { ok: true, pageCount, timings };
   } catch (err) {
@@ -271,10 +290,28 @@ async function convertJob(jobDir: string, spec: JobSpec, options: ConverterOptio
   }
 }
 
+/**
+ * Plain text as LibreOffice is told to read it: UTF-8 without a byte-order
+ * mark, in `dir`. The document may be in any encoding `readText` accepts
+ * (UTF-16 with BOM, Windows-1252, …); LibreOffice's own guess would read
+ * Windows-1252 bytes as broken UTF-8.
+ */
+async function utf8Copy(document: string, dir: string): Promise<string> {
+  const bytes = await readFile(document).catch(() => {
+    throw new JobError("conversion_failed", "the job has no input document");
+  });
+  const reading = readText(bytes);
+  if (!reading.ok) throw new JobError("conversion_failed", `the document is not text: ${reading.problem}`);
+  await mkdir(dir, { recursive: true });
+  const copy = join(dir, "document.txt");
+  await writeFile(copy, reading.text, "utf8");
+  return copy;
+}
+
 /** The arguments of a conversion to PDF (after the profile and the start options). */
 function conversionArgs(document: string, format: ConversionFormat, pdfDir: string): string[] {
   const args: string[] = [];
-  // Plain text is UTF-8 (the edge checked it); say so rather than let LibreOffice guess.
+  // Plain text was turned into UTF-8 (utf8Copy); say so rather than let LibreOffice guess.
   if (format === "TXT") args.push("--infilter=Text (encoded):UTF8,LF,,,");
   args.push("--convert-to", "pdf", "--outdir", pdfDir, document);
   return args;
@@ -356,35 +393,164 @@ async function countPages(pdf: string, deadline: number, options: ConverterOptio
   return pages;
 }
 
+/**
+ * Renders every page to raw pixels and encodes each as a PNG the moment its
+ * pixels are complete, writing `output/page-N.png` as soon as it is ready
+ * (pages of different workers finish out of order). Up to `workers` pdftoppm
+ * processes render contiguous page ranges at once, each writing PPM to a
+ * pipe; the PNG encoding runs on libuv's thread pool beside them. A worker's
+ * pipe is paused while two of its pages wait to be encoded, so at most a few
+ * raw pages are held in memory.
+ */
 async function renderPages(
   pdf: string,
   pageCount: number,
-  pngDir: string,
+  outputDir: string,
+  limits: { maxOutputBytes: number; workers: number },
+  deadline: number,
+  options: ConverterOptions,
+): Promise<{ greyPages: number; pngBytes: number }> {
+  const workers = Math.max(1, Math.min(limits.workers, pageCount));
+  const per = Math.ceil(pageCount / workers);
+  const ranges: [number, number][] = [];
+  for (let first = 1; first <= pageCount; first += per) ranges.push([first, Math.min(pageCount, first + per - 1)]);
+  const stats = { greyPages: 0, pngBytes: 0 };
+  // One failure stops the other workers at once.
+  const stop = new AbortController();
+  const onAbort = () => stop.abort();
+  options.signal?.addEventListener("abort", onAbort, { once: true });
+  try {
+    await Promise.all(
+      ranges.map(([first, last]) =>
+        renderRange(pdf, first, last, outputDir, limits.maxOutputBytes, stats, deadline, { ...options, signal: stop.signal }).catch((err: unknown) => {
+          stop.abort();
+          throw err;
+        }),
+      ),
+    );
+  } catch (err) {
+    // A stop caused by the caller's signal is that signal's timeout, not the other worker's error.
+    if (options.signal?.aborted) throw new JobError("timeout", "the conversion ran out of time");
+    throw err;
+  } finally {
+    options.signal?.removeEventListener("abort", onAbort);
+  }
+  return stats;
+}
+
+/**
+ * stdout buffer of pdftoppm, set by preloading coreutils' libstdbuf (what
+ * `stdbuf -o` does, without its extra exec): poppler writes a PPM row by
+ * row, and a row of an A4 page at 200 DPI (4,962 bytes) is larger than
+ * glibc's default 4 KiB buffer, so every row was a write system call of its
+ * own: 140,000 for 60 pages, each a round trip through gVisor's sentry under
+ * the ptrace platform. With a buffer larger than a page, one write per page
+ * or so: 60 pages to raw pixels took 9.9 s in the sandbox, 1.3 s with it
+ * (docs/benchmarks.md, "Conversion: fast page images").
+ */
+const STDOUT_BUFFER_BYTES = 16 * 1024 * 1024;
+const LIBSTDBUF = "/usr/libexec/coreutils/libstdbuf.so";
+
+/**
+ * Renderers when neither job.json nor the cgroup says how many CPUs there
+ * are: each holds a couple of raw pages (11.6 MB each for A4), so a machine
+ * with many CPUs must not mean as many renderers.
+ */
+const DEFAULT_MAX_WORKERS = 2;
+
+/** CPUs of the cgroup v2 quota (`cpu.max`), when there is one and it is visible (a Kubernetes pod's limit). */
+async function cgroupCpus(): Promise<number | undefined> {
+  const text = await readFile("/sys/fs/cgroup/cpu.max", "utf8").catch(() => "");
+  const [quota, period] = text.trim().split(/\s+/);
+  const cpus = Number(quota) / Number(period);
+  return Number.isFinite(cpus) && cpus > 0 ? cpus : undefined;
+}
+
+/** Bytes of one raw page at most (an A4 page at 200 DPI is 11.6 MB in RGB); a larger page is refused. */
+const MAX_RAW_PAGE_BYTES = 256 * 1024 * 1024;
+/** Raw pages a worker may have waiting for their encoding before its pipe is paused. */
+const PAGES_IN_FLIGHT = 2;
+
+/** One pdftoppm process for pages `first`…`last`, its pages encoded and written as they arrive. */
+async function renderRange(
+  pdf: string,
+  first: number,
+  last: number,
   outputDir: string,
   maxOutputBytes: number,
+  stats: { greyPages: number; pngBytes: number },
   deadline: number,
   options: ConverterOptions,
 ): Promise<void> {
-  await mkdir(pngDir, { recursive: true });
-  const run = await runTool(options.pdftoppmPath ?? "/usr/bin/pdftoppm", ["-r", String(PAGE_DPI), "-png", pdf, join(pngDir, "page")], deadline, options.signal);
-  if (run.code !== 0) throw new JobError("conversion_failed", `pdftoppm failed: ${run.output.trim().slice(0, 300)}`);
-  // pdftoppm pads page numbers to the width of the page count (page-01.png); the output is unpadded.
-  const pages = new Map<number, string>();
-  for (const name of await readdir(pngDir)) {
-    const m = /^page-(\d+)\.png$/.exec(name);
-    if (m) pages.set(Number(m[1]), name);
-  }
-  if (pages.size !== pageCount) throw new JobError("conversion_failed", `pdftoppm rendered ${pages.size} of ${pageCount} pages`);
-  let total = 0;
-  for (let n = 1; n <= pageCount; n++) {
-    const name = pages.get(n);
-    if (!name) throw new JobError("conversion_failed", `pdftoppm did not render page ${n}`);
-    total += (await stat(join(pngDir, name))).size;
-    if (total > maxOutputBytes) throw new JobError("conversion_failed", `the rendered pages exceed ${maxOutputBytes} bytes`);
-  }
-  for (let n = 1; n <= pageCount; n++) {
-    await copyFile(join(pngDir, pages.get(n) as string), join(outputDir, `page-${n}.png`));
-  }
+  const splitter = new PnmSplitter(MAX_RAW_PAGE_BYTES);
+  const writes: Promise<void>[] = [];
+  let next = first;
+  let inFlight = 0;
+  let failure: unknown;
+  const libstdbuf = options.libstdbufPath ?? LIBSTDBUF;
+  // See STDOUT_BUFFER_BYTES; without libstdbuf (not a Debian system) pdftoppm runs as it is, slower in gVisor.
+  const buffered: Record<string, string> = (await stat(libstdbuf).then(() => true, () => false)) ? { LD_PRELOAD: libstdbuf, _STDBUF_O: String(STDOUT_BUFFER_BYTES) } : {};
+  const run = spawnTool(
+    options.pdftoppmPath ?? "/usr/bin/pdftoppm",
+    ["-r", String(PAGE_DPI), "-f", String(first), "-l", String(last), pdf],
+    deadline,
+    options.signal,
+    buffered,
+    (child) => {
+      // A paused pipe would keep the child's "close" from ever coming: once
+      // the range has failed or been stopped, whatever is left is drained.
+      const drain = () => child.stdout!.resume();
+      const fail = (err: unknown) => {
+        failure ??= err;
+        child.kill("SIGKILL");
+        drain();
+      };
+      options.signal?.addEventListener("abort", drain, { once: true });
+      child.once("close", () => options.signal?.removeEventListener("abort", drain));
+      child.stdout!.on("data", (chunk: Buffer) => {
+        if (failure) return;
+        let images: RawImage[];
+        try {
+          images = splitter.push(chunk);
+        } catch (err) {
+          fail(new JobError("conversion_failed", `pages ${first}–${last}: ${(err as Error).message}`));
+          return;
+        }
+        for (const image of images) {
+          const page = next++;
+          if (page > last) {
+            fail(new JobError("conversion_failed", `pdftoppm rendered more pages than ${first}–${last}`));
+            return;
+          }
+          inFlight++;
+          if (inFlight >= PAGES_IN_FLIGHT && !options.signal?.aborted) child.stdout!.pause();
+          writes.push(
+            writePage(image, page, outputDir, maxOutputBytes, stats)
+              .catch(fail)
+              .finally(() => {
+                splitter.release(image.pixels);
+                inFlight--;
+                if (inFlight < PAGES_IN_FLIGHT) child.stdout!.resume();
+              }),
+          );
+        }
+      });
+    },
+  );
+  const { code, output } = await run;
+  await Promise.all(writes);
+  if (failure) throw failure;
+  if (code !== 0) throw new JobError("conversion_failed", `pdftoppm failed: ${output.trim().slice(0, 300)}`);
+  if (next !== last + 1 || !splitter.atBoundary) throw new JobError("conversion_failed", `pdftoppm rendered ${next - first} of pages ${first}–${last}`);
+}
+
+/** Encodes one page (grey when it is) and writes it; refuses pages past the output limit. */
+async function writePage(image: RawImage, page: number, outputDir: string, maxOutputBytes: number, stats: { greyPages: number; pngBytes: number }): Promise<void> {
+  const { png, grey } = await encodePage(image, { dpi: PAGE_DPI });
+  stats.pngBytes += png.length;
+  if (grey) stats.greyPages++;
+  if (stats.pngBytes > maxOutputBytes) throw new JobError("conversion_failed", `the rendered pages exceed ${maxOutputBytes} bytes`);
+  await writeFile(join(outputDir, `page-${page}.png`), png);
 }
 
 /** The whole environment of a tool: nothing is inherited from the program. */
@@ -403,6 +569,21 @@ interface ToolRun {
  * deadline passes or `signal` aborts (then throws `timeout`).
  */
 function runTool(command: string, args: string[], deadline: number, signal: AbortSignal | undefined, env: Record<string, string> = {}): Promise<ToolRun> {
+  return spawnTool(command, args, deadline, signal, env);
+}
+
+/**
+ * {@link runTool}, and when `onStdout` is given the tool's stdout is that
+ * callback's to read (only stderr goes into `output`).
+ */
+function spawnTool(
+  command: string,
+  args: string[],
+  deadline: number,
+  signal: AbortSignal | undefined,
+  env: Record<string, string>,
+  onStdout?: (child: ChildProcess) => void,
+): Promise<ToolRun> {
   const remaining = deadline - Date.now();
   if (remaining <= 0 || signal?.aborted) return Promise.reject(new JobError("timeout", "the conversion ran out of time"));
   return new Promise((resolve, reject) => {
@@ -426,7 +607,8 @@ function runTool(command: string, args: string[], deadline: number, signal: Abor
     };
     const timer = setTimeout(kill, remaining);
     signal?.addEventListener("abort", kill, { once: true });
-    child.stdout.on("data", keep);
+    if (onStdout) onStdout(child);
+    else child.stdout.on("data", keep);
     child.stderr.on("data", keep);
     child.once("error", (err) => {
       clearTimeout(timer);

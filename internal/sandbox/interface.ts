@@ -65,6 +65,14 @@ export interface JobSpec {
   timeoutMs?: number;
   /** Largest total size of the PNG pages; past it the job fails. */
   maxOutputBytes?: number;
+  /**
+   * CPUs the sandbox may use (its CPU limit): at most this many pdftoppm
+   * processes (its whole part, at least one) render pages at once. Default:
+   * the cgroup's CPU quota when the program can read it, else the CPUs it
+   * sees, at most 2 (under gVisor those are the host's, whatever the quota,
+   * hence this field).
+   */
+  cpus?: number;
   traceparent?: string;
   /**
    * Test-only probe: report what the sandbox can see, write and reach instead

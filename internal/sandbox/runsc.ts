@@ -250,7 +250,7 @@ export class RunscBackend implements SandboxBackend {
         profileDir = `${SANDBOX_PATHS.job}/profile`;
         profileInPlace = true;
       }
-      await writeJob(jobDir, input, { profileDir, profileInPlace, timeoutMs, maxOutputBytes: this.maxOutputBytes, ...extra }, { chownOutput: true });
+      await writeJob(jobDir, input, { profileDir, profileInPlace, timeoutMs, maxOutputBytes: this.maxOutputBytes, cpus: this.limits.cpus, ...extra }, { chownOutput: true });
     });
     return this.finish(id, base, jobDir, async () => {
       const launched = this.launch(id, bundleDir, false);
@@ -290,7 +290,7 @@ export class RunscBackend implements SandboxBackend {
   ): Promise<{ result: JobResult; computeMillis: number; jobDir: string; cleanup: () => Promise<void> }> {
     const { launched, base, jobDir } = sandbox;
     return this.finish(launched.id, base, jobDir, async () => {
-      await writeJob(jobDir, input, { profileDir: SANDBOX_PATHS.profile, timeoutMs: input.timeoutMs, maxOutputBytes: this.maxOutputBytes }, { chownOutput: true });
+      await writeJob(jobDir, input, { profileDir: SANDBOX_PATHS.profile, timeoutMs: input.timeoutMs, maxOutputBytes: this.maxOutputBytes, cpus: this.limits.cpus }, { chownOutput: true });
       const outcome = await this.supervise(launched, input.timeoutMs, signal, () => launched.child.stdin?.write("\n"));
       return { outcome, result: await this.outcomeResult(launched.id, input, jobDir, outcome, input.timeoutMs, signal, true) };
     });

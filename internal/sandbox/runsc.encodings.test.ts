@@ -1,0 +1,71 @@
+/**
+ * Plain text in the encodings people have, through real gVisor sandboxes
+ * (root, runsc, LibreOffice, poppler, tesseract): every file of
+ * test/fixtures/convert/encodings renders to exactly the pixels of its UTF-8
+ * twin (the same text, so the same page), and the twin's page reads back as
+ * the text (so "the same" is not "the same garbage").
+ */
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import sharp from "sharp";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { PROJECT_ROOT } from "./assets.ts";
+import { RunscBackend } from "./runsc.ts";
+import { pngInfo } from "./testdocs.ts";
+
+const ENCODINGS = join(PROJECT_ROOT, "test", "fixtures", "convert", "encodings");
+const work = mkdtempSync(join(tmpdir(), "folio-runsc-encodings-"));
+const backend = new RunscBackend({ workDir: join(work, "backend") });
+
+beforeAll(async () => {
+  await backend.prepare();
+}, 120_000);
+afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+async function page(name: string): Promise<Buffer> {
+  const result = await backend.convert({ document: readFileSync(join(ENCODINGS, name)), format: "TXT", maxPages: 5, timeoutMs: 60_000 });
+  expect(result.pageCount, name).toBe(1);
+  expect(pngInfo(result.pages[0] as Buffer).phys, name).toEqual({ x: 7874, y: 7874, unit: 1 });
+  return result.pages[0] as Buffer;
+}
+
+/** The decoded pixels (the PNG bytes of equal pages are equal too, but pixels are what matters). */
+async function pixels(png: Buffer): Promise<Buffer> {
+  return sharp(png).raw().toBuffer();
+}
+
+function ocr(png: Buffer, lang: string): string {
+  const file = join(work, `ocr-${Math.random().toString(36).slice(2)}.png`);
+  writeFileSync(file, png);
+  return execFileSync("tesseract", [file, "stdout", "-l", lang], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] });
+}
+
+describe("text files in the encodings people have, converted in a runsc sandbox", () => {
+  const twins: Record<string, Buffer> = {};
+
+  it("the UTF-8 twins render as their text", async () => {
+    twins.western = await page("western.utf8.txt");
+    twins.russian = await page("russian.utf8.txt");
+    const western = ocr(twins.western, "fra+deu+spa");
+    for (const word of ["Café", "Größe", "naïve", "façade", "€12,50", "Muñoz"]) expect(western, western).toContain(word);
+    // No Cyrillic model is installed: the page must at least not be the replacement characters of a wrong decoding.
+    expect(ocr(twins.russian, "eng").length).toBeGreaterThan(50);
+  }, 60_000);
+
+  it.each([
+    ["western.utf8-bom.txt", "western"],
+    ["western.utf16le-bom.txt", "western"],
+    ["western.utf16be-bom.txt", "western"],
+    ["western.windows-1252.txt", "western"],
+    ["russian.cp866.txt", "russian"],
+    ["russian.windows-1251.txt", "russian"],
+    ["russian.koi8-r.txt", "russian"],
+  ])("%s renders exactly as its UTF-8 twin", async (name, family) => {
+    const twin = twins[family];
+    expect(twin, "the twins' test ran first").toBeDefined();
+    const got = await page(name);
+    expect(Buffer.compare(await pixels(got), await pixels(twin as Buffer)), `${name} differs from ${family}.utf8.txt`).toBe(0);
+  }, 60_000);
+});
