@@ -16,6 +16,7 @@ import ocrEngines from "./ocr-engines.ts";
 import sandboxRunsc from "./sandbox-runsc.ts";
 import convertLong from "./convert-long.ts";
 import usageBench from "./usage.ts";
+import k8sPool from "./k8s-pool.ts";
 
 export interface BenchmarkReport {
   /** Human-readable report, printed as is. */
@@ -34,7 +35,7 @@ export interface Benchmark {
 }
 
 /** Every benchmark, in the order they run. Add new ones here. */
-const benchmarks: readonly Benchmark[] = [edgeAuth, ocrTesseract, ocrApi, ocrEngines, sandboxRunsc, convertLong, usageBench];
+const benchmarks: readonly Benchmark[] = [edgeAuth, ocrTesseract, ocrApi, ocrEngines, sandboxRunsc, convertLong, usageBench, k8sPool];
 
 const ARTIFACTS = "test-artifacts";
 

@@ -62,7 +62,10 @@ import { ConversionMetrics, EdgeMetrics, ExtractionMetrics, type Metrics } from 
 import { OperatorMetrics } from "../internal/operator/metrics.ts";
 import { NETWORK_POLICY_NAME, SANDBOX_UID, buildJob, buildNetworkPolicy, networkPolicyMatches, parseLabelSelector } from "../internal/operator/job.ts";
 import { API_VERSION, KIND, SANDBOX_POD_LABELS, type ConversionSandbox } from "../internal/operator/types.ts";
+import { ConversionSandboxPoolSpecSchema } from "../internal/operator/schema.ts";
+import { Value } from "typebox/value";
 import { REQUEST_LABELS } from "../internal/sandbox/kubernetes/backend.ts";
+import { PoolMetrics } from "../internal/sandbox/kubernetes/pool.ts";
 import { brokerModeOptions } from "../internal/sandbox/kubernetes/pod.ts";
 import { buildSandboxProgram } from "../internal/sandbox/assets.ts";
 import { prepareProfile } from "../internal/sandbox/profile.ts";
@@ -88,6 +91,15 @@ interface Validatable {
 }
 type ModelClass = new (data: never) => Validatable;
 
+/** Folio's own ConversionSandboxPool, checked against the schema its CRD is generated from. */
+class ConversionSandboxPoolModel implements Validatable {
+  constructor(private readonly data: { spec?: unknown }) {}
+  validate(): void {
+    const first = [...Value.Errors(ConversionSandboxPoolSpecSchema, this.data.spec)][0];
+    if (first) throw new Error(`spec${first.instancePath.replaceAll("/", ".")}: ${first.message}`);
+  }
+}
+
 /** The kubernetes-models class of every kind the chart and overlays may render. */
 const SCHEMAS: Record<string, ModelClass> = {
   "v1/ConfigMap": ConfigMap,
@@ -107,6 +119,7 @@ const SCHEMAS: Record<string, ModelClass> = {
   "apiextensions.k8s.io/v1/CustomResourceDefinition": CustomResourceDefinition,
   "monitoring.coreos.com/v1/ServiceMonitor": ServiceMonitor,
   "monitoring.coreos.com/v1/PrometheusRule": PrometheusRule,
+  "folio.dev/v1alpha1/ConversionSandboxPool": ConversionSandboxPoolModel as unknown as ModelClass,
 };
 
 const ref = (o: K8sObject) => `${o.kind}/${o.metadata.name}`;
@@ -551,9 +564,17 @@ const OPERATOR_GRANTS = expand({
   "folio.dev/conversionsandboxes": ["get", "list", "watch", "update", "patch", "delete"],
   "folio.dev/conversionsandboxes/status": ["get", "update", "patch"],
   "folio.dev/conversionsandboxes/finalizers": ["update"],
+  "folio.dev/conversionsandboxpools": ["get", "list", "watch"],
+  "folio.dev/conversionsandboxpools/status": ["get", "patch"],
+  "folio.dev/conversionsandboxpools/finalizers": ["update"],
   "core/events": ["create", "patch"],
 });
-const CONVERSION_GRANTS = expand({ "folio.dev/conversionsandboxes": ["get", "list", "watch", "create", "delete"] });
+const CONVERSION_GRANTS = expand({
+  "folio.dev/conversionsandboxes": ["get", "list", "watch", "create", "delete"],
+  // The warm pool: its demand report, and the pool Jobs' token hashes (read only).
+  "folio.dev/conversionsandboxpools/status": ["get", "patch"],
+  "batch/jobs": ["list", "watch"],
+});
 
 function rbacProblems(objects: K8sObject[]): string[] {
   const out: string[] = [];
@@ -601,6 +622,8 @@ async function registeredMetricNames(): Promise<Set<string>> {
     new ExtractionMetrics(() => ({ ageSeconds: 1, stale: false, models: [] })),
     new ConversionMetrics(() => ({ waiting: 0 })),
     new OperatorMetrics(),
+    // The kubernetes backend's warm-pool counters, in the conversion process's registry.
+    ((m) => (new PoolMetrics(m), m))(new ConversionMetrics(() => ({ waiting: 0 }))),
   ];
   const names = new Set<string>();
   for (const m of all) {
@@ -662,6 +685,7 @@ describe("helm chart deploy/helm/folio", () => {
     expect(kinds).toEqual(
       [
         "ConfigMap/folio-dashboard",
+        "ConversionSandboxPool/folio-sandbox",
         "Deployment/folio-conversion",
         "Deployment/folio-edge",
         "Deployment/folio-extraction",

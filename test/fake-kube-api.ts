@@ -9,8 +9,9 @@
  *
  * - namespaced `pods` (+ `/status`), `events` (core v1); `jobs` (+ `/status`,
  *   batch/v1); `networkpolicies` (networking.k8s.io/v1); `leases`
- *   (coordination.k8s.io/v1); `conversionsandboxes` (+ `/status`,
- *   folio.dev/v1alpha1, kind ConversionSandbox); LIST and WATCH also across
+ *   (coordination.k8s.io/v1); `conversionsandboxes` and
+ *   `conversionsandboxpools` (+ `/status`, folio.dev/v1alpha1, kinds
+ *   ConversionSandbox and ConversionSandboxPool); LIST and WATCH also across
  *   namespaces (`/api/v1/pods`, `/apis/batch/v1/jobs`, ...);
  * - verbs create (with `generateName`), get, list (label and field selectors,
  *   `limit`/`continue`), update, patch (JSON patch, merge patch, a subset of
@@ -88,7 +89,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { KubeConfig } from "@kubernetes/client-node";
 
-export type FakeResource = "pods" | "jobs" | "networkpolicies" | "leases" | "events" | "conversionsandboxes";
+export type FakeResource = "pods" | "jobs" | "networkpolicies" | "leases" | "events" | "conversionsandboxes" | "conversionsandboxpools";
 export type KubeObject = {
   apiVersion: string;
   kind: string;
@@ -164,6 +165,7 @@ const DEFS: Record<FakeResource, ResourceDef> = {
   networkpolicies: { name: "networkpolicies", group: "networking.k8s.io", version: "v1", kind: "NetworkPolicy", singular: "networkpolicy", statusSubresource: false, returnsDeletedObject: false, fieldLabels: [], shortNames: ["netpol"] },
   leases: { name: "leases", group: "coordination.k8s.io", version: "v1", kind: "Lease", singular: "lease", statusSubresource: false, returnsDeletedObject: false, fieldLabels: [] },
   conversionsandboxes: { name: "conversionsandboxes", group: "folio.dev", version: "v1alpha1", kind: "ConversionSandbox", singular: "conversionsandbox", statusSubresource: true, returnsDeletedObject: false, fieldLabels: [], shortNames: ["csb"] },
+  conversionsandboxpools: { name: "conversionsandboxpools", group: "folio.dev", version: "v1alpha1", kind: "ConversionSandboxPool", singular: "conversionsandboxpool", statusSubresource: true, returnsDeletedObject: false, fieldLabels: [], shortNames: ["csbp"] },
 };
 const ALL_DEFS = Object.values(DEFS);
 const CUSTOM_GROUPS = new Set(["folio.dev"]);
@@ -444,7 +446,7 @@ class FakeKubeApiServer implements FakeKubeApi {
   private floor = 0;
   private readonly history: HistoryEntry[] = [];
   private readonly stores: Record<FakeResource, Map<string, KubeObject>> = {
-    pods: new Map(), jobs: new Map(), networkpolicies: new Map(), leases: new Map(), events: new Map(), conversionsandboxes: new Map(),
+    pods: new Map(), jobs: new Map(), networkpolicies: new Map(), leases: new Map(), events: new Map(), conversionsandboxes: new Map(), conversionsandboxpools: new Map(),
   };
   private readonly watches = new Set<WatchStream>();
   private readonly listeners = new Set<(event: WatchEventRecord) => void>();

@@ -20,13 +20,15 @@
  *    Job's `Complete` or `Failed` condition, counts and completion time.
  *
  * A pod deleted while its process runs has the process killed, as a real
- * kubelet would. Per pod, `behaviour` can instead simulate an OOM kill (the
+ * kubelet would. A pod whose Job has `activeDeadlineSeconds` is killed that
+ * long after it started, and its Job fails with reason DeadlineExceeded, as
+ * the Job controller does. Per pod, `behaviour` can instead simulate an OOM kill (the
  * container ends with reason OOMKilled, exit 137, without running anything)
  * or a pod that never starts (it stays Pending, container waiting in
  * ContainerCreating).
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import type { FakeKubeApi, KubeObject } from "./fake-kube-api.ts";
 
@@ -44,6 +46,15 @@ export interface FakeKubeletOptions {
   workDir: string;
   /** What happens to a new pod; default: run it. */
   behaviour?: (pod: KubeObject) => PodBehaviour;
+  /**
+   * Run the programs at this niceness (`nice -n`): on a real cluster every
+   * sandbox pod has CPUs of its own (Guaranteed QoS) and does not take them
+   * from the conversion service; on one machine the benchmark uses this to
+   * keep a few dozen sandboxes from starving the process it measures.
+   */
+  nice?: number;
+  /** Every whole line the program writes on stderr (its JSON log lines), as it comes. */
+  onLine?: (run: PodRun, line: string) => void;
 }
 
 export interface PodRun {
@@ -55,6 +66,11 @@ export interface PodRun {
   stderr: string;
   /** The environment the pod asked for (as the API server stored it). */
   env: Record<string, string>;
+  /** Set when the Job's activeDeadlineSeconds killed it. */
+  deadlineExceeded?: boolean;
+  /** Epoch ms when the process was started and when it ended. */
+  startedAtMs?: number;
+  endedAtMs?: number;
 }
 
 export interface FakeKubelet {
@@ -72,6 +88,45 @@ const isObj = (v: unknown): v is Obj => typeof v === "object" && v !== null && !
 const kubeTime = (ms = Date.now()) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, "Z");
 /** The image the container status reports (informational only). */
 const IMAGE = "folio-sandbox:test";
+
+/** The pids of a process's descendants (Linux: /proc/<pid>/task/<tid>/children), deepest last. */
+function descendants(pid: number): number[] {
+  const out: number[] = [];
+  const visit = (p: number) => {
+    const read = <T>(f: () => T, otherwise: T): T => {
+      try {
+        return f();
+      } catch {
+        return otherwise; // the process ended meanwhile
+      }
+    };
+    for (const task of read(() => readdirSync(`/proc/${p}/task`), [] as string[])) {
+      const children = read(() => readFileSync(`/proc/${p}/task/${task}/children`, "utf8"), "");
+      for (const c of children.split(" ").filter(Boolean).map(Number)) {
+        out.push(c);
+        visit(c);
+      }
+    }
+  };
+  visit(pid);
+  return out;
+}
+
+/**
+ * SIGKILL to the program and everything it started (LibreOffice runs in a
+ * process group of its own), as a container's end kills everything in it.
+ */
+function killTree(child: ChildProcess): void {
+  const pids = child.pid ? [child.pid, ...descendants(child.pid)] : [];
+  for (const pid of pids) {
+    try {
+      process.kill(pid, "SIGKILL");
+    } catch {
+      // already gone
+    }
+  }
+  if (pids.length === 0) child.kill("SIGKILL");
+}
 
 export function startFakeKubelet(options: FakeKubeletOptions): FakeKubelet {
   const { api } = options;
@@ -133,7 +188,7 @@ export function startFakeKubelet(options: FakeKubeletOptions): FakeKubelet {
     });
   };
 
-  const terminate = (pod: KubeObject, startedAt: string, exitCode: number, reason: string, message: string | undefined) => {
+  const terminate = (pod: KubeObject, startedAt: string, exitCode: number, reason: string, message: string | undefined, deadline = false) => {
     const namespace = pod.metadata.namespace ?? "default";
     const succeeded = exitCode === 0;
     setStatus("pods", namespace, pod.metadata.name, {
@@ -150,7 +205,16 @@ export function startFakeKubelet(options: FakeKubeletOptions): FakeKubelet {
         },
       ],
     });
-    finishJob(pod, succeeded, "BackoffLimitExceeded", "Job has reached the specified backoff limit");
+    if (deadline) finishJob(pod, false, "DeadlineExceeded", "Job was active longer than specified deadline");
+    else finishJob(pod, succeeded, "BackoffLimitExceeded", "Job has reached the specified backoff limit");
+  };
+
+  /** The Job's activeDeadlineSeconds, when the pod's Job has one. */
+  const deadlineOf = (pod: KubeObject): number | undefined => {
+    const name = jobOf(pod);
+    const job = name ? api.get("jobs", pod.metadata.namespace ?? "default", name) : undefined;
+    const seconds = isObj(job?.spec) ? job.spec.activeDeadlineSeconds : undefined;
+    return typeof seconds === "number" && seconds > 0 ? seconds : undefined;
   };
 
   const markRunning = (pod: KubeObject): string => {
@@ -187,7 +251,8 @@ export function startFakeKubelet(options: FakeKubeletOptions): FakeKubelet {
 
     const dir = mkdtempSync(join(options.workDir, `${pod.metadata.name}-`));
     const terminationLog = join(dir, "termination-log");
-    const child = spawn(options.nodeBinary, [options.program], {
+    const [command, args] = options.nice ? ["nice", ["-n", String(options.nice), options.nodeBinary, options.program]] : [options.nodeBinary, [options.program]];
+    const child = spawn(command, args, {
       env: {
         ...env,
         PATH: "/usr/bin:/bin",
@@ -200,11 +265,27 @@ export function startFakeKubelet(options: FakeKubeletOptions): FakeKubelet {
       stdio: ["ignore", "ignore", "pipe"],
     });
     children.set(key(pod), child);
+    run.startedAtMs = Date.now();
+    const deadlineSeconds = deadlineOf(pod);
+    const deadline = deadlineSeconds
+      ? setTimeout(() => {
+          run.deadlineExceeded = true;
+          killTree(child);
+        }, deadlineSeconds * 1000)
+      : undefined;
+    let partial = "";
     child.stderr?.on("data", (c: Buffer) => {
-      run.stderr = (run.stderr + c.toString("utf8")).slice(-8192);
+      const text = c.toString("utf8");
+      run.stderr = (run.stderr + text).slice(-8192);
+      if (!options.onLine) return;
+      const lines = (partial + text).split("\n");
+      partial = lines.pop() ?? "";
+      for (const line of lines) options.onLine(run, line);
     });
     child.once("close", (code, signal) => {
+      clearTimeout(deadline);
       children.delete(key(pod));
+      run.endedAtMs = Date.now();
       run.exitCode = code;
       run.signal = signal;
       let message: string | undefined;
@@ -217,7 +298,7 @@ export function startFakeKubelet(options: FakeKubeletOptions): FakeKubelet {
       rmSync(dir, { recursive: true, force: true });
       if (closed) return;
       const exitCode = code ?? 128 + 9;
-      terminate(pod, startedAt, exitCode, exitCode === 0 ? "Completed" : "Error", message);
+      terminate(pod, startedAt, exitCode, exitCode === 0 ? "Completed" : "Error", message, run.deadlineExceeded);
     });
   };
 
@@ -230,7 +311,8 @@ export function startFakeKubelet(options: FakeKubeletOptions): FakeKubelet {
         if (!closed) start(pod);
       });
     } else if (event.type === "DELETED") {
-      children.get(key(event.object))?.kill("SIGKILL");
+      const child = children.get(key(event.object));
+      if (child) killTree(child);
     }
   });
 
@@ -241,7 +323,7 @@ export function startFakeKubelet(options: FakeKubeletOptions): FakeKubelet {
       closed = true;
       unsubscribe();
       const exits = [...children.values()].map((c) => new Promise((resolve) => c.once("close", resolve)));
-      for (const c of children.values()) c.kill("SIGKILL");
+      for (const c of children.values()) killTree(c);
       await Promise.all(exits);
     },
   };

@@ -52,7 +52,7 @@ interface Backend {
   close?: () => Promise<void>;
 }
 
-async function makeBackend(config: ConversionConfig, log: Logger): Promise<Backend> {
+async function makeBackend(config: ConversionConfig, log: Logger, metrics: ConversionMetrics): Promise<Backend> {
   const maxOutputBytes = config.FOLIO_CONVERSION_MAX_OUTPUT_BYTES;
   switch (config.FOLIO_SANDBOX) {
     case "runsc": {
@@ -78,12 +78,12 @@ async function makeBackend(config: ConversionConfig, log: Logger): Promise<Backe
       return { backend, prepare: () => backend.prepare() };
     }
     case "kubernetes":
-      return kubernetesBackend(config, log);
+      return kubernetesBackend(config, log, metrics);
   }
 }
 
 /** The `kubernetes` backend: ConversionSandboxes for the operator, and the broker their pods call. */
-async function kubernetesBackend(config: ConversionConfig, log: Logger): Promise<Backend> {
+async function kubernetesBackend(config: ConversionConfig, log: Logger, metrics: ConversionMetrics): Promise<Backend> {
   if (!config.FOLIO_BROKER_ADDRESS) {
     throw new FolioError("internal_error", "configuration: FOLIO_BROKER_ADDRESS: required by FOLIO_SANDBOX=kubernetes (the address sandbox pods dial, e.g. folio-conversion.folio.svc:50053)");
   }
@@ -107,16 +107,24 @@ async function kubernetesBackend(config: ConversionConfig, log: Logger): Promise
     broker,
     maxOutputBytes: config.FOLIO_CONVERSION_MAX_OUTPUT_BYTES,
     log,
+    // The warm pool's counters (hand-ins, cold fallbacks, retries) are scraped with the service's.
+    metrics,
   });
-  return { backend, close: () => server.close() };
+  return {
+    backend,
+    close: async () => {
+      await backend.close();
+      await server.close();
+    },
+  };
 }
 
 export async function startConversion({ config, log, sharedProcess = false }: StartConversionOptions): Promise<RunningConversion> {
-  const made = await makeBackend(config, log);
-  // Prepared before serving: the first document should not pay for bundling the sandbox program.
-  await made.prepare?.();
   // The queue gauge reads the service only when scraped, after it exists.
   const metrics: ConversionMetrics = new ConversionMetrics((): { waiting: number } => svc.load(), !sharedProcess);
+  const made = await makeBackend(config, log, metrics);
+  // Prepared before serving: the first document should not pay for bundling the sandbox program.
+  await made.prepare?.();
   const svc: ConversionService = new ConversionService({ backend: made.backend, backendName: config.FOLIO_SANDBOX, limits: conversionLimits(config), log, metrics });
   const grpc = await startGrpcServer(config.FOLIO_GRPC_HOST, config.FOLIO_GRPC_PORT, (server) =>
     registerConversion(server, svc, {

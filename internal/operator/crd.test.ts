@@ -95,10 +95,11 @@ describe("ConversionSandbox CRD", () => {
     expect(crdValidator()(bad)).toBe(false);
   });
 
-  it("turns unions of literals into typed enums and refuses constructs a CRD cannot express", () => {
+  it("turns unions of literals into typed enums, string-keyed records into additionalProperties maps, and refuses constructs a CRD cannot express", () => {
     expect(toStructuralSchema(Type.Union([Type.Literal("a"), Type.Literal("b")]) as never)).toEqual({ type: "string", enum: ["a", "b"] });
     expect(toStructuralSchema(Type.Enum([1, 2]) as never)).toEqual({ type: "integer", enum: [1, 2] });
     expect(() => toStructuralSchema(Type.Union([Type.String(), Type.Number()]) as never)).toThrow(/anyOf/);
-    expect(() => toStructuralSchema(Type.Record(Type.String(), Type.String()) as never)).toThrow();
+    expect(toStructuralSchema(Type.Record(Type.String(), Type.Integer()) as never)).toEqual({ type: "object", additionalProperties: { type: "integer" } });
+    expect(() => toStructuralSchema({ type: "object", patternProperties: { "^x-": { type: "string" } } })).toThrow(/Type.Record/);
   });
 });

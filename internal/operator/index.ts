@@ -21,16 +21,26 @@ import { controllerOf, isConflict, KubeApiError, KubeClient, NotLeaderError, typ
 import { LeaderElector } from "./lease.ts";
 import { OperatorMetrics } from "./metrics.ts";
 import { WorkQueue, type WorkOutcome } from "./queue.ts";
+import { PoolReconciler, POOL_KEY_PREFIX } from "./pool-reconciler.ts";
 import { NETWORK_POLICY_KEY, Reconciler } from "./reconciler.ts";
-import { KIND, LABELS, SANDBOX_POD_LABELS, type ConversionSandbox, type SandboxPhase } from "./types.ts";
+import { KIND, LABELS, POOL_KIND, SANDBOX_POD_LABELS, type ConversionSandbox, type ConversionSandboxPool, type SandboxPhase } from "./types.ts";
 import { Informer, type InformerEvent } from "./watch.ts";
 
 export * from "./types.ts";
 export { buildJob, buildNetworkPolicy, jobNameFor, NETWORK_POLICY_NAME, type JobSettings } from "./job.ts";
 export { deriveStatus, parseTerminationMessage, type DeriveInput, type Derived } from "./status.ts";
-export { ConversionSandboxSchema, ConversionSandboxSpecSchema, ConversionSandboxStatusSchema, TerminationMessageSchema } from "./schema.ts";
+export {
+  ConversionSandboxSchema,
+  ConversionSandboxSpecSchema,
+  ConversionSandboxStatusSchema,
+  ConversionSandboxPoolSpecSchema,
+  ConversionSandboxPoolStatusSchema,
+  TerminationMessageSchema,
+} from "./schema.ts";
 export { OperatorMetrics } from "./metrics.ts";
-export { KubeApiError, NotLeaderError } from "./kube.ts";
+export { KubeApiError, KubeClient, NotLeaderError, type Job } from "./kube.ts";
+export { Informer } from "./watch.ts";
+export { buildPoolJob, planPool, poolLabels, POOL_DEFAULTS, REPORT_STALE_MS, type PoolPlan } from "./pool.ts";
 
 /** Intervals and delays that are not configuration (production values below); tests shorten them. */
 export interface OperatorTiming {
@@ -132,14 +142,26 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
     onEvent: (e) => enqueueOwner(e),
     onRestart: restarts("pods"),
   });
-  const informers = { conversionsandboxes: sandboxes, jobs, pods };
+  const pools = new Informer<ConversionSandboxPool>({
+    ...watchOptions,
+    resource: "conversionsandboxpools",
+    onEvent: (e) => queue.add(POOL_KEY_PREFIX + e.object.metadata.name),
+    onRestart: restarts("conversionsandboxpools"),
+  });
+  const informers = { conversionsandboxes: sandboxes, conversionsandboxpools: pools, jobs, pods };
 
-  /** A Job's sandbox is its controller; a pod's is its Job's (the label is the fallback, e.g. before the Job is seen). */
+  /**
+   * A Job's sandbox or pool is its controller; a pod's is its Job's (the
+   * label is the fallback, e.g. before the Job is seen).
+   */
   function enqueueOwner(event: InformerEvent<Job | Pod>): void {
     const object = event.object;
+    const jobName = controllerOf(object, "Job")?.name;
+    const owner = jobName ? jobs.get(jobName) : object;
+    const pool = owner && controllerOf(owner, POOL_KIND)?.name;
+    if (pool) return queue.add(POOL_KEY_PREFIX + pool);
     let sandbox = controllerOf(object, KIND)?.name;
     if (!sandbox) {
-      const jobName = controllerOf(object, "Job")?.name;
       const job = jobName ? jobs.get(jobName) : undefined;
       sandbox = (job && controllerOf(job, KIND)?.name) ?? object.metadata?.labels?.[LABELS.sandbox];
     }
@@ -149,6 +171,7 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
   function enqueueAll(): void {
     queue.add(NETWORK_POLICY_KEY);
     for (const s of sandboxes.list()) queue.add(s.metadata.name);
+    for (const p of pools.list()) queue.add(POOL_KEY_PREFIX + p.metadata.name);
   }
 
   const reconciler = new Reconciler({
@@ -163,8 +186,20 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
     jobVerdictGraceMs: timing.jobVerdictGraceMs,
   });
 
+  const poolReconciler = new PoolReconciler({
+    client: writer,
+    namespace,
+    config,
+    jobs,
+    pods,
+    log,
+    metrics,
+    ensureNetworkPolicy: () => reconciler.fenceReady(),
+  });
+
   const handle = async (key: string) => {
     if (!elector.isLeader()) throw new NotLeaderError(`reconcile ${key}`);
+    if (key.startsWith(POOL_KEY_PREFIX)) return poolReconciler.reconcile(key.slice(POOL_KEY_PREFIX.length));
     return reconciler.reconcile(key);
   };
 
@@ -234,12 +269,15 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
   resync.unref();
 
   sandboxes.start();
+  pools.start();
   jobs.start();
   pods.start();
   elector.start();
   log.info({ lease: config.FOLIO_LEASE_NAME }, "operator started");
 
-  const ready = () => Object.values(informers).every((i) => i.synced);
+  // The pool's watch is left out: an upgrade that did not install the ConversionSandboxPool CRD yet
+  // (Helm does not upgrade crds/) must not take the per-document path down with it. /readyz shows it.
+  const ready = () => [sandboxes, jobs, pods].every((i) => i.synced);
   let closing: Promise<void> | undefined;
   return {
     identity,

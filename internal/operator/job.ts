@@ -5,7 +5,7 @@
  * here only where a reader would otherwise be tempted to "simplify" them.
  */
 import { createHash } from "node:crypto";
-import type { V1Job, V1NetworkPolicy, V1NetworkPolicySpec, V1OwnerReference } from "@kubernetes/client-node";
+import type { V1EnvVar, V1Job, V1NetworkPolicy, V1NetworkPolicySpec, V1OwnerReference, V1PodSpec } from "@kubernetes/client-node";
 import type { OperatorConfig } from "../platform/config/index.ts";
 import { API_VERSION, KIND, LABELS, SANDBOX_ENV, SANDBOX_POD_LABELS, type ConversionSandbox } from "./types.ts";
 
@@ -105,52 +105,59 @@ export function buildJob(sandbox: ConversionSandbox, settings: JobSettings): V1J
       // The schema requires whole seconds; ceil keeps a fractional value from a lax client a limit, not an error.
       activeDeadlineSeconds: Math.ceil(spec.timeoutSeconds),
       ttlSecondsAfterFinished: settings.FOLIO_SANDBOX_JOB_TTL_SECONDS,
-      template: {
-        metadata: { labels },
-        spec: {
-          restartPolicy: "Never",
-          // "none" (or empty) leaves the cluster default runtime: an empty variable reads as unset, so the sentinel is what operators can set.
-          ...(settings.FOLIO_SANDBOX_RUNTIME_CLASS && settings.FOLIO_SANDBOX_RUNTIME_CLASS !== "none" ? { runtimeClassName: settings.FOLIO_SANDBOX_RUNTIME_CLASS } : {}),
-          ...(settings.FOLIO_SANDBOX_SERVICE_ACCOUNT ? { serviceAccountName: settings.FOLIO_SANDBOX_SERVICE_ACCOUNT } : {}),
-          automountServiceAccountToken: false,
-          enableServiceLinks: false,
-          hostNetwork: false,
-          hostPID: false,
-          hostIPC: false,
-          securityContext: {
-            runAsNonRoot: true,
-            runAsUser: SANDBOX_UID,
-            runAsGroup: SANDBOX_UID,
-            seccompProfile: { type: "RuntimeDefault" },
-          },
-          containers: [
-            {
-              name: CONTAINER_NAME,
-              image: settings.FOLIO_SANDBOX_IMAGE,
-              imagePullPolicy: "IfNotPresent",
-              env,
-              resources: { requests: { cpu, memory }, limits: { cpu, memory } },
-              securityContext: {
-                runAsNonRoot: true,
-                runAsUser: SANDBOX_UID,
-                runAsGroup: SANDBOX_UID,
-                readOnlyRootFilesystem: true,
-                allowPrivilegeEscalation: false,
-                privileged: false,
-                capabilities: { drop: ["ALL"] },
-                seccompProfile: { type: "RuntimeDefault" },
-              },
-              volumeMounts: [{ name: "tmp", mountPath: "/tmp" }],
-              terminationMessagePath: TERMINATION_MESSAGE_PATH,
-              terminationMessagePolicy: "File",
-            },
-          ],
-          // Memory-backed: the document and its pages never touch the node's disk, and the
-          // bytes count against the pod's memory limit, so the limit bounds both.
-          volumes: [{ name: "tmp", emptyDir: { medium: "Memory", sizeLimit: settings.FOLIO_SANDBOX_TMP_SIZE } }],
-        },
-      },
+      template: { metadata: { labels }, spec: sandboxPodSpec(settings, env, { cpu, memory }) },
     },
+  };
+}
+
+/**
+ * The locked-down pod of every sandbox, per-document or warm (docs/operator.md,
+ * "The Job"): gVisor, no service-account token, nobody, read-only root, no
+ * capability, Guaranteed resources, memory-backed /tmp.
+ */
+export function sandboxPodSpec(settings: JobSettings, env: V1EnvVar[], resources: { cpu: string; memory: string }): V1PodSpec {
+  const { cpu, memory } = resources;
+  return {
+    restartPolicy: "Never",
+    // "none" (or empty) leaves the cluster default runtime: an empty variable reads as unset, so the sentinel is what operators can set.
+    ...(settings.FOLIO_SANDBOX_RUNTIME_CLASS && settings.FOLIO_SANDBOX_RUNTIME_CLASS !== "none" ? { runtimeClassName: settings.FOLIO_SANDBOX_RUNTIME_CLASS } : {}),
+    ...(settings.FOLIO_SANDBOX_SERVICE_ACCOUNT ? { serviceAccountName: settings.FOLIO_SANDBOX_SERVICE_ACCOUNT } : {}),
+    automountServiceAccountToken: false,
+    enableServiceLinks: false,
+    hostNetwork: false,
+    hostPID: false,
+    hostIPC: false,
+    securityContext: {
+      runAsNonRoot: true,
+      runAsUser: SANDBOX_UID,
+      runAsGroup: SANDBOX_UID,
+      seccompProfile: { type: "RuntimeDefault" },
+    },
+    containers: [
+      {
+        name: CONTAINER_NAME,
+        image: settings.FOLIO_SANDBOX_IMAGE,
+        imagePullPolicy: "IfNotPresent",
+        env,
+        resources: { requests: { cpu, memory }, limits: { cpu, memory } },
+        securityContext: {
+          runAsNonRoot: true,
+          runAsUser: SANDBOX_UID,
+          runAsGroup: SANDBOX_UID,
+          readOnlyRootFilesystem: true,
+          allowPrivilegeEscalation: false,
+          privileged: false,
+          capabilities: { drop: ["ALL"] },
+          seccompProfile: { type: "RuntimeDefault" },
+        },
+        volumeMounts: [{ name: "tmp", mountPath: "/tmp" }],
+        terminationMessagePath: TERMINATION_MESSAGE_PATH,
+        terminationMessagePolicy: "File",
+      },
+    ],
+    // Memory-backed: the document and its pages never touch the node's disk, and the
+    // bytes count against the pod's memory limit, so the limit bounds both.
+    volumes: [{ name: "tmp", emptyDir: { medium: "Memory", sizeLimit: settings.FOLIO_SANDBOX_TMP_SIZE } }],
   };
 }
 

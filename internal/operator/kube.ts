@@ -14,7 +14,7 @@
 import { RequestContext, type KubeConfig, type V1Job, type V1Lease, type V1NetworkPolicy, type V1Pod, type V1Status } from "@kubernetes/client-node";
 import { fetch, type Dispatcher } from "undici";
 import { FolioError } from "../platform/errors/index.ts";
-import { GROUP, PLURAL, VERSION, type ConversionSandbox } from "./types.ts";
+import { GROUP, PLURAL, POOL_PLURAL, VERSION, type ConversionSandbox, type ConversionSandboxPool } from "./types.ts";
 
 /** An API object as it travels as JSON: timestamps are RFC 3339 strings, not Dates. */
 export type Wire<T> = T extends Date ? string : T extends (infer U)[] ? Wire<U>[] : T extends object ? { [K in keyof T]: Wire<T[K]> } : T;
@@ -43,6 +43,7 @@ export interface Resource {
 }
 export const RESOURCES = Object.freeze({
   conversionsandboxes: { group: GROUP, version: VERSION, plural: PLURAL },
+  conversionsandboxpools: { group: GROUP, version: VERSION, plural: POOL_PLURAL },
   jobs: { group: "batch", version: "v1", plural: "jobs" },
   pods: { group: "", version: "v1", plural: "pods" },
   networkpolicies: { group: "networking.k8s.io", version: "v1", plural: "networkpolicies" },
@@ -52,6 +53,7 @@ export type ResourceName = keyof typeof RESOURCES;
 
 export interface ObjectTypes {
   conversionsandboxes: ConversionSandbox;
+  conversionsandboxpools: ConversionSandboxPool;
   jobs: Job;
   pods: Pod;
   networkpolicies: NetworkPolicy;

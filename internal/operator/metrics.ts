@@ -29,6 +29,18 @@ export class OperatorMetrics extends Metrics {
   );
   readonly sandboxesDeleted = this.counter("operator_sandboxes_deleted_total", "Finished ConversionSandboxes deleted after the retention period.");
   readonly leader = this.gauge("operator_leader", "1 while this replica holds the leader Lease, else 0.");
+  readonly poolJobsCreated = this.counter("operator_pool_jobs_created_total", "Warm pool Jobs created, by pool.", ["pool"]);
+  readonly poolJobsDeleted = this.counter(
+    "operator_pool_jobs_deleted_total",
+    "Warm pool Jobs deleted, by pool and why (finished: replaced after its document; overdue: held a document past its deadline; orphaned: its conversion replica stopped reporting).",
+    ["pool", "why"],
+  );
+  /** Pods of each pool by state; set by every reconcile of the pool. */
+  readonly poolPods = this.gauge(
+    "operator_pool_pods",
+    "Warm pool pods by pool and state (active: not finished; ready: container running; idle: waiting for a document, as the conversion replicas report; wanted: idle pods the operator aims for).",
+    ["pool", "state"],
+  );
   /** Read at scrape time; set by the running operator ({@link OperatorMetrics.observe}). */
   private phases: () => Partial<Record<SandboxPhase | "Unknown", number>> = () => ({});
   private queueLength: () => number = () => 0;
@@ -46,6 +58,14 @@ export class OperatorMetrics extends Metrics {
     this.gauge("operator_queue_depth", "Keys waiting in the reconcile queue.", [], function () {
       this.set(queueLength());
     });
+  }
+
+  setPool(pool: string, counts: { active: number; ready: number; idle: number; wanted: number }): void {
+    for (const [state, n] of Object.entries(counts)) this.poolPods.set({ pool, state }, n);
+  }
+
+  forgetPool(pool: string): void {
+    for (const state of ["active", "ready", "idle", "wanted"]) this.poolPods.remove({ pool, state });
   }
 
   /** Where the scrape-time gauges read from: sandbox counts by phase and the queue's length. */

@@ -146,9 +146,14 @@ export class Reconciler {
     return derived.recheckAfterMs === undefined ? undefined : { requeueAfterMs: derived.recheckAfterMs };
   }
 
+  /** Makes sure the NetworkPolicy was checked in this leadership term, before a Job is created. */
+  async fenceReady(): Promise<void> {
+    if (!this.networkPolicyReady) await this.ensureNetworkPolicy();
+  }
+
   private async createJob(sandbox: ConversionSandbox, log: Logger): Promise<Job> {
     const { client, namespace, config } = this.options;
-    if (!this.networkPolicyReady) await this.ensureNetworkPolicy();
+    await this.fenceReady();
     const wanted = buildJob({ ...sandbox, metadata: { ...sandbox.metadata, namespace } }, config);
     const name = wanted.metadata!.name!;
     try {

@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { ConversionMetrics, EdgeMetrics, ExtractionMetrics, type Metrics } from "./index.ts";
 import { OperatorMetrics } from "../../operator/metrics.ts";
+import { PoolMetrics } from "../../sandbox/kubernetes/pool.ts";
 
 /** Every metric name a process registers (histograms by their base name), default process metrics aside. */
 export async function registeredNames(metrics: Metrics): Promise<string[]> {
@@ -12,7 +13,10 @@ export async function registeredNames(metrics: Metrics): Promise<string[]> {
 describe("docs/metrics.md", () => {
   it("lists every metric the processes register", async () => {
     const doc = readFileSync(new URL("../../../docs/metrics.md", import.meta.url), "utf8");
-    const processes: Metrics[] = [new EdgeMetrics(), new ExtractionMetrics(() => ({ ageSeconds: null, stale: false, models: [] })), new ConversionMetrics(() => ({ waiting: 0 })), new OperatorMetrics(false)];
+    const conversion = new ConversionMetrics(() => ({ waiting: 0 }));
+    // The kubernetes backend's warm-pool counters, in the conversion process's registry.
+    new PoolMetrics(conversion);
+    const processes: Metrics[] = [new EdgeMetrics(), new ExtractionMetrics(() => ({ ageSeconds: null, stale: false, models: [] })), conversion, new OperatorMetrics(false)];
     const names = (await Promise.all(processes.map(registeredNames))).flat();
     expect(names.length).toBeGreaterThan(30);
     expect(names.filter((n) => !doc.includes("`" + n + "`"))).toEqual([]);

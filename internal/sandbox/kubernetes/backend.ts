@@ -26,6 +26,16 @@
  * not come in time, the broker's view stands in: from the sandbox's FetchJob
  * to its submitted result, which leaves out only the program's start and exit.
  *
+ * Warm pods first (docs/operator.md, "The warm pool"). When a
+ * ConversionSandboxPool keeps warm pods waiting at this replica's broker,
+ * the document goes down the oldest one's open call ({@link SandboxBroker.offer}):
+ * no ConversionSandbox, no API request on the way. Only when none waits
+ * does the document take the path above (counted in
+ * `folio_sandbox_pool_fallbacks_total`). A warm pod that goes away holding
+ * the document (its connection dropped before a result) has the document
+ * retried once, on another warm pod or the cold path; a second loss, or a
+ * conversion failure the program reported, is the answer.
+ *
  * Watching the resource. One watch per document (`fieldSelector
  * metadata.name=<name>`, from the resourceVersion the create returned, with
  * bookmarks) rather than polling: a failure is seen as soon as the operator
@@ -40,14 +50,17 @@
  * process is small (FOLIO_CONVERSION_CONCURRENCY), so this is kept simple.
  */
 import { randomBytes } from "node:crypto";
+import { hostname } from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
 import { CustomObjectsApi, Watch, type KubeConfig } from "@kubernetes/client-node";
 import { API_VERSION, GROUP, KIND, LABELS, PLURAL, VERSION, type ConversionSandbox, type ConversionSandboxSpec, type ConversionSandboxStatus } from "../../operator/types.ts";
 import { FolioError } from "../../platform/errors/index.ts";
 import type { Logger } from "../../platform/log/index.ts";
+import type { Metrics } from "../../platform/metrics/index.ts";
 import { FORMAT_EXTENSIONS } from "../../formats/index.ts";
 import type { SandboxBackend, SandboxInput, SandboxResult } from "../interface.ts";
-import type { BrokerResult, SandboxBroker } from "./broker.ts";
+import { WarmPodLostError, type BrokerJobInput, type BrokerResult, type SandboxBroker, type WarmRegistration } from "./broker.ts";
+import { DEFAULT_POOL_NAME, PoolMetrics, WarmPool } from "./pool.ts";
 
 export interface KubernetesBackendOptions {
   kubeConfig: KubeConfig;
@@ -65,6 +78,14 @@ export interface KubernetesBackendOptions {
   startupGraceMs?: number;
   /** How long to wait for the operator's computeMillis after the pages arrived; default {@link COMPUTE_MILLIS_WAIT_MS}. */
   computeMillisWaitMs?: number;
+  /**
+   * The warm pool this replica reports to and takes warm pods from: default
+   * the pool {@link DEFAULT_POOL_NAME}, this host's name as the replica key.
+   * `false`: every document takes the cold path (no Job watch, no reports).
+   */
+  pool?: { name?: string; replica?: string; reportIntervalMs?: number } | false;
+  /** The registry the warm path's counters go into (the conversion process's); a private one when omitted. */
+  metrics?: Metrics;
 }
 
 /**
@@ -77,6 +98,8 @@ export interface KubernetesBackendOptions {
 export const DEFAULT_STARTUP_GRACE_MS = 30_000;
 /** Default wait for the operator's computeMillis after the pages arrived (see the module comment). */
 export const COMPUTE_MILLIS_WAIT_MS = 5_000;
+/** Beyond a warm document's timeoutMs: the pages' upload and the answer (the pod's own limit is timeoutMs). */
+export const WARM_GRACE_MS = 10_000;
 /** Labels of every ConversionSandbox this backend creates. */
 export const REQUEST_LABELS = Object.freeze({ [LABELS.name]: "folio", [LABELS.component]: "sandbox-request" });
 /** Bounds of spec.timeoutSeconds in the CRD's schema. */
@@ -92,14 +115,112 @@ export class KubernetesBackend implements SandboxBackend {
   private readonly watcher: Watch;
   private readonly startupGraceMs: number;
 
+  private readonly pool: WarmPool | undefined;
+  readonly poolMetrics: PoolMetrics;
+  /** Documents asked for, and cold conversions under way (the demand this replica reports). */
+  private requests = 0;
+  private coldInFlight = 0;
+
   constructor(private readonly opts: KubernetesBackendOptions) {
+    // An IPv6 pod IP ("$(POD_IP):50053" in the chart) gets its brackets here, once.
+    this.opts = opts = { ...opts, brokerAddress: brokerAddressForPods(opts.brokerAddress) };
     this.api = opts.kubeConfig.makeApiClient(CustomObjectsApi);
     this.watcher = new Watch(opts.kubeConfig);
     this.startupGraceMs = opts.startupGraceMs ?? DEFAULT_STARTUP_GRACE_MS;
+    this.poolMetrics = new PoolMetrics(opts.metrics);
+    if (opts.pool !== false) {
+      this.pool = new WarmPool({
+        kubeConfig: opts.kubeConfig,
+        namespace: opts.namespace,
+        pool: opts.pool?.name ?? DEFAULT_POOL_NAME,
+        replica: opts.pool?.replica ?? hostname(),
+        brokerAddress: opts.brokerAddress,
+        broker: opts.broker,
+        log: opts.log.child({ component: "sandbox-pool" }),
+        demand: () => ({ waiting: this.coldInFlight, requests: this.requests }),
+        ...(opts.pool?.reportIntervalMs ? { reportIntervalMs: opts.pool.reportIntervalMs } : {}),
+      });
+      this.pool.start();
+    }
+  }
+
+  /** Stops the pool's Job watch and reports (conversions under way finish). */
+  async close(): Promise<void> {
+    await this.pool?.close();
+  }
+
+  /** Writes this replica's demand report now (tests; it is written on a timer anyway). */
+  reportDemand(): Promise<void> {
+    return this.pool?.report() ?? Promise.resolve();
   }
 
   async convert(input: SandboxInput, signal?: AbortSignal): Promise<SandboxResult> {
     checkInput(input);
+    signal?.throwIfAborted();
+    this.requests++;
+    const received = Date.now();
+    if (this.pool) {
+      const warm = this.offerWarm(input, new Set());
+      if (warm) return this.convertWarm(input, signal, warm, received, 1);
+      this.poolMetrics.fallbacks.inc({ reason: "empty" });
+    }
+    return this.convertCold(input, signal);
+  }
+
+  private offerWarm(input: SandboxInput, exclude: ReadonlySet<string>): WarmRegistration | undefined {
+    const job: BrokerJobInput = {
+      document: input.document,
+      format: input.format,
+      maxPages: input.maxPages,
+      timeoutMs: input.timeoutMs,
+      maxOutputBytes: this.opts.maxOutputBytes,
+      ...(input.traceparent ? { traceparent: input.traceparent } : {}),
+      expiresAt: Date.now() + input.timeoutMs + WARM_GRACE_MS,
+    };
+    return this.opts.broker.offer(job, exclude);
+  }
+
+  /** A document already on its way to a warm pod: its answer, with one retry when the pod went away (see the module comment). */
+  private async convertWarm(input: SandboxInput, signal: AbortSignal | undefined, warm: WarmRegistration, received: number, attempt: 1 | 2): Promise<SandboxResult> {
+    this.poolMetrics.handIns.inc({ path: "warm" });
+    this.poolMetrics.handInSeconds.observe({ path: "warm" }, Math.max(0, warm.handedInAtMs - received) / 1000);
+    const log = this.opts.log.child({ seat: warm.seat.job, job: warm.id });
+    const onAbort = () => warm.cancel(signal?.reason instanceof Error ? signal.reason : new FolioError("timeout", "the conversion was cancelled"));
+    signal?.addEventListener("abort", onAbort, { once: true });
+    try {
+      // The broker's registration expires at timeoutMs + WARM_GRACE_MS (a timeout), so this always settles.
+      const result = await warm.result;
+      if (!result.outcome.ok) throw outcomeError(result);
+      // A warm pod has no ConversionSandbox status: the broker's hand-in to result is the compute time.
+      const computeMillis = Math.max(1, result.submittedAtMs - warm.handedInAtMs);
+      log.info({ pageCount: result.pageCount, computeMillis, attempt }, "warm sandbox finished");
+      return { pages: result.pages, pageCount: result.pageCount, computeMillis };
+    } catch (err) {
+      if (!(err instanceof WarmPodLostError) || signal?.aborted) throw err;
+      if (attempt === 2) throw new FolioError("conversion_failed", "the sandbox went away twice before returning a result for this document");
+      log.warn({ err: err.message }, "warm sandbox went away holding the document; retrying it once");
+      this.poolMetrics.retries.inc();
+      const again = this.offerWarm(input, new Set([warm.seat.job]));
+      if (again) return this.convertWarm(input, signal, again, Date.now(), 2);
+      this.poolMetrics.fallbacks.inc({ reason: "retry" });
+      return this.convertCold(input, signal);
+    } finally {
+      signal?.removeEventListener("abort", onAbort);
+    }
+  }
+
+  /** One ConversionSandbox for the document (the module comment's steps 1–4). */
+  private async convertCold(input: SandboxInput, signal?: AbortSignal): Promise<SandboxResult> {
+    this.coldInFlight++;
+    this.poolMetrics.handIns.inc({ path: "cold" });
+    try {
+      return await this.convertOwnSandbox(input, signal);
+    } finally {
+      this.coldInFlight--;
+    }
+  }
+
+  private async convertOwnSandbox(input: SandboxInput, signal?: AbortSignal): Promise<SandboxResult> {
     signal?.throwIfAborted();
     const started = Date.now();
     const limitMs = input.timeoutMs + this.startupGraceMs;
@@ -250,6 +371,19 @@ export class KubernetesBackend implements SandboxBackend {
       }
     }
   }
+}
+
+/**
+ * The broker address as sandbox pods dial it and the CRDs accept it: a DNS
+ * name or IPv4 address with its port as it is, an IPv6 address in brackets.
+ * `fd00::5:50053` (what `$(POD_IP):50053` gives on an IPv6 cluster) becomes
+ * `[fd00::5]:50053`: the part after the last colon is the port.
+ */
+export function brokerAddressForPods(address: string): string {
+  const colon = address.lastIndexOf(":");
+  const host = address.slice(0, colon);
+  if (colon < 0 || host.startsWith("[") || !host.includes(":")) return address;
+  return `[${host}]${address.slice(colon)}`;
 }
 
 /** The checks the other backends make before a sandbox starts (the operator's CRD schema would refuse less clearly). */

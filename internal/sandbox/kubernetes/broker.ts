@@ -21,6 +21,16 @@
  * ("the sandbox returned ..."), and so does a result stream that ends
  * without its outcome.
  *
+ * Warm pods (docs/operator.md, "The warm pool"). A FetchJob whose token is
+ * not a document's but a warm pool pod's (its hash is on a pool Job the
+ * {@link PoolSeats} know) is a long poll: the call waits, holding no
+ * document, until {@link SandboxBroker.offer} hands it one, then streams it
+ * like any job and stays open until the result arrived. A seat is
+ * single-use: once it got a document its token never gets another, whatever
+ * the pod does. The open call is how a pod's death is noticed without the
+ * API server: it is cancelled when the pod's connection goes, and a document
+ * it held fails with a retryable error (the backend retries it once).
+ *
  * Neither the token nor the document is ever logged.
  */
 import { createHash, randomBytes, randomUUID } from "node:crypto";
@@ -95,8 +105,50 @@ export interface BrokerRegistration {
   cancel(reason: Error): void;
 }
 
+/** A warm pod's seat: its Job, as the pool's Job annotations describe it. */
+export interface Seat {
+  /** The Job's name (what the operator deletes when the pod is overdue). */
+  job: string;
+  /** Longest conversion (ms) the pod's deadline leaves room for. */
+  maxDocumentMs: number;
+}
+
+/** Where the broker looks up warm pods' tokens (by SHA-256 hex): `pool-seats.ts` keeps them from the pool Jobs. */
+export interface SeatLookup {
+  get(hash: string): Seat | undefined;
+  /** Resolves with the seat once known (the Job may not have reached the watch yet), or undefined after `ms`. */
+  waitFor(hash: string, ms: number): Promise<Seat | undefined>;
+}
+
+/** How long a warm pod whose token is not known yet is held before it is refused (the watch of pool Jobs may lag its start). */
+const SEAT_WAIT_MS = 5_000;
+
+interface Waiter {
+  hash: string;
+  seat: Seat;
+  call: grpc.ServerWritableStream<FetchJobRequest__Output, JobChunk>;
+  since: number;
+}
+
+/** What {@link SandboxBroker.offer} hands back: a registration whose document is already on its way to a warm pod. */
+export interface WarmRegistration extends Omit<BrokerRegistration, "token"> {
+  /** The warm pod's Job. */
+  seat: Seat;
+  /** Epoch ms when the pod's wait ended with this document. */
+  handedInAtMs: number;
+}
+
+/** The error of a warm pod that went away holding a document: retryable, the document never reached a result. */
+export class WarmPodLostError extends FolioError {
+  constructor(message: string) {
+    super("internal_error", message, { retryable: true });
+  }
+}
+
 interface Registration {
   id: string;
+  /** Set for a document handed to a warm pod: its seat and its open call. */
+  warm?: { seat: Seat; call: grpc.ServerWritableStream<FetchJobRequest__Output, JobChunk> };
   job: BrokerJobInput;
   fetchedAtMs: number | undefined;
   submitStarted: boolean;
@@ -113,6 +165,14 @@ export class SandboxBroker {
   private readonly chunkBytes: number;
   /** Open registrations by the SHA-256 (hex) of their token. */
   private readonly byHash = new Map<string, Registration>();
+  private seats: SeatLookup | undefined;
+  /** Warm pods waiting for a document, oldest first. */
+  private readonly waiters: Waiter[] = [];
+  /** Seats that got their document: never another (hashes; forgotten with their Job via {@link forgetSeat}). */
+  private readonly spent = new Set<string>();
+  /** Warm pods still connected after their document's registration ended unanswered (timeout, cancel): Job names. */
+  private readonly overdueJobs = new Set<string>();
+  private handIns = 0;
 
   constructor(opts: { log: Logger; chunkBytes?: number }) {
     this.log = opts.log;
@@ -151,6 +211,65 @@ export class SandboxBroker {
   /** Registrations whose result is still open. */
   pending(): number {
     return this.byHash.size;
+  }
+
+  /** Accept warm pool pods whose tokens `seats` knows (see the module comment). */
+  usePool(seats: SeatLookup): void {
+    this.seats = seats;
+  }
+
+  /** The seat's Job is gone: its hash need not be remembered any more. */
+  forgetSeat(hash: string): void {
+    this.spent.delete(hash);
+  }
+
+  /** Warm pods waiting now, busy with a document, Jobs overdue, and documents handed to warm pods so far. */
+  warmStats(): { idle: number; busy: number; busyJobs: string[]; overdue: string[]; handIns: number } {
+    const busyJobs: string[] = [];
+    for (const r of this.byHash.values()) if (r.warm) busyJobs.push(r.warm.seat.job);
+    return { idle: this.waiters.length, busy: busyJobs.length, busyJobs: busyJobs.slice(0, 1000), overdue: [...this.overdueJobs].slice(0, 100), handIns: this.handIns };
+  }
+
+  /**
+   * Hands `job` to the oldest waiting warm pod whose deadline leaves room
+   * for `job.timeoutMs` (and that is not in `exclude`, Job names); undefined
+   * when there is none. No API call: the document goes down the pod's open
+   * FetchJob call at once.
+   */
+  offer(job: BrokerJobInput, exclude: ReadonlySet<string> = new Set()): WarmRegistration | undefined {
+    const index = this.waiters.findIndex((w) => w.seat.maxDocumentMs >= job.timeoutMs && !exclude.has(w.seat.job) && !w.call.cancelled);
+    if (index < 0) return undefined;
+    const [waiter] = this.waiters.splice(index, 1);
+    const { hash, seat, call } = waiter!;
+    this.spent.add(hash);
+    this.handIns++;
+    const handedInAtMs = Date.now();
+    const { promise, resolve, reject } = Promise.withResolvers<BrokerResult>();
+    promise.catch(() => undefined);
+    const reg: Registration = {
+      id: randomUUID(),
+      warm: { seat, call },
+      job,
+      fetchedAtMs: handedInAtMs,
+      submitStarted: false,
+      settled: false,
+      ended: new AbortController(),
+      expiry: setTimeout(
+        () => this.settle(hash, reg, new FolioError("timeout", "the warm sandbox did not return a result before its deadline")),
+        Math.max(0, job.expiresAt - handedInAtMs),
+      ),
+      resolve,
+      reject,
+    };
+    reg.expiry.unref();
+    this.byHash.set(hash, reg);
+    call.on("cancelled", () => this.settle(hash, reg, new WarmPodLostError("the warm sandbox went away before returning a result")));
+    void this.streamJob(call, reg).catch((err: unknown) => {
+      this.log.warn({ job: reg.id, err }, "could not hand the document to a warm sandbox");
+      this.settle(hash, reg, new WarmPodLostError("the document could not be handed to the warm sandbox"));
+    });
+    this.log.debug({ job: reg.id, seat: seat.job, waitedMs: handedInAtMs - waiter!.since }, "document handed to a warm sandbox");
+    return { id: reg.id, seat, handedInAtMs, result: promise, cancel: (reason: Error) => this.settle(hash, reg, reason) };
   }
 
   /** The gRPC handlers; {@link registerBroker} adds them to a server. */
@@ -196,6 +315,12 @@ export class SandboxBroker {
   }
 
   private async fetchJob(call: grpc.ServerWritableStream<FetchJobRequest__Output, JobChunk>): Promise<void> {
+    const token = call.request.token;
+    const tokenHash = typeof token === "string" && token.length > 0 ? hashToken(token) : "";
+    if (this.seats && tokenHash && !this.byHash.has(tokenHash)) {
+      const seat = this.seats.get(tokenHash) ?? (await this.seats.waitFor(tokenHash, SEAT_WAIT_MS));
+      if (seat) return this.wait(call, tokenHash, seat);
+    }
     let claimed: { hash: string; reg: Registration };
     try {
       claimed = this.claim(call.request.token, "fetch", call.getPeer());
@@ -237,6 +362,49 @@ export class SandboxBroker {
       this.log.info({ job: reg.id, format: job.format, bytes: job.document.length }, "sandbox fetched its job");
     } finally {
       call.off("cancelled", onCancel);
+    }
+  }
+
+  /** A warm pod's long poll: queued until {@link offer} hands it a document (or the pod gives up). */
+  private wait(call: grpc.ServerWritableStream<FetchJobRequest__Output, JobChunk>, hash: string, seat: Seat): void {
+    let why: string | undefined;
+    if (this.spent.has(hash)) why = "seat already used";
+    else if (this.waiters.some((w) => w.hash === hash)) why = "seat already waiting";
+    else if (call.cancelled) why = "gone before waiting";
+    if (why) {
+      // A pod never gets a second document, nor two waits at once.
+      this.log.warn({ seat: seat.job, why, peer: call.getPeer() }, "sandbox broker refused a warm pod");
+      call.emit("error", toGrpcStatus(new FolioError("permission_denied", REFUSED)));
+      return;
+    }
+    const waiter: Waiter = { hash, seat, call, since: Date.now() };
+    this.waiters.push(waiter);
+    call.once("cancelled", () => {
+      const i = this.waiters.indexOf(waiter);
+      if (i >= 0) this.waiters.splice(i, 1);
+    });
+    // The pod is gone: it is no longer overdue.
+    call.once("cancelled", () => this.overdueJobs.delete(seat.job));
+  }
+
+  /** The header and the document down a warm pod's open call; the call stays open until the registration ends. */
+  private async streamJob(call: grpc.ServerWritableStream<FetchJobRequest__Output, JobChunk>, reg: Registration): Promise<void> {
+    const { job } = reg;
+    call.write({
+      header: {
+        format: job.format,
+        dpi: PAGE_DPI,
+        max_pages: job.maxPages,
+        timeout_ms: job.timeoutMs,
+        max_output_bytes: job.maxOutputBytes,
+        document_bytes: job.document.length,
+        traceparent: job.traceparent ?? "",
+      },
+    });
+    for (let offset = 0; offset < job.document.length; offset += this.chunkBytes) {
+      if (call.cancelled || reg.ended.signal.aborted) return;
+      const more = call.write({ data: job.document.subarray(offset, offset + this.chunkBytes) });
+      if (!more) await drained(call, reg.ended.signal);
     }
   }
 
@@ -320,6 +488,17 @@ export class SandboxBroker {
     clearTimeout(reg.expiry);
     reg.ended.abort();
     if (this.byHash.get(hash) === reg) this.byHash.delete(hash);
+    if (reg.warm && !reg.warm.call.cancelled && !reg.warm.call.writableEnded) {
+      if (outcome instanceof Error && !(outcome instanceof WarmPodLostError) && !reg.submitStarted) {
+        // Still connected, holding a document that ended without a result: the conversion
+        // replica reports its Job as overdue and the operator deletes it. The call stays
+        // open so the broker sees when the pod is gone.
+        this.overdueJobs.add(reg.warm.seat.job);
+        this.log.warn({ job: reg.id, seat: reg.warm.seat.job, error: outcome.message }, "warm sandbox overdue: reported for deletion");
+      } else {
+        reg.warm.call.end();
+      }
+    }
     if (outcome instanceof Error) reg.reject(outcome);
     else reg.resolve(outcome);
   }

@@ -16,6 +16,15 @@
  * (the failure travelled in the result); 1 when the exchange with the broker
  * failed. Every gRPC call has a deadline.
  *
+ * Warm mode (a ConversionSandboxPool's pod: FOLIO_POOL set, docs/operator.md
+ * "The warm pool"): LibreOffice is started first (the converter's pre-started
+ * mode, in process), then FetchJob with the pod's own token is a long poll
+ * of up to FOLIO_POOL_IDLE_SECONDS. The broker answers with exactly one
+ * document and keeps the call open until the result is in; the program
+ * converts through the running LibreOffice, submits, and exits. No document
+ * within the idle time: exit 0 with `errorCode: "idle"` (the pool shrinks
+ * that way). A pod never asks twice.
+ *
  * This module is bundled into the sandbox program by esbuild, where the
  * `.proto` files are not at hand: the SandboxBroker service comes from the
  * protobufjs JSON descriptor that `make generate` writes from
@@ -25,7 +34,7 @@
  * job-folder mode never loads gRPC.
  */
 import { once } from "node:events";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import * as grpc from "@grpc/grpc-js";
 import { fromJSON } from "@grpc/proto-loader";
@@ -37,7 +46,7 @@ import { SANDBOX_ENV, type TerminationMessage } from "../../operator/types.ts";
 import { FORMAT_EXTENSIONS, PAGE_DPI, pngSize } from "../../formats/index.ts";
 import { conversionDescriptor } from "../../gen/proto/descriptors.ts";
 import { MAX_MESSAGE_BYTES, PROTO_LOAD_OPTIONS } from "../../platform/grpc/load-options.ts";
-import { runJob } from "../converter.ts";
+import { PRESTART_FILE, runJob } from "../converter.ts";
 import type { ConversionFormat, JobResult } from "../interface.ts";
 import { readPages, writeJob } from "../jobdir.ts";
 
@@ -63,7 +72,14 @@ export interface BrokerModeOptions {
   submitDeadlineMs?: number;
   /** One structured line per step; never given the token or the document. */
   log?: (fields: Record<string, unknown>) => void;
+  /** Warm mode: the pool's name and how long to wait for a document (FOLIO_POOL, FOLIO_POOL_IDLE_SECONDS). */
+  pool?: { name: string; idleMs: number };
 }
+
+/** Warm mode: how long LibreOffice may take to start before the pod asks for work anyway (it then starts one per document). */
+const OFFICE_READY_WAIT_MS = 30_000;
+/** Warm mode's default idle time when FOLIO_POOL_IDLE_SECONDS is missing or unusable. */
+const DEFAULT_POOL_IDLE_MS = 600_000;
 
 /** Reads the broker mode's settings from the environment (see `cmd/sandbox`). */
 export function brokerModeOptions(env: Record<string, string | undefined>): BrokerModeOptions {
@@ -75,7 +91,13 @@ export function brokerModeOptions(env: Record<string, string | undefined>): Brok
     terminationLog: env.FOLIO_TERMINATION_LOG || "/dev/termination-log",
     scratchDir: env.TMPDIR || "/tmp",
     ...(traceparent ? { traceparent } : {}),
+    ...(env[SANDBOX_ENV.pool] ? { pool: { name: env[SANDBOX_ENV.pool]!, idleMs: idleMs(env[SANDBOX_ENV.poolIdleSeconds]) } } : {}),
   };
+}
+
+function idleMs(value: string | undefined): number {
+  const seconds = Number(value);
+  return Number.isFinite(seconds) && seconds > 0 ? seconds * 1000 : DEFAULT_POOL_IDLE_MS;
 }
 
 /** A failure of the exchange with the broker (as opposed to a conversion failure, which is a result). */
@@ -86,6 +108,7 @@ class BrokerExchangeError extends Error {}
  * throws: every failure ends in the returned exit code and message.
  */
 export async function runBrokerMode(options: BrokerModeOptions): Promise<{ exitCode: 0 | 1; message: TerminationMessage }> {
+  if (options.pool) return runWarmMode(options, options.pool);
   const started = performance.now();
   const log = options.log ?? (() => undefined);
   let message: TerminationMessage;
@@ -128,6 +151,151 @@ export async function runBrokerMode(options: BrokerModeOptions): Promise<{ exitC
     log({ msg: "could not write the termination message", path: options.terminationLog, error: (err as Error).message });
   });
   return { exitCode, message };
+}
+
+/**
+ * Warm mode (see the module comment). Never throws; the termination message
+ * is written as in the normal mode.
+ */
+async function runWarmMode(options: BrokerModeOptions, pool: { name: string; idleMs: number }): Promise<{ exitCode: 0 | 1; message: TerminationMessage }> {
+  const started = performance.now();
+  const log = options.log ?? (() => undefined);
+  let message: TerminationMessage;
+  let exitCode: 0 | 1;
+  let client: SandboxBrokerClient | undefined;
+  let work: string | undefined;
+  let call: grpc.ClientReadableStream<unknown> | undefined;
+  const handIn = Promise.withResolvers<boolean>();
+  const ready = Promise.withResolvers<void>();
+  let converting: Promise<JobResult> | undefined;
+  try {
+    if (!options.address || !options.token) {
+      throw new BrokerExchangeError(`${SANDBOX_ENV.brokerAddress} and ${SANDBOX_ENV.brokerToken} must both be set`);
+    }
+    work = await mkdtemp(join(options.scratchDir, "folio-warm-"));
+    const jobDir = join(work, "job");
+    await mkdir(jobDir, { recursive: true });
+    await writeFile(join(jobDir, PRESTART_FILE), JSON.stringify({ profileDir: options.profileDir }));
+    // LibreOffice starts now; the converter waits for `handIn` before it reads job.json.
+    converting = runJob(jobDir, { scratchDir: work, handIn: () => handIn.promise, onReady: () => ready.resolve() }).catch(
+      (err: unknown): JobResult => ({ ok: false, pageCount: 0, error: { code: "conversion_failed", message: `the sandbox could not run the job: ${(err as Error).message}` } }),
+    );
+    const readyTimer = setTimeout(() => ready.resolve(), OFFICE_READY_WAIT_MS);
+    await ready.promise;
+    clearTimeout(readyTimer);
+    log({ msg: "warm sandbox ready", pool: pool.name, startMs: Math.round(performance.now() - started) });
+
+    client = brokerClient(options.address);
+    const waited = await waitForJob(client, options.token, pool.idleMs);
+    if (!waited) {
+      handIn.resolve(false);
+      await converting;
+      log({ msg: "warm sandbox got no document", idleMs: pool.idleMs });
+      exitCode = 0;
+      message = { ok: false, pageCount: 0, errorCode: "idle", message: `no document within ${Math.round(pool.idleMs / 1000)} s` };
+    } else {
+      call = waited.call;
+      const { header, document } = waited;
+      // Epoch ms, for the benchmark's hand-in latency (the host's clock, as the broker's).
+      log({ msg: "sandbox received its document", receivedAt: Date.now(), format: header.format, bytes: document.length });
+      const format = header.format as ConversionFormat;
+      const traceparent = header.traceparent || options.traceparent;
+      const maxOutputBytes = header.max_output_bytes || undefined;
+      await writeJob(
+        jobDir,
+        { document, format, maxPages: header.max_pages, timeoutMs: header.timeout_ms, ...(traceparent ? { traceparent } : {}) },
+        { profileDir: options.profileDir, ...(header.timeout_ms ? { timeoutMs: header.timeout_ms } : {}), ...(maxOutputBytes ? { maxOutputBytes } : {}) },
+        { chownOutput: false },
+      );
+      handIn.resolve(true);
+      let result = await converting;
+      let pages: Buffer[] = [];
+      if (result.ok) {
+        try {
+          pages = await readPages(jobDir, result.pageCount, maxOutputBytes);
+        } catch (err) {
+          result = { ok: false, pageCount: 0, error: { code: "conversion_failed", message: (err as Error).message }, ...(result.timings ? { timings: result.timings } : {}) };
+        }
+      }
+      log({ msg: "sandbox converted", ok: result.ok, pageCount: result.pageCount, error: result.error?.code, timings: result.timings });
+      await submitResult(client, options.token, pages, result, options.submitDeadlineMs ?? DEFAULT_SUBMIT_DEADLINE_MS);
+      log({ msg: "sandbox submitted its result" });
+      exitCode = 0;
+      message = {
+        ok: result.ok,
+        pageCount: result.ok ? result.pageCount : 0,
+        ...(result.error ? { errorCode: result.error.code, message: result.error.message.slice(0, MESSAGE_CHARS) } : {}),
+      };
+    }
+  } catch (err) {
+    const text = err instanceof Error ? err.message : String(err);
+    log({ msg: "sandbox broker exchange failed", error: text });
+    handIn.resolve(false);
+    await converting;
+    exitCode = 1;
+    message = { ok: false, pageCount: 0, errorCode: "broker_error", message: text.slice(0, MESSAGE_CHARS) };
+  } finally {
+    call?.cancel();
+    client?.close();
+    if (work) await rm(work, { recursive: true, force: true }).catch(() => undefined);
+  }
+  message.computeMillis = Math.round(performance.now() - started);
+  await writeFile(options.terminationLog, JSON.stringify(message)).catch((err: unknown) => {
+    log({ msg: "could not write the termination message", path: options.terminationLog, error: (err as Error).message });
+  });
+  return { exitCode, message };
+}
+
+/**
+ * The long poll: FetchJob with the pod's token, waiting up to `idleMs` for
+ * the header. Returns once the whole document is in, without waiting for
+ * the call to end (the broker keeps it open until the result arrived: it is
+ * how the broker notices the pod going away). Undefined when the wait ended
+ * without a document (deadline, or the broker ended the call empty).
+ */
+async function waitForJob(
+  client: SandboxBrokerClient,
+  token: string,
+  idleMs: number,
+): Promise<{ header: JobHeader__Output; document: Buffer; call: grpc.ClientReadableStream<unknown> } | undefined> {
+  const metadata = new grpc.Metadata();
+  metadata.setOptions({ waitForReady: true });
+  // The deadline covers the wait and the document's transfer; the call is cancelled once the result is in.
+  const call = client.FetchJob({ token }, metadata, { deadline: Date.now() + idleMs + DEFAULT_FETCH_DEADLINE_MS });
+  const idle = setTimeout(() => {
+    if (!header) call.cancel();
+  }, idleMs);
+  let header: JobHeader__Output | undefined;
+  const parts: Buffer[] = [];
+  let bytes = 0;
+  try {
+    for await (const chunk of call as AsyncIterable<{ item?: string; header?: JobHeader__Output | null; data?: Buffer }>) {
+      if (chunk.item === "header" && chunk.header && !header) {
+        header = chunk.header;
+        checkHeader(header);
+      } else if (chunk.item === "data" && chunk.data && header) {
+        bytes += chunk.data.length;
+        if (bytes > header.document_bytes) throw new BrokerExchangeError(`the broker sent more than the ${header.document_bytes} bytes it announced`);
+        parts.push(chunk.data);
+      } else {
+        throw new BrokerExchangeError("the broker's job stream is out of order");
+      }
+      if (header && bytes === header.document_bytes) {
+        clearTimeout(idle);
+        return { header, document: Buffer.concat(parts, bytes), call };
+      }
+    }
+  } catch (err) {
+    clearTimeout(idle);
+    call.cancel();
+    const e = err as Partial<grpc.ServiceError>;
+    // Our own idle cancel, or the deadline, before any document: no work came.
+    if (!header && (e.code === grpc.status.CANCELLED || e.code === grpc.status.DEADLINE_EXCEEDED)) return undefined;
+    throw err instanceof BrokerExchangeError ? err : callError("FetchJob", err);
+  }
+  clearTimeout(idle);
+  if (!header) return undefined;
+  throw new BrokerExchangeError(`the broker sent ${bytes} of ${header.document_bytes} document bytes`);
 }
 
 function brokerClient(address: string): SandboxBrokerClient {

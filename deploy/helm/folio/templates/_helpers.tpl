@@ -212,7 +212,7 @@ metadata:
 spec:
   scaleTargetRef:
     apiVersion: apps/v1
-    kind: Deployment
+    kind: {{ .kind | default "Deployment" }}
     name: {{ include "folio.componentName" . }}
   minReplicas: {{ .values.autoscaling.minReplicas }}
   maxReplicas: {{ .values.autoscaling.maxReplicas }}

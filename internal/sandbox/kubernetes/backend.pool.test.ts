@@ -1,0 +1,187 @@
+/**
+ * The warm pool end to end: the real operator reconciles a
+ * ConversionSandboxPool on the fake API server (test/fake-kube-api.ts, a
+ * test double: no real API server or cluster runs on these machines), the
+ * fake's Job controller makes the pods, and the test kubelet
+ * (test/fake-kubelet.ts: kubelet + gVisor stand-in, runs the bundled sandbox
+ * program as a local, unsandboxed process with real LibreOffice) runs them.
+ * The KubernetesBackend reports demand, learns the warm pods' seats from the
+ * pool Jobs and hands documents to them over the real broker.
+ */
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Counter } from "prom-client";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { serveBrokerForTests } from "../../../test/broker-server.ts";
+import { startFakeKubeApi, type FakeKubeApi, type RecordedRequest } from "../../../test/fake-kube-api.ts";
+import { startFakeKubelet, type FakeKubelet, type PodRun } from "../../../test/fake-kubelet.ts";
+import { LABELS, startOperator, type ConversionSandboxPool, type RunningOperator } from "../../operator/index.ts";
+import { operatorSchema, parseConfig } from "../../platform/config/index.ts";
+import { createLogger } from "../../platform/log/index.ts";
+import { PROJECT_ROOT, buildSandboxProgram, resolveNodeBinary } from "../assets.ts";
+import { prepareProfile } from "../profile.ts";
+import { pngInfo } from "../testdocs.ts";
+import { SandboxBroker } from "./broker.ts";
+import { KubernetesBackend } from "./backend.ts";
+
+const NAMESPACE = "default";
+const POOL = "folio-sandbox";
+const fixture = (name: string) => readFileSync(join(PROJECT_ROOT, "test", "fixtures", "convert", name));
+const log = createLogger(process.env.FOLIO_TEST_LOG ?? "silent");
+const broker = new SandboxBroker({ log });
+const brokerServer = serveBrokerForTests(broker);
+
+/** The documents each pod said it received ("sandbox received its document" lines). */
+const received = new Map<string, number>();
+/** Set by a test: the next pod that receives a document is killed (its pod deleted) right then. */
+let killOnReceipt = false;
+
+async function count(counter: Counter, labels: Record<string, string> = {}): Promise<number> {
+  const { values } = await counter.get();
+  return values.filter((v) => Object.entries(labels).every(([k, x]) => v.labels[k] === x)).reduce((n, v) => n + v.value, 0);
+}
+
+describe("KubernetesBackend with a warm ConversionSandboxPool: real operator, fake API server, test kubelet", () => {
+  const work = mkdtempSync(join(tmpdir(), "folio-pool-test-"));
+  let api: FakeKubeApi;
+  let operator: RunningOperator;
+  let kubelet: FakeKubelet;
+  let backend: KubernetesBackend;
+
+  const poolJobs = () => api.list("jobs", NAMESPACE).filter((j) => (j.metadata.labels as Record<string, string> | undefined)?.[LABELS.pool] === POOL);
+  const sandboxRequests = (since: number): RecordedRequest[] => api.requests.slice(since).filter((r) => r.path.includes("/conversionsandboxes"));
+  const pool = () => api.get("conversionsandboxpools", NAMESPACE, POOL) as unknown as ConversionSandboxPool | undefined;
+
+  beforeAll(async () => {
+    api = await startFakeKubeApi({ jobController: true, bookmarkIntervalMs: 200 });
+    const profileDir = join(work, "profile");
+    const [program, nodeBinary] = await Promise.all([buildSandboxProgram(join(work, "sandbox.mjs")), resolveNodeBinary(), prepareProfile(profileDir)]);
+    kubelet = startFakeKubelet({
+      api,
+      program,
+      nodeBinary,
+      profileDir,
+      workDir: work,
+      onLine: (run: PodRun, line: string) => {
+        if (!line.includes('"sandbox received its document"')) return;
+        received.set(run.pod, (received.get(run.pod) ?? 0) + 1);
+        if (killOnReceipt) {
+          killOnReceipt = false;
+          // The pod is deleted: the test kubelet kills its process, as a node would.
+          api.remove("pods", NAMESPACE, run.pod);
+        }
+      },
+    });
+    const config = parseConfig(operatorSchema, {
+      LOG_LEVEL: "silent",
+      FOLIO_METRICS_ENABLED: "false",
+      FOLIO_OPERATOR_NAMESPACE: NAMESPACE,
+      FOLIO_OPERATOR_IDENTITY: "test-operator",
+      FOLIO_LEASE_RENEW_SECONDS: "1",
+    });
+    operator = await startOperator({ config, log, kubeConfig: api.kubeConfig(), timing: { jobVerdictGraceMs: 2000, resyncMs: 2000 } });
+    await vi.waitFor(
+      () => {
+        if (!operator.isLeader() || !operator.ready()) throw new Error(`the operator did not start leading: ${JSON.stringify(operator.health())}`);
+      },
+      { timeout: 20_000, interval: 50 },
+    );
+    backend = new KubernetesBackend({
+      kubeConfig: api.kubeConfig(),
+      namespace: NAMESPACE,
+      brokerAddress: brokerServer.address,
+      broker,
+      maxOutputBytes: 64 * 1024 * 1024,
+      log,
+      startupGraceMs: 5_000,
+      pool: { name: POOL, replica: "conversion-0", reportIntervalMs: 200 },
+    });
+  }, 120_000);
+
+  afterAll(async () => {
+    await backend?.close();
+    await operator?.close();
+    await kubelet?.close();
+    await api?.close();
+    rmSync(work, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
+  });
+
+  it("takes the cold path, one ConversionSandbox, and counts the fallback while no warm pod waits", async () => {
+    const before = api.requests.length;
+    const result = await backend.convert({ document: fixture("hello.txt"), format: "TXT", maxPages: 5, timeoutMs: 60_000 });
+    expect(result.pageCount).toBe(1);
+    expect(sandboxRequests(before).some((r) => r.method === "POST"), "a ConversionSandbox was created").toBe(true);
+    expect(await count(backend.poolMetrics.fallbacks, { reason: "empty" })).toBe(1);
+    expect(await count(backend.poolMetrics.handIns, { path: "cold" })).toBe(1);
+  }, 120_000);
+
+  it("converts on a warm pod with no API request on the way, and the operator replaces the used pod", async () => {
+    api.put("conversionsandboxpools", {
+      apiVersion: "folio.dev/v1alpha1",
+      kind: "ConversionSandboxPool",
+      metadata: { name: POOL, namespace: NAMESPACE },
+      spec: { minReady: 2, max: 4, leadSeconds: 1, idleSeconds: 300, timeoutSeconds: 120 },
+    });
+    // The replica's report reaches the pool; the operator makes two warm pods; their LibreOffice starts.
+    await vi.waitFor(() => expect(broker.warmStats().idle).toBe(2), { timeout: 90_000, interval: 100 });
+    const jobsBefore = poolJobs().map((j) => j.metadata.name);
+    expect(jobsBefore).toHaveLength(2);
+    expect(pool()?.status?.replicas?.["conversion-0"]?.brokerAddress).toBe(brokerServer.address);
+
+    const before = api.requests.length;
+    const result = await backend.convert({ document: fixture("two-pages.docx"), format: "DOCX", maxPages: 10, timeoutMs: 60_000 });
+    const during = api.requests.slice(before);
+    expect(result.pageCount).toBe(2);
+    expect(pngInfo(result.pages[0]!)).toMatchObject({ width: 1654, height: 2339 });
+    expect(result.computeMillis).toBeGreaterThan(0);
+    expect(sandboxRequests(before), "no ConversionSandbox for a warm hand-in").toEqual([]);
+    // What the API server saw meanwhile is the operator's and the reports' business, never a request for this document.
+    expect(during.filter((r) => r.method === "POST" && !r.path.includes("/jobs"))).toEqual([]);
+    expect(await count(backend.poolMetrics.handIns, { path: "warm" })).toBe(1);
+    expect(await count(backend.poolMetrics.fallbacks)).toBe(1); // the earlier cold one only
+
+    // The used pod exits; its Job is deleted and a new warm pod takes its place.
+    const used = [...received.keys()];
+    expect(used).toHaveLength(1);
+    await vi.waitFor(
+      () => {
+        const names = poolJobs().map((j) => j.metadata.name);
+        expect(names).toHaveLength(2);
+        expect(names.filter((n) => !jobsBefore.includes(n))).toHaveLength(1);
+      },
+      { timeout: 30_000, interval: 100 },
+    );
+    await vi.waitFor(() => expect(broker.warmStats().idle).toBe(2), { timeout: 90_000, interval: 100 });
+  }, 240_000);
+
+  it("never gives a pod a second document: each of several conversions lands on a pod of its own, which then exits", async () => {
+    const docs = [fixture("hello.txt"), fixture("hello.txt")];
+    const results = await Promise.all(docs.map((document) => backend.convert({ document, format: "TXT", maxPages: 5, timeoutMs: 60_000 })));
+    expect(results.map((r) => r.pageCount)).toEqual([1, 1]);
+    for (const [pod, n] of received) expect(n, `documents received by pod ${pod}`).toBe(1);
+    expect(received.size).toBe(3);
+    await vi.waitFor(
+      () => {
+        for (const pod of received.keys()) {
+          const run = kubelet.runs.find((r) => r.pod === pod);
+          expect(run?.exitCode, `pod ${pod} exited 0 after its document`).toBe(0);
+        }
+      },
+      { timeout: 30_000, interval: 100 },
+    );
+  }, 240_000);
+
+  it("retries a document once on another pod when its warm pod dies holding it", async () => {
+    await vi.waitFor(() => expect(broker.warmStats().idle).toBe(2), { timeout: 120_000, interval: 100 });
+    const retriesBefore = await count(backend.poolMetrics.retries);
+    const receivedBefore = received.size;
+    killOnReceipt = true;
+    const result = await backend.convert({ document: fixture("hello.txt"), format: "TXT", maxPages: 5, timeoutMs: 60_000 });
+    expect(result.pageCount).toBe(1);
+    expect(await count(backend.poolMetrics.retries)).toBe(retriesBefore + 1);
+    // Two pods got the document: the killed one and the one that converted it.
+    expect(received.size).toBe(receivedBefore + 2);
+    for (const n of received.values()) expect(n).toBe(1);
+  }, 240_000);
+});
