@@ -66,7 +66,8 @@ function filters(f: RowFilter): RawBuilder<unknown> {
   return sql.join(parts, sql` `);
 }
 
-const at = (ms: number) => new Date(ms).toISOString();
+// A Date, not ISO text: pg writes years past 9999 as Postgres reads them ("10000-01-01…"), toISOString as "+010000-…", which it refuses.
+const at = (ms: number) => new Date(ms);
 
 /**
  * One SELECT (a UNION ALL) of the account's usage in [fromMs, toMs) as rows
