@@ -28,8 +28,6 @@ import { spawn } from "node:child_process";
 import { cp, mkdtemp, readFile, readdir, rm, stat, writeFile } from "node:fs/promises";
 import os, { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Writable } from "node:stream";
-import { fileURLToPath } from "node:url";
 import { ConversionService } from "../internal/conversion/service.ts";
 import { registerConversion } from "../internal/conversion/grpc.ts";
 import { startEdge } from "../internal/edge/index.ts";
@@ -40,7 +38,7 @@ import { fileUrl, prepareProfile, SOFFICE_BIN } from "../internal/sandbox/profil
 import { RunscBackend } from "../internal/sandbox/runsc.ts";
 import { benchDatabaseUrl, prepareAccount } from "./edge-auth.ts";
 import type { Benchmark, BenchmarkReport } from "./run.ts";
-import { addCredits, benchEdgeConfig, median, positiveInt } from "./support.ts";
+import { addCredits, benchEdgeConfig, median, positiveInt, runIfMain, TimingsSink, waitForPool } from "./support.ts";
 
 const PAGES = 60;
 /** Issue 14's goal: the long DOCX through /v1/convert in at most this share of the host pipeline's time. */
@@ -131,29 +129,6 @@ async function hostPipeline(work: string, profile: string, docx: Buffer): Promis
   }
 }
 
-/** The `timings` the sandbox program reports (the backend logs them at debug level). */
-class TimingsSink extends Writable {
-  last: Record<string, number> | undefined;
-  override _write(chunk: Buffer, _encoding: string, done: () => void): void {
-    for (const line of chunk.toString("utf8").split("\n")) {
-      if (!line) continue;
-      const entry = JSON.parse(line) as { timings?: Record<string, number> };
-      if (entry.timings) this.last = entry.timings;
-    }
-    done();
-  }
-}
-
-async function waitForPool(backend: RunscBackend, size: number): Promise<void> {
-  const until = Date.now() + 120_000;
-  for (;;) {
-    const idle = backend.idleSandboxes();
-    if (idle.length >= size && idle.every((s) => s.ready)) return;
-    if (Date.now() > until) throw new Error(`the pre-started pool did not get ready: ${JSON.stringify(idle)}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 /** A conversion service on a pre-started runsc backend, as `startConversion` builds it for `folio dev` (default settings). */
 async function conversionStack(workDir: string, program?: string) {
   const sink = new TimingsSink();
@@ -210,7 +185,7 @@ export async function runLongBenchmark(rounds = positiveInt("BENCH_LONG_ROUNDS",
       }
       const stack = v === "api" ? api : programs![v];
       // An unsaturated service: the pool's sandboxes are ready (their warm-up is not the document's).
-      await waitForPool(stack.backend, CONCURRENCY);
+      await waitForPool(stack.backend, CONCURRENCY, 120_000);
       stack.sink.last = undefined;
       const started = performance.now();
       let pngs: Buffer[];
@@ -286,9 +261,4 @@ const benchmark: Benchmark = {
 };
 export default benchmark;
 
-if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
-  const report = await runLongBenchmark();
-  console.log(report.text);
-  console.log(JSON.stringify(report.json));
-  process.exit(report.ok ? 0 : 1);
-}
+await runIfMain(import.meta.url, () => runLongBenchmark());

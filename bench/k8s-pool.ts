@@ -48,14 +48,13 @@ import { readFileSync } from "node:fs";
 import os from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { KubeConfig } from "@kubernetes/client-node";
 import type { Benchmark, BenchmarkReport } from "./run.ts";
-import { startBrokerServer } from "../test/broker-server.ts";
+import { backendOnBroker, startBrokerServer } from "../test/broker-server.ts";
+import { plainHttpKubeConfig } from "../test/fake-kube-api.ts";
 import { KubeClient } from "../internal/operator/index.ts";
 import { createLogger } from "../internal/platform/log/index.ts";
 import { PROJECT_ROOT } from "../internal/sandbox/assets.ts";
 import { SandboxBroker } from "../internal/sandbox/kubernetes/broker.ts";
-import { KubernetesBackend } from "../internal/sandbox/kubernetes/backend.ts";
 import type { SandboxResult } from "../internal/sandbox/interface.ts";
 import { positiveInt } from "./support.ts";
 
@@ -126,22 +125,13 @@ export async function runK8sPool(): Promise<BenchmarkReport> {
       }
     });
   });
-  const kubeConfig = new KubeConfig();
-  kubeConfig.loadFromOptions({
-    clusters: [{ name: "bench", server: url, skipTLSVerify: true }],
-    users: [{ name: "bench" }],
-    contexts: [{ name: "bench", cluster: "bench", user: "bench", namespace: NAMESPACE }],
-    currentContext: "bench",
-  });
+  const kubeConfig = plainHttpKubeConfig(url, NAMESPACE, "bench");
   const kube = new KubeClient(kubeConfig);
   const broker = new SandboxBroker({ log });
   const brokerServer = await startBrokerServer(broker);
-  const backend = new KubernetesBackend({
+  const backend = backendOnBroker(broker, brokerServer, {
     kubeConfig,
     namespace: NAMESPACE,
-    brokerAddress: brokerServer.address,
-    broker,
-    maxOutputBytes: 64 * 1024 * 1024,
     log,
     startupGraceMs: 30_000,
     pool: { name: POOL, replica: "conversion-0", reportIntervalMs: 500 },

@@ -38,8 +38,6 @@ import { spawn } from "node:child_process";
 import { cp, mkdtemp, readFile, readdir, rm } from "node:fs/promises";
 import os, { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Writable } from "node:stream";
-import { fileURLToPath } from "node:url";
 import type { Benchmark, BenchmarkReport } from "./run.ts";
 import { ConversionService } from "../internal/conversion/service.ts";
 import { CONVERSION_MIME_TYPES, type ConversionFormat } from "../internal/formats/index.ts";
@@ -48,7 +46,7 @@ import { PROJECT_ROOT } from "../internal/sandbox/assets.ts";
 import { MALLOC_ENV } from "../internal/sandbox/converter.ts";
 import { fileUrl, prepareProfile, SOFFICE_BIN } from "../internal/sandbox/profile.ts";
 import { RunscBackend } from "../internal/sandbox/runsc.ts";
-import { median, positiveInt } from "./support.ts";
+import { median, positiveInt, runIfMain, TimingsSink, waitForPool } from "./support.ts";
 
 const FIXTURES = join(PROJECT_ROOT, "test", "fixtures", "convert");
 /** The issue's target: runsc at most 1.5 × the direct conversion. */
@@ -101,29 +99,6 @@ async function direct(work: string, profile: string, file: string, tuned: boolea
     return { pages: (await readdir(dir)).filter((n) => n.startsWith("page") && n.endsWith(".png")).length, timings };
   } finally {
     await rm(dir, { recursive: true, force: true });
-  }
-}
-
-/** Collects the `timings` the sandbox program reports (the backends log them at debug level). */
-class TimingsSink extends Writable {
-  last: Record<string, number> | undefined;
-  override _write(chunk: Buffer, _encoding: string, done: () => void): void {
-    for (const line of chunk.toString("utf8").split("\n")) {
-      if (!line) continue;
-      const entry = JSON.parse(line) as { timings?: Record<string, number> };
-      if (entry.timings) this.last = entry.timings;
-    }
-    done();
-  }
-}
-
-async function waitForPool(backend: RunscBackend, size: number): Promise<void> {
-  const until = Date.now() + 60_000;
-  for (;;) {
-    const idle = backend.idleSandboxes();
-    if (idle.length >= size && idle.every((s) => s.ready)) return;
-    if (Date.now() > until) throw new Error(`the pre-started pool did not get ready: ${JSON.stringify(idle)}`);
-    await new Promise((r) => setTimeout(r, 50));
   }
 }
 
@@ -181,7 +156,7 @@ export async function runSandboxBenchmark(runs = positiveInt("BENCH_CONVERT_RUNS
         ok &&= pages === file.pages;
         return { ms, timings };
       }
-      if (variant === "prestart") await waitForPool(prestart, CONCURRENCY);
+      if (variant === "prestart") await waitForPool(prestart, CONCURRENCY, 60_000);
       const sink = sinks[variant];
       sink.last = undefined;
       const started = performance.now();
@@ -252,7 +227,7 @@ export async function runSandboxBenchmark(runs = positiveInt("BENCH_CONVERT_RUNS
     for (let r = 0; r < rounds; r++) {
       for (let k = 0; k < VARIANTS.length; k++) {
         const v = VARIANTS[(r + k) % VARIANTS.length]!;
-        if (v === "prestart") await waitForPool(prestart, CONCURRENCY);
+        if (v === "prestart") await waitForPool(prestart, CONCURRENCY, 60_000);
         // Every job calls the service at once; its slots (or the direct pool) allow two at a time.
         const { value: seconds, busy: b } = await cpuBusy(() => (isDirect(v) ? inParallel(batch(v), CONCURRENCY) : inParallel(batch(v), docs)));
         perMinute[v].push((docs / seconds) * 60);
@@ -301,9 +276,4 @@ const benchmark: Benchmark = {
 };
 export default benchmark;
 
-if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
-  const report = await runSandboxBenchmark(process.argv[2] ? Number(process.argv[2]) : undefined);
-  console.log(report.text);
-  console.log(JSON.stringify(report.json));
-  process.exit(report.ok ? 0 : 1);
-}
+await runIfMain(import.meta.url, () => runSandboxBenchmark(process.argv[2] ? Number(process.argv[2]) : undefined));

@@ -1,6 +1,10 @@
+import { Writable } from "node:stream";
+import { fileURLToPath } from "node:url";
 import { edgeSchema, parseConfig, type EdgeConfig, type Env } from "../internal/platform/config/index.ts";
 import { openDatabase } from "../internal/platform/db/index.ts";
 import { adminAddCredits } from "../internal/cli/admin/index.ts";
+import type { RunscBackend } from "../internal/sandbox/runsc.ts";
+import type { BenchmarkReport } from "./run.ts";
 
 /** Adds credits to a benchmark account. */
 export async function addCredits(databaseUrl: string, accountId: string, cents: number): Promise<void> {
@@ -43,4 +47,41 @@ export function benchEdgeConfig(databaseUrl: string, redisUrl: string, extra: En
     LOG_LEVEL: "silent",
     ...extra,
   });
+}
+
+/** Collects the `timings` the sandbox program reports (the backends log them at debug level). */
+export class TimingsSink extends Writable {
+  last: Record<string, number> | undefined;
+  override _write(chunk: Buffer, _encoding: string, done: () => void): void {
+    for (const line of chunk.toString("utf8").split("\n")) {
+      if (!line) continue;
+      const entry = JSON.parse(line) as { timings?: Record<string, number> };
+      if (entry.timings) this.last = entry.timings;
+    }
+    done();
+  }
+}
+
+/** Waits until a pre-started runsc backend has `size` ready sandboxes idle; gives up after `limitMs`. */
+export async function waitForPool(backend: RunscBackend, size: number, limitMs: number): Promise<void> {
+  const until = Date.now() + limitMs;
+  for (;;) {
+    const idle = backend.idleSandboxes();
+    if (idle.length >= size && idle.every((s) => s.ready)) return;
+    if (Date.now() > until) throw new Error(`the pre-started pool did not get ready: ${JSON.stringify(idle)}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/**
+ * For a benchmark file run directly (`npx tsx bench/<name>.ts`): when
+ * `moduleUrl` is the script node started with, runs it, prints the report
+ * (text, then JSON) and exits 1 when a correctness check failed.
+ */
+export async function runIfMain(moduleUrl: string, run: () => Promise<BenchmarkReport>): Promise<void> {
+  if (!process.argv[1] || fileURLToPath(moduleUrl) !== process.argv[1]) return;
+  const report = await run();
+  console.log(report.text);
+  console.log(JSON.stringify(report.json));
+  process.exit(report.ok ? 0 : 1);
 }

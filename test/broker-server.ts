@@ -3,7 +3,7 @@
  * pods would reach it: shared by the broker and kubernetes-backend tests.
  */
 import { afterAll, beforeAll } from "vitest";
-import { registerBroker, type SandboxBroker } from "../internal/sandbox/kubernetes/index.ts";
+import { KubernetesBackend, registerBroker, type KubernetesBackendOptions, type SandboxBroker } from "../internal/sandbox/kubernetes/index.ts";
 import type { ProtoGrpcType } from "../internal/gen/proto/conversion.ts";
 import type { SandboxBrokerClient } from "../internal/gen/proto/folio/conversion/v1/SandboxBroker.ts";
 import { clientOptions, grpc, loadProto, startGrpcServer } from "../internal/platform/grpc/index.ts";
@@ -53,4 +53,17 @@ export function serveBrokerForTests(broker: SandboxBroker): Pick<BrokerServer, "
       return started().client;
     },
   };
+}
+
+/**
+ * A KubernetesBackend handing its documents to `broker`, which sandboxes
+ * reach at `served.address`, as a conversion replica wires it; pages up to
+ * 64 MiB unless `options` says otherwise.
+ */
+export function backendOnBroker(
+  broker: SandboxBroker,
+  served: Pick<BrokerServer, "address">,
+  options: Omit<KubernetesBackendOptions, "broker" | "brokerAddress" | "maxOutputBytes"> & { maxOutputBytes?: number },
+): KubernetesBackend {
+  return new KubernetesBackend({ brokerAddress: served.address, broker, maxOutputBytes: 64 * 1024 * 1024, ...options });
 }

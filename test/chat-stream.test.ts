@@ -12,6 +12,7 @@ import { Decimal } from "../internal/billing/index.ts";
 import { call, createTestAccount, startStack, upstreamStack, usageRows, type TestAccount, type TestStack } from "./harness.ts";
 import { ocrFixture, ocrTruth } from "./support.ts";
 import { cer } from "./cer.ts";
+import type { FakeBehaviour } from "./fake-upstream.ts";
 
 const UPSTREAM_MODEL = "openai/gpt-4.1-mini";
 /** The model of the recorded stream openrouter_stream_image_claude-3.5-sonnet_2025-08-06.sse. */
@@ -83,6 +84,12 @@ async function rawStream(s: TestStack, acc: TestAccount, body: unknown, headers:
     body: JSON.stringify(body),
   });
   return { status: res.status, headers: res.headers, text: await res.text() };
+}
+
+/** A raw streamed request of the English page to the upstream model, which answers it once as `behaviour`. */
+async function streamEnglishPage(s: TestStack, acc: TestAccount, behaviour: FakeBehaviour) {
+  env.upstream.script(UPSTREAM_MODEL, behaviour, { times: 1 });
+  return rawStream(s, acc, { model: UPSTREAM_MODEL, stream: true, messages: [{ role: "user", content: [image("english.png")] }] });
 }
 
 describe("stream: true on an upstream model", () => {
@@ -168,8 +175,7 @@ describe("stream: true on an upstream model", () => {
 
   it("without stream_options the stream has no usage chunk and no usage fields", async () => {
     const acc = await createTestAccount();
-    env.upstream.script(UPSTREAM_MODEL, { kind: "stream", text: "two words" }, { times: 1 });
-    const r = await rawStream(env.stack, acc, { model: UPSTREAM_MODEL, stream: true, messages: [{ role: "user", content: [image("english.png")] }] });
+    const r = await streamEnglishPage(env.stack, acc, { kind: "stream", text: "two words" });
     expect(r.status).toBe(200);
     expect(r.headers.get("content-type")).toBe("text/event-stream; charset=utf-8");
     const events = r.text.split("\n\n").filter(Boolean);
@@ -240,8 +246,7 @@ describe("an upstream error inside the stream", () => {
   it("the same recorded error after keep-alives opened the stream is an error event", async () => {
     const acc = await createTestAccount({ creditsCents: 1000 });
     // 23 events, 50 ms apart: the 100 ms keep-alive opens the stream long before the error.
-    env.upstream.script(UPSTREAM_MODEL, { kind: "sse-fixture", name: MIDSTREAM_ERROR, eventDelayMs: 50 }, { times: 1 });
-    const r = await rawStream(chatty, acc, { model: UPSTREAM_MODEL, stream: true, messages: [{ role: "user", content: [image("english.png")] }] });
+    const r = await streamEnglishPage(chatty, acc, { kind: "sse-fixture", name: MIDSTREAM_ERROR, eventDelayMs: 50 });
     expect(r.status).toBe(200);
     expect(r.text.startsWith(": keep-alive\n\n")).toBe(true);
     const data = r.text.split("\n\n").filter((e) => e.startsWith("data: ")).map((e) => e.slice(6));
@@ -411,8 +416,7 @@ describe("errors before the first byte keep their JSON answers", () => {
 
   it("the provider refusing before its stream (429): 502 upstream_error with the upstream's Retry-After, charged 0", async () => {
     const acc = await createTestAccount();
-    env.upstream.script(UPSTREAM_MODEL, { kind: "rate-limited", retryAfter: "7" }, { times: 1 });
-    const r = await rawStream(env.stack, acc, { model: UPSTREAM_MODEL, stream: true, messages: [{ role: "user", content: [image("english.png")] }] });
+    const r = await streamEnglishPage(env.stack, acc, { kind: "rate-limited", retryAfter: "7" });
     expect(r.status).toBe(502);
     expect(r.headers.get("retry-after")).toBe("7");
     expect(JSON.parse(r.text)).toMatchObject({ error: { code: "upstream_error", upstream_status: 429 } });

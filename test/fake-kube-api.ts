@@ -456,16 +456,7 @@ class FakeKubeApiServer implements FakeKubeApi {
   }
 
   kubeConfig(): KubeConfig {
-    const kc = new KubeConfig();
-    kc.loadFromOptions({
-      // client-node 2.x refuses an http:// server unless skipTLSVerify is true
-      // ("HTTP protocol is not allowed when skipTLSVerify is not set or false").
-      clusters: [{ name: "fake", server: this.url, skipTLSVerify: true }],
-      users: [{ name: "fake" }],
-      contexts: [{ name: "fake", cluster: "fake", user: "fake", namespace: "default" }],
-      currentContext: "fake",
-    });
-    return kc;
+    return plainHttpKubeConfig(this.url, "default");
   }
 
   get(resource: FakeResource, namespace: string, name: string): KubeObject | undefined {
@@ -1045,4 +1036,18 @@ export async function startFakeKubeApi(options: FakeKubeApiOptions = {}): Promis
   });
   api.url = `http://127.0.0.1:${(api.server.address() as AddressInfo).port}`;
   return api;
+}
+
+/** A KubeConfig for a plain-HTTP API server at `url`, without credentials; `name` names its cluster, user and context. */
+export function plainHttpKubeConfig(url: string, namespace: string, name = "fake"): KubeConfig {
+  const kc = new KubeConfig();
+  kc.loadFromOptions({
+    // client-node 2.x refuses an http:// server unless skipTLSVerify is true
+    // ("HTTP protocol is not allowed when skipTLSVerify is not set or false").
+    clusters: [{ name, server: url, skipTLSVerify: true }],
+    users: [{ name }],
+    contexts: [{ name, cluster: name, user: name, namespace }],
+    currentContext: name,
+  });
+  return kc;
 }

@@ -4,27 +4,23 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Decimal } from "../internal/billing/index.ts";
-import { call, createTestAccount, createTestKey, startStack, type TestStack } from "./harness.ts";
-import { loadModelsSnapshot, startFakeUpstream, type FakeUpstream } from "./fake-upstream.ts";
+import { call, createTestAccount, createTestKey, startStack, upstreamStack, type TestStack } from "./harness.ts";
+import { loadModelsSnapshot } from "./fake-upstream.ts";
 
-let upstream: FakeUpstream;
-let stack: TestStack;
+const env = upstreamStack();
+/** A stack without an upstream: only the local engines. */
 let bare: TestStack;
 
 beforeAll(async () => {
-  upstream = await startFakeUpstream();
-  stack = await startStack({ upstream });
   bare = await startStack();
 });
 afterAll(async () => {
-  await stack?.close();
   await bare?.close();
-  await upstream?.close();
 });
 
 describe("GET /v1/models", () => {
   it("lists image-capable priced models and the local engine, in the common list format, without a key", async () => {
-    const r = await call(stack.edge, "GET", "/v1/models");
+    const r = await call(env.stack.edge, "GET", "/v1/models");
     expect(r.status, JSON.stringify(r.body).slice(0, 500)).toBe(200);
     expect(r.body.object).toBe("list");
     const ids = (r.body.data as { id: string }[]).map((m) => m.id);
@@ -47,7 +43,7 @@ describe("GET /v1/models", () => {
   });
 
   it("lists prices with exactly 5% added to the provider's", async () => {
-    const r = await call(stack.edge, "GET", "/v1/models/openai/gpt-4.1");
+    const r = await call(env.stack.edge, "GET", "/v1/models/openai/gpt-4.1");
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     const snap = loadModelsSnapshot().data.find((m) => m.id === "openai/gpt-4.1") as { pricing: { prompt: string; completion: string } };
     const p = r.body.folio.pricing;
@@ -58,34 +54,34 @@ describe("GET /v1/models", () => {
   });
 
   it("states the languages of local engines (tesseract's installed ones, PP-OCR's English and Chinese) and none for upstream models", async () => {
-    const ppocr = await call(stack.edge, "GET", "/v1/models/local/ppocr");
+    const ppocr = await call(env.stack.edge, "GET", "/v1/models/local/ppocr");
     expect(ppocr.status, JSON.stringify(ppocr.body)).toBe(200);
     expect(ppocr.body.folio.languages).toEqual(["en", "zh"]);
     expect(ppocr.body.folio.description).toMatch(/English and Chinese only/);
-    const tesseract = await call(stack.edge, "GET", "/v1/models/local/tesseract");
+    const tesseract = await call(env.stack.edge, "GET", "/v1/models/local/tesseract");
     expect(tesseract.body.folio.languages, JSON.stringify(tesseract.body.folio)).toEqual(expect.arrayContaining(["en", "de"]));
-    const auto = await call(stack.edge, "GET", "/v1/models/local/auto");
+    const auto = await call(env.stack.edge, "GET", "/v1/models/local/auto");
     expect(auto.body.folio.languages).toEqual(tesseract.body.folio.languages);
-    const upstreamModel = await call(stack.edge, "GET", "/v1/models/openai/gpt-4.1");
+    const upstreamModel = await call(env.stack.edge, "GET", "/v1/models/openai/gpt-4.1");
     expect(Object.keys(upstreamModel.body.folio)).not.toContain("languages");
   });
 
   it("answers 404 for an unknown model id", async () => {
-    const r = await call(stack.edge, "GET", "/v1/models/nobody/nothing");
+    const r = await call(env.stack.edge, "GET", "/v1/models/nobody/nothing");
     expect(r.status).toBe(404);
     expect(r.body.error.code).toBe("not_found");
   });
 
   it("with a key: the key must be valid; a valid key works", async () => {
     const acc = await createTestAccount();
-    expect((await call(stack.edge, "GET", "/v1/models", acc.adminKey)).status).toBe(200);
-    expect((await call(stack.edge, "GET", "/v1/models", "folio_sk_" + "x".repeat(40))).status).toBe(401);
+    expect((await call(env.stack.edge, "GET", "/v1/models", acc.adminKey)).status).toBe(200);
+    expect((await call(env.stack.edge, "GET", "/v1/models", "folio_sk_" + "x".repeat(40))).status).toBe(401);
     const noModels = await createTestKey(acc.accountId, ["ocr:write"]);
-    expect((await call(stack.edge, "GET", "/v1/models", noModels.key)).status).toBe(403);
+    expect((await call(env.stack.edge, "GET", "/v1/models", noModels.key)).status).toBe(403);
   });
 
   it("/recommended shows what every strategy resolves to now; /categories groups; /stats aggregates", async () => {
-    const rec = await call(stack.edge, "GET", "/v1/models/recommended");
+    const rec = await call(env.stack.edge, "GET", "/v1/models/recommended");
     expect(rec.status).toBe(200);
     const strategies = rec.body.strategies as { strategy: string; model: string; alias: string; fallback: boolean }[];
     expect(strategies.map((s) => s.strategy).sort()).toEqual(["accuracy", "balanced", "cost", "quality", "speed"]);
@@ -94,14 +90,14 @@ describe("GET /v1/models", () => {
     expect(by.balanced).toBe(by.speed);
     for (const m of rec.body.data) expect(m.folio.recommended).toBe(true);
 
-    const cats = await call(stack.edge, "GET", "/v1/models/categories");
+    const cats = await call(env.stack.edge, "GET", "/v1/models/categories");
     expect(cats.status).toBe(200);
     const total = (cats.body.data as { model_count: number }[]).reduce((n, c) => n + c.model_count, 0);
-    const list = await call(stack.edge, "GET", "/v1/models");
+    const list = await call(env.stack.edge, "GET", "/v1/models");
     expect(total).toBe(list.body.data.length);
     expect((cats.body.data as { id: string }[]).map((c) => c.id)).toContain("local");
 
-    const stats = await call(stack.edge, "GET", "/v1/models/stats");
+    const stats = await call(env.stack.edge, "GET", "/v1/models/stats");
     expect(stats.status).toBe(200);
     expect(stats.body.total_models).toBe(list.body.data.length);
     expect(stats.body.by_source.local).toBe(3);
@@ -109,7 +105,7 @@ describe("GET /v1/models", () => {
   });
 
   it("exports the catalog's age, staleness and size as metrics on the extraction service's own port", async () => {
-    const text = await (await fetch(stack.extraction.metricsUrl!)).text();
+    const text = await (await fetch(env.stack.extraction.metricsUrl!)).text();
     const age = /^folio_catalog_age_seconds\{[^}]*\} (\S+)$/m.exec(text);
     expect(age, text.slice(0, 2000)).not.toBeNull();
     expect(Number(age![1])).toBeGreaterThanOrEqual(0);

@@ -4,27 +4,19 @@
  */
 import { readFileSync } from "node:fs";
 import OpenAI from "openai";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTestAccount, startStack, type TestStack } from "./harness.ts";
-import { startFakeUpstream, type FakeUpstream } from "./fake-upstream.ts";
+import { beforeAll, describe, expect, it } from "vitest";
+import { createTestAccount, upstreamStack } from "./harness.ts";
 import { cer } from "./cer.ts";
 
 const png = readFileSync(new URL("./fixtures/ocr/english.png", import.meta.url));
 const expected = readFileSync(new URL("./fixtures/ocr/english.txt", import.meta.url), "utf8");
 
-let upstream: FakeUpstream;
-let stack: TestStack;
+const env = upstreamStack();
 let client: OpenAI;
 
 beforeAll(async () => {
-  upstream = await startFakeUpstream();
-  stack = await startStack({ upstream });
   const acc = await createTestAccount({ creditsCents: 10_000 });
-  client = new OpenAI({ apiKey: acc.adminKey, baseURL: `${stack.edge.url}/v1`, maxRetries: 0 });
-});
-afterAll(async () => {
-  await stack?.close();
-  await upstream?.close();
+  client = new OpenAI({ apiKey: acc.adminKey, baseURL: `${env.stack.edge.url}/v1`, maxRetries: 0 });
 });
 
 describe("openai SDK against Folio", () => {
@@ -57,7 +49,7 @@ describe("openai SDK against Folio", () => {
   });
 
   it("chat.completions.create on an upstream model forwards the image and reports usage and cost", async () => {
-    upstream.script("openai/gpt-4.1-mini", { kind: "text", text: "The committee met on Tuesday." }, { times: 1 });
+    env.upstream.script("openai/gpt-4.1-mini", { kind: "text", text: "The committee met on Tuesday." }, { times: 1 });
     const res = await client.chat.completions.create({
       model: "openai/gpt-4.1-mini",
       messages: [{ role: "user", content: [{ type: "image_url", image_url: { url: `data:image/png;base64,${png.toString("base64")}` } }] }],

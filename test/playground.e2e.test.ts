@@ -104,7 +104,7 @@ interface Opened {
 }
 
 /** The page at a given width, with the progress area's texts recorded as they change. */
-async function open(width = 1280): Promise<Opened> {
+async function open(width: number): Promise<Opened> {
   const context = await browser.newContext({ viewport: { width, height: 900 }, deviceScaleFactor: 1 });
   const page = await context.newPage();
   const console: string[] = [];
@@ -120,6 +120,16 @@ async function open(width = 1280): Promise<Opened> {
   `);
   await page.goto(`${baseUrl}/playground`);
   return { context, page, console, statuses: () => page.evaluate<string[]>("window.__statuses") };
+}
+
+/** Runs `test` on a fresh page of the playground `width` px wide; its browser context is closed afterwards. */
+async function withPage(width: number, test: (o: Opened) => Promise<void>): Promise<void> {
+  const o = await open(width);
+  try {
+    await test(o);
+  } finally {
+    await o.context.close();
+  }
 }
 
 async function fillAndRun(o: Opened, key: string, file: string, model = "model:local/tesseract"): Promise<void> {
@@ -144,8 +154,7 @@ const text = async (page: Page, selector: string) => (await page.locator(selecto
 // A browser, folio dev and real conversions: give each case room under a loaded parallel run.
 describe("the playground page (/playground on folio dev)", { timeout: 180_000 }, () => {
   it("loads without a key, lists the catalog grouped by category with prices, and fits a 375 px screen", async () => {
-    const o = await open(375);
-    try {
+    await withPage(375, async (o) => {
       const res = await o.context.request.get(`${baseUrl}/playground`);
       expect(res.status()).toBe(200);
       expect(res.headers()["content-security-policy"]).toContain("script-src 'self'");
@@ -160,14 +169,11 @@ describe("the playground page (/playground on folio dev)", { timeout: 180_000 },
       // Every control has a label people and screen readers can find it by.
       for (const label of ["Key", "Model or strategy", "Extract tables", "Output format"]) await expect(o.page.getByLabel(label, { exact: true }).count()).resolves.toBe(1);
       await shot(o.page, "form-375px");
-    } finally {
-      await o.context.close();
-    }
+    });
   });
 
   it("reads an uploaded PNG: progress, the page image beside its text, confidence, cost and timings; focus moves to the result", async () => {
-    const o = await open();
-    try {
+    await withPage(1280, async (o) => {
       await fillAndRun(o, devKey, fixture("ocr/english.png"));
       await o.page.getByRole("heading", { name: "Result" }).waitFor({ timeout: 60_000 });
       const pageText = await text(o.page, "#pages pre");
@@ -190,14 +196,11 @@ describe("the playground page (/playground on folio dev)", { timeout: 180_000 },
       expect(await o.page.evaluate<number>("localStorage.length")).toBe(0);
       expect(o.console.filter((l) => l.includes(devKey) || l.startsWith("pageerror"))).toEqual([]);
       await shot(o.page, "png-result");
-    } finally {
-      await o.context.close();
-    }
+    });
   });
 
   it("converts an uploaded DOCX and shows both page images and their text, with the conversion in the cost; readable at 375 px", async () => {
-    const o = await open(375);
-    try {
+    await withPage(375, async (o) => {
       await fillAndRun(o, devKey, fixture("convert/two-pages.docx"));
       await o.page.getByRole("heading", { name: "Result" }).waitFor({ timeout: 120_000 });
       const widths = await o.page.locator("#pages img").evaluateAll((imgs) => imgs.map((i) => (i as unknown as { naturalWidth: number }).naturalWidth));
@@ -212,14 +215,11 @@ describe("the playground page (/playground on folio dev)", { timeout: 180_000 },
       const overflow = await o.page.evaluate<number>(OVERFLOW);
       expect(overflow, "horizontal overflow at 375 px").toBeLessThanOrEqual(0);
       await shot(o.page, "docx-result-375px");
-    } finally {
-      await o.context.close();
-    }
+    });
   });
 
   it("shows a 402 in plain words, with its code", async () => {
-    const o = await open();
-    try {
+    await withPage(1280, async (o) => {
       await fillAndRun(o, poorKey, fixture("ocr/english.png"));
       const alert = o.page.getByRole("alert");
       await alert.getByText("Not enough credit").waitFor({ timeout: 30_000 });
@@ -228,14 +228,11 @@ describe("the playground page (/playground on folio dev)", { timeout: 180_000 },
       expect(said).toMatch(/insufficient_credits \(HTTP 402\)/);
       expect(await o.page.locator("#result").isHidden()).toBe(true);
       await shot(o.page, "error-402");
-    } finally {
-      await o.context.close();
-    }
+    });
   });
 
   it("shows a 400 for an unsupported file in plain words, with the formats that work; run from the keyboard", async () => {
-    const o = await open();
-    try {
+    await withPage(1280, async (o) => {
       const { page } = o;
       await page.getByLabel("Key", { exact: true }).fill(devKey);
       await page.getByLabel(/Choose a file/).setInputFiles({ name: "data.zip", mimeType: "application/zip", buffer: Buffer.concat([Buffer.from("504b0304140000000800", "hex"), Buffer.alloc(300, 7)]) });
@@ -247,17 +244,14 @@ describe("the playground page (/playground on folio dev)", { timeout: 180_000 },
       expect(said, said).toMatch(/Folio reads PNG, JPEG, .*DOCX/);
       expect(said).toMatch(/unsupported_format \(HTTP 400\)/);
       await shot(page, "error-400");
-    } finally {
-      await o.context.close();
-    }
+    });
   });
 
   it("shows a 429 in plain words with the wait the server gave", async () => {
     // The account's one request of this minute, spent outside the browser.
     const first = await fetch(`${baseUrl}/v1/account/balance`, { headers: { authorization: `Bearer ${hurriedKey}` } });
     expect(first.status).toBe(200);
-    const o = await open();
-    try {
+    await withPage(1280, async (o) => {
       await fillAndRun(o, hurriedKey, fixture("ocr/english.png"));
       const alert = o.page.getByRole("alert");
       await alert.getByText("Too many requests").waitFor({ timeout: 30_000 });
@@ -265,16 +259,13 @@ describe("the playground page (/playground on folio dev)", { timeout: 180_000 },
       expect(said, said).toMatch(/Wait \d+ seconds?, then run again/);
       expect(said).toMatch(/rate_limit_exceeded \(HTTP 429\)/);
       await shot(o.page, "error-429");
-    } finally {
-      await o.context.close();
-    }
+    });
   });
 
   it("shows a conversion timeout that arrives in the progress stream in plain words (the API's answer stubbed in the browser)", async () => {
     // A real timeout needs a conversion time limit that would break the DOCX test on this folio dev;
     // the stream below is what the edge sends then (internal/edge/routes/playground.process.test.ts).
-    const o = await open();
-    try {
+    await withPage(1280, async (o) => {
       await o.page.route("**/v1/playground/process", (route) =>
         route.fulfill({
           status: 200,
@@ -295,9 +286,7 @@ describe("the playground page (/playground on folio dev)", { timeout: 180_000 },
       expect(said, said).toMatch(/passed the time limit/);
       expect(said).toMatch(/timeout \(HTTP 500\)/);
       await shot(o.page, "error-timeout");
-    } finally {
-      await o.context.close();
-    }
+    });
   });
 
   it("never let a key reach folio dev's log", () => {

@@ -4,7 +4,8 @@ import { createServer } from "node:net";
 import { fileURLToPath } from "node:url";
 import { expect } from "vitest";
 import { FolioError } from "../internal/platform/errors/index.ts";
-import type { ExtractOptions, PageInput } from "../internal/extraction/types.ts";
+import { cer } from "./cer.ts";
+import type { ExtractOptions, PageInput, PageResult } from "../internal/extraction/types.ts";
 
 const OCR_FIXTURES = new URL("./fixtures/ocr/", import.meta.url);
 
@@ -14,20 +15,35 @@ export const ocrFixturePath = (name: string): string => fileURLToPath(new URL(na
 export const ocrFixture = (name: string): Buffer => readFileSync(new URL(name, OCR_FIXTURES));
 /** Ground truth text of test/fixtures/ocr/<name>. */
 export const ocrTruth = (name: string): string => readFileSync(new URL(name, OCR_FIXTURES), "utf8");
+/** Fails unless `text` reads as test/fixtures/ocr/<truthName> with a character error rate under `below`; the message shows the rate and the text. */
+export function expectCerBelow(text: string, truthName: string, below: number, what?: string): void {
+  const rate = cer(text, ocrTruth(truthName));
+  expect(rate, `${what ? `${what}: ` : ""}CER ${rate.toFixed(4)} for:\n${text}`).toBeLessThan(below);
+}
 /** A PNG page for an engine. */
 export const pngPage = (image: Buffer, pageNumber = 1): PageInput => ({ pageNumber, image, mimeType: "image/png" });
 export const TEXT_OPTIONS: ExtractOptions = { extractTables: false, outputFormat: "text" };
+/** What a local engine's read of a clean fixture page shows: text near test/fixtures/ocr/<truthName>, a confidence in (minConfidence, 1], no tables, nothing paid. */
+export function expectCleanLocalRead(r: PageResult, truthName: string, maxCer: number, minConfidence: number): void {
+  expectCerBelow(r.text, truthName, maxCer);
+  expect(r.confidence).toBeGreaterThan(minConfidence);
+  expect(r.confidence).toBeLessThanOrEqual(1);
+  expect(r.tables).toEqual([]);
+  expect(r.usage).toEqual({ promptTokens: 0, completionTokens: 0, reportedCostCents: null });
+}
+
 /** A signal that never aborts. */
 export const liveSignal = (): AbortSignal => new AbortController().signal;
 
 /** The FolioError `p` rejects with; fails the test when it resolves or rejects with something else. */
 export async function folioFailure(p: Promise<unknown>, what = "the call"): Promise<FolioError> {
-  const err = await p.then(
-    () => undefined,
+  // A resolved value is kept, so that a failure shows what came instead.
+  const got = await p.then(
+    (value) => ({ resolved: value }),
     (e: unknown) => e,
   );
-  expect(err, `expected ${what} to fail with a FolioError`).toBeInstanceOf(FolioError);
-  return err as FolioError;
+  expect(got, `expected ${what} to fail with a FolioError`).toBeInstanceOf(FolioError);
+  return got as FolioError;
 }
 
 /** A loopback port nothing listens on (it was free a moment ago): for a server to start on, or a client to find closed. */

@@ -81,7 +81,20 @@ async function underWay() {
   const billing = new Billing(db);
   const claim = claimed(await s.claim(acc.accountId, "k", "fp"));
   const hold = await billing.hold(acc.accountId, null, 5);
-  return { acc, db, s, billing, claim, hold, requestId: newId("req") };
+  const requestId = newId("req");
+  /** Settles the hold as a successful 2-cent /v1/ocr request whose answer is `body`; `errorCode` goes into its usage row. */
+  const settle = (body: string, errorCode?: string) =>
+    billing.settle(hold, {
+      requestId,
+      endpoint: "/v1/ocr",
+      model: "m",
+      status: "success",
+      ...(errorCode === undefined ? {} : { errorCode }),
+      processingTimeMs: 1,
+      charge: chargeComponent(new Decimal(2)),
+      answer: { store: s, claim, status: 200, body },
+    });
+  return { acc, db, claim, requestId, settle };
 }
 
 describe("a claim whose INSERT was applied but its answer lost (a restart, a frozen database resuming)", () => {
@@ -105,16 +118,8 @@ describe("a claim whose INSERT was applied but its answer lost (a restart, a fro
 
 describe("the answer and the charge in one transaction", () => {
   it("stores the answer with the usage row and the debit", async () => {
-    const { acc, db, s, billing, claim, hold, requestId } = await underWay();
-    await billing.settle(hold, {
-      requestId,
-      endpoint: "/v1/ocr",
-      model: "m",
-      status: "success",
-      processingTimeMs: 1,
-      charge: chargeComponent(new Decimal(2)),
-      answer: { store: s, claim, status: 200, body: '{"ok":true}' },
-    });
+    const { acc, db, claim, requestId, settle } = await underWay();
+    await settle('{"ok":true}');
     expect(claim).toMatchObject({ finished: true, answer: { status: 200, body: '{"ok":true}', requestId } });
     const row = await db.selectFrom("idempotency_keys").selectAll().where("account_id", "=", acc.accountId).executeTakeFirstOrThrow();
     expect(row).toMatchObject({ status: "done", request_id: requestId, response_status: 200, response_body: '{"ok":true}' });
@@ -122,20 +127,9 @@ describe("the answer and the charge in one transaction", () => {
   });
 
   it("stores neither the answer nor the charge when the settlement fails (its transaction rolls back whole)", async () => {
-    const { acc, db, s, billing, claim, hold, requestId } = await underWay();
+    const { acc, db, claim, settle } = await underWay();
     // An error code Postgres cannot store (a NUL): the usage row, written after the debit, is refused.
-    await expect(
-      billing.settle(hold, {
-        requestId,
-        endpoint: "/v1/ocr",
-        model: "m",
-        status: "success",
-        errorCode: "bad\u0000code",
-        processingTimeMs: 1,
-        charge: chargeComponent(new Decimal(2)),
-        answer: { store: s, claim, status: 200, body: "{}" },
-      }),
-    ).rejects.toThrow(/0x00/);
+    await expect(settle("{}", "bad\u0000code")).rejects.toThrow(/0x00/);
     expect(claim.finished).toBe(false);
     const row = await db.selectFrom("idempotency_keys").select(["status", "response_body"]).where("account_id", "=", acc.accountId).executeTakeFirstOrThrow();
     expect(row).toEqual({ status: "running", response_body: null });

@@ -102,79 +102,80 @@ export function toStructuralSchema(schema: JsonSchema, path = "$"): JsonSchema {
 
 /** The CustomResourceDefinition object. */
 export function conversionSandboxCrd(): JsonSchema {
-  return {
-    apiVersion: "apiextensions.k8s.io/v1",
-    kind: "CustomResourceDefinition",
-    metadata: {
-      name: CRD_NAME,
-      labels: { "app.kubernetes.io/name": "folio", "app.kubernetes.io/component": "operator" },
-    },
-    spec: {
-      group: GROUP,
-      scope: "Namespaced",
-      names: {
-        plural: PLURAL,
-        singular: KIND.toLowerCase(),
-        kind: KIND,
-        listKind: `${KIND}List`,
-        shortNames: ["csb"],
-        categories: ["folio"],
-      },
-      versions: [
-        {
-          name: VERSION,
-          served: true,
-          storage: true,
-          subresources: { status: {} },
-          additionalPrinterColumns: [
-            { name: "Phase", type: "string", jsonPath: ".status.phase" },
-            { name: "Pages", type: "integer", jsonPath: ".status.pageCount" },
-            { name: "Reason", type: "string", jsonPath: ".status.reason", priority: 1 },
-            { name: "Job", type: "string", jsonPath: ".status.jobName", priority: 1 },
-            { name: "Age", type: "date", jsonPath: ".metadata.creationTimestamp" },
-          ],
-          schema: {
-            openAPIV3Schema: {
-              type: "object",
-              description: "One office document converted to PNG pages in an isolated sandbox: the operator runs it as a gVisor batch/v1 Job.",
-              required: ["spec"],
-              properties: {
-                apiVersion: { type: "string" },
-                kind: { type: "string" },
-                metadata: { type: "object" },
-                spec: {
-                  ...toStructuralSchema(ConversionSandboxSpecSchema as unknown as JsonSchema, "spec"),
-                  // The Job is built from the spec once; a later edit would never reach it.
-                  "x-kubernetes-validations": [{ rule: "self == oldSelf", message: "spec is immutable" }],
-                },
-                status: toStructuralSchema(ConversionSandboxStatusSchema as unknown as JsonSchema, "status"),
-              },
-            },
-          },
-        },
-      ],
-    },
-  };
+  return customResourceDefinition({
+    name: CRD_NAME,
+    plural: PLURAL,
+    kind: KIND,
+    shortName: "csb",
+    printerColumns: [
+      { name: "Phase", type: "string", jsonPath: ".status.phase" },
+      { name: "Pages", type: "integer", jsonPath: ".status.pageCount" },
+      { name: "Reason", type: "string", jsonPath: ".status.reason", priority: 1 },
+      { name: "Job", type: "string", jsonPath: ".status.jobName", priority: 1 },
+      { name: "Age", type: "date", jsonPath: ".metadata.creationTimestamp" },
+    ],
+    description: "One office document converted to PNG pages in an isolated sandbox: the operator runs it as a gVisor batch/v1 Job.",
+    spec: ConversionSandboxSpecSchema as unknown as JsonSchema,
+    // The Job is built from the spec once; a later edit would never reach it.
+    specValidation: { rule: "self == oldSelf", message: "spec is immutable" },
+    status: ConversionSandboxStatusSchema as unknown as JsonSchema,
+  });
 }
 
 /** The ConversionSandboxPool CustomResourceDefinition. */
 export function conversionSandboxPoolCrd(): JsonSchema {
+  return customResourceDefinition({
+    name: POOL_CRD_NAME,
+    plural: POOL_PLURAL,
+    kind: POOL_KIND,
+    shortName: "csbp",
+    printerColumns: [
+      { name: "Min", type: "integer", jsonPath: ".spec.minReady" },
+      { name: "Max", type: "integer", jsonPath: ".spec.max" },
+      { name: "Wanted", type: "integer", jsonPath: ".status.wanted" },
+      { name: "Idle", type: "integer", jsonPath: ".status.idle" },
+      { name: "Active", type: "integer", jsonPath: ".status.active" },
+      { name: "Message", type: "string", jsonPath: ".status.message", priority: 1 },
+      { name: "Age", type: "date", jsonPath: ".metadata.creationTimestamp" },
+    ],
+    description: "Warm gVisor sandbox pods kept ahead of demand; each takes exactly one document from a conversion replica's broker and exits.",
+    spec: ConversionSandboxPoolSpecSchema as unknown as JsonSchema,
+    specValidation: { rule: "!has(self.minReady) || self.minReady <= self.max", message: "minReady must not exceed max" },
+    status: ConversionSandboxPoolStatusSchema as unknown as JsonSchema,
+  });
+}
+
+/** What sets one of the operator's CRDs apart; everything else (group, version, labels, status subresource) they share. */
+interface CrdParts {
+  name: string;
+  plural: string;
+  kind: string;
+  shortName: string;
+  printerColumns: { name: string; type: string; jsonPath: string; priority?: number }[];
+  description: string;
+  spec: JsonSchema;
+  /** A CEL rule on the whole spec. */
+  specValidation: { rule: string; message: string };
+  status: JsonSchema;
+}
+
+function customResourceDefinition(crd: CrdParts): JsonSchema {
   return {
     apiVersion: "apiextensions.k8s.io/v1",
     kind: "CustomResourceDefinition",
     metadata: {
-      name: POOL_CRD_NAME,
+      name: crd.name,
       labels: { "app.kubernetes.io/name": "folio", "app.kubernetes.io/component": "operator" },
     },
     spec: {
       group: GROUP,
       scope: "Namespaced",
       names: {
-        plural: POOL_PLURAL,
-        singular: POOL_KIND.toLowerCase(),
-        kind: POOL_KIND,
-        listKind: `${POOL_KIND}List`,
-        shortNames: ["csbp"],
+        plural: crd.plural,
+        singular: crd.kind.toLowerCase(),
+        kind: crd.kind,
+        listKind: `${crd.kind}List`,
+        shortNames: [crd.shortName],
         categories: ["folio"],
       },
       versions: [
@@ -183,29 +184,21 @@ export function conversionSandboxPoolCrd(): JsonSchema {
           served: true,
           storage: true,
           subresources: { status: {} },
-          additionalPrinterColumns: [
-            { name: "Min", type: "integer", jsonPath: ".spec.minReady" },
-            { name: "Max", type: "integer", jsonPath: ".spec.max" },
-            { name: "Wanted", type: "integer", jsonPath: ".status.wanted" },
-            { name: "Idle", type: "integer", jsonPath: ".status.idle" },
-            { name: "Active", type: "integer", jsonPath: ".status.active" },
-            { name: "Message", type: "string", jsonPath: ".status.message", priority: 1 },
-            { name: "Age", type: "date", jsonPath: ".metadata.creationTimestamp" },
-          ],
+          additionalPrinterColumns: crd.printerColumns,
           schema: {
             openAPIV3Schema: {
               type: "object",
-              description: "Warm gVisor sandbox pods kept ahead of demand; each takes exactly one document from a conversion replica's broker and exits.",
+              description: crd.description,
               required: ["spec"],
               properties: {
                 apiVersion: { type: "string" },
                 kind: { type: "string" },
                 metadata: { type: "object" },
                 spec: {
-                  ...toStructuralSchema(ConversionSandboxPoolSpecSchema as unknown as JsonSchema, "spec"),
-                  "x-kubernetes-validations": [{ rule: "!has(self.minReady) || self.minReady <= self.max", message: "minReady must not exceed max" }],
+                  ...toStructuralSchema(crd.spec, "spec"),
+                  "x-kubernetes-validations": [crd.specValidation],
                 },
-                status: toStructuralSchema(ConversionSandboxPoolStatusSchema as unknown as JsonSchema, "status"),
+                status: toStructuralSchema(crd.status, "status"),
               },
             },
           },

@@ -128,20 +128,17 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
     onEvent: (e) => queue.add(e.object.metadata.name),
     onRestart: restarts("conversionsandboxes"),
   });
-  const jobs: Informer<Job> = new Informer<Job>({
-    ...watchOptions,
-    resource: "jobs",
-    labelSelector: managed,
-    onEvent: (e) => enqueueOwner(e),
-    onRestart: restarts("jobs"),
-  });
-  const pods = new Informer<Pod>({
-    ...watchOptions,
-    resource: "pods",
-    labelSelector: managed,
-    onEvent: (e) => enqueueOwner(e),
-    onRestart: restarts("pods"),
-  });
+  // The Jobs and pods the operator made: an event on one reconciles its owner.
+  const owned = <T extends Job | Pod>(resource: "jobs" | "pods") =>
+    new Informer<T>({
+      ...watchOptions,
+      resource,
+      labelSelector: managed,
+      onEvent: (e) => enqueueOwner(e),
+      onRestart: restarts(resource),
+    });
+  const jobs: Informer<Job> = owned<Job>("jobs");
+  const pods = owned<Pod>("pods");
   const pools = new Informer<ConversionSandboxPool>({
     ...watchOptions,
     resource: "conversionsandboxpools",
@@ -174,26 +171,16 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
     for (const p of pools.list()) queue.add(POOL_KEY_PREFIX + p.metadata.name);
   }
 
+  // What both reconcilers work with: the leader-only writer, the informers' caches, telemetry.
+  const context = { client: writer, namespace, config, jobs, pods, log, metrics };
   const reconciler = new Reconciler({
-    client: writer,
-    namespace,
-    config,
-    jobs,
-    pods,
-    log,
-    metrics,
+    ...context,
     imagePullGraceMs: timing.imagePullGraceMs,
     jobVerdictGraceMs: timing.jobVerdictGraceMs,
   });
 
   const poolReconciler = new PoolReconciler({
-    client: writer,
-    namespace,
-    config,
-    jobs,
-    pods,
-    log,
-    metrics,
+    ...context,
     ensureNetworkPolicy: () => reconciler.fenceReady(),
   });
 

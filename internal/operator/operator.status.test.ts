@@ -17,6 +17,14 @@ function containerStatus(state: object) {
   return { containerStatuses: [{ name: "sandbox", image: "folio-sandbox:latest", imageID: "", ready: false, restartCount: 0, state }] };
 }
 
+/** A leading operator with one sandbox; once its Job and pod are there, the pod's name. */
+async function sandboxWithPod(name: string, spec: Parameters<Harness["createSandbox"]>[1] = {}): Promise<string> {
+  harness = await Harness.start();
+  await harness.leader();
+  harness.createSandbox(name, spec);
+  return podFor(name);
+}
+
 /** Waits for the sandbox's Job and pod; returns the pod's name. */
 async function podFor(name: string): Promise<string> {
   const pod = await until(() => harness.podOf(name), 10_000, `the pod of ${name}`);
@@ -34,10 +42,7 @@ async function statusOf(name: string, phase: string): Promise<ConversionSandboxS
 
 describe("operator: status from the Job and its pod", () => {
   it("goes Pending → Running → Succeeded with times, compute time and pages, through the status subresource", async () => {
-    harness = await Harness.start();
-    await harness.leader();
-    harness.createSandbox("csb-ok");
-    const pod = await podFor("csb-ok");
+    const pod = await sandboxWithPod("csb-ok");
     expect(await statusOf("csb-ok", "Pending")).toMatchObject({ jobName: "csb-ok", podName: pod });
 
     harness.api.setStatus("pods", NS, pod, { phase: "Running", ...containerStatus({ running: { startedAt: STARTED } }) });
@@ -66,10 +71,7 @@ describe("operator: status from the Job and its pod", () => {
   });
 
   it("fails with OOMKilled when the container is killed for memory", async () => {
-    harness = await Harness.start();
-    await harness.leader();
-    harness.createSandbox("csb-oom", { resources: { memory: "256Mi" } });
-    const pod = await podFor("csb-oom");
+    const pod = await sandboxWithPod("csb-oom", { resources: { memory: "256Mi" } });
     harness.api.setStatus("pods", NS, pod, {
       phase: "Failed",
       ...containerStatus({ terminated: { exitCode: 137, reason: "OOMKilled", startedAt: STARTED, finishedAt: FINISHED } }),
@@ -80,10 +82,7 @@ describe("operator: status from the Job and its pod", () => {
   });
 
   it("fails with DeadlineExceeded from the Job's Failed condition", async () => {
-    harness = await Harness.start();
-    await harness.leader();
-    harness.createSandbox("csb-slow", { timeoutSeconds: 30 });
-    const pod = await podFor("csb-slow");
+    const pod = await sandboxWithPod("csb-slow", { timeoutSeconds: 30 });
     harness.api.setStatus("pods", NS, pod, { phase: "Running", ...containerStatus({ running: { startedAt: STARTED } }) });
     await statusOf("csb-slow", "Running");
     harness.api.setStatus("jobs", NS, "csb-slow", {
@@ -95,10 +94,7 @@ describe("operator: status from the Job and its pod", () => {
   });
 
   it("fails with ConversionFailed when the termination message says ok:false", async () => {
-    harness = await Harness.start();
-    await harness.leader();
-    harness.createSandbox("csb-bad");
-    const pod = await podFor("csb-bad");
+    const pod = await sandboxWithPod("csb-bad");
     harness.api.setStatus("pods", NS, pod, {
       phase: "Succeeded",
       ...containerStatus({
@@ -115,10 +111,7 @@ describe("operator: status from the Job and its pod", () => {
   });
 
   it("fails with ImagePullFailed once the pull has failed for longer than the grace period", async () => {
-    harness = await Harness.start();
-    await harness.leader();
-    harness.createSandbox("csb-pull");
-    const pod = await podFor("csb-pull");
+    const pod = await sandboxWithPod("csb-pull");
     harness.api.setStatus("pods", NS, pod, { ...containerStatus({ waiting: { reason: "ImagePullBackOff", message: "Back-off pulling image" } }) });
     const status = await statusOf("csb-pull", "Failed");
     expect(status.reason).toBe("ImagePullFailed");
@@ -126,10 +119,7 @@ describe("operator: status from the Job and its pod", () => {
   });
 
   it("fails with PodFailed when the container exits non-zero and the Job confirms the failure", async () => {
-    harness = await Harness.start();
-    await harness.leader();
-    harness.createSandbox("csb-crash");
-    const pod = await podFor("csb-crash");
+    const pod = await sandboxWithPod("csb-crash");
     harness.api.setStatus("pods", NS, pod, {
       phase: "Failed",
       ...containerStatus({ terminated: { exitCode: 2, reason: "Error", startedAt: STARTED, finishedAt: FINISHED, message: "job folder unusable" } }),

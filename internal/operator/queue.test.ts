@@ -21,6 +21,21 @@ async function until(check: () => boolean, timeoutMs = 3000): Promise<void> {
   }
 }
 
+/** Wraps a handler to count how many of its calls overlap; `most()` is the highest count seen. */
+function overlapCounted(body: (key: string) => Promise<void>): { handle: (key: string) => Promise<void>; most: () => number } {
+  let running = 0;
+  let most = 0;
+  return {
+    handle: async (key) => {
+      running++;
+      most = Math.max(most, running);
+      await body(key);
+      running--;
+    },
+    most: () => most,
+  };
+}
+
 function deferred() {
   let resolve!: () => void;
   const promise = new Promise<void>((r) => (resolve = r));
@@ -47,16 +62,12 @@ describe("WorkQueue", () => {
     const q = queue();
     const gate = deferred();
     const log: string[] = [];
-    let running = 0;
-    let most = 0;
-    q.start(async (key) => {
-      running++;
-      most = Math.max(most, running);
+    const counted = overlapCounted(async (key) => {
       log.push(`start ${key}`);
       if (log.length === 1) await gate.promise;
       log.push(`end ${key}`);
-      running--;
     });
+    q.start(counted.handle);
     q.add("a");
     await until(() => log.length === 1);
     q.add("a");
@@ -65,7 +76,7 @@ describe("WorkQueue", () => {
     gate.resolve();
     await until(() => log.length === 6);
     expect(log).toEqual(["start a", "end a", "start b", "end b", "start a", "end a"]);
-    expect(most).toBe(1);
+    expect(counted.most()).toBe(1);
   });
 
   it("retries a failing key with growing back-off and reports each failure", async () => {
@@ -106,15 +117,10 @@ describe("WorkQueue", () => {
     const q = queue();
     const gate = deferred();
     const log: string[] = [];
-    let running = 0;
-    let most = 0;
-    const handle = async (key: string) => {
-      running++;
-      most = Math.max(most, running);
+    const { handle, most } = overlapCounted(async (key) => {
       log.push(key);
       if (key === "slow") await gate.promise;
-      running--;
-    };
+    });
     q.start(handle);
     q.add("slow");
     await until(() => log.length === 1);
@@ -126,7 +132,7 @@ describe("WorkQueue", () => {
     await stopped;
     await until(() => log.length === 2);
     expect(log).toEqual(["slow", "next"]);
-    expect(most).toBe(1);
+    expect(most()).toBe(1);
   });
 
   it("does not run while stopped", async () => {

@@ -14,6 +14,16 @@ import { API_VERSION, KIND } from "./types.ts";
 export const QUANTITY_PATTERN = "^[0-9]+(\\.[0-9]+)?(m|k|Ki|Mi|Gi|Ti|M|G|T)?$";
 const quantity = (description: string) => Type.String({ pattern: QUANTITY_PATTERN, maxLength: 32, description });
 
+/** Per-pod overrides of the operator's default resources; `pod` names the pod in the descriptions. */
+const resourceOverrides = (pod: string) =>
+  Type.Object(
+    {
+      cpu: Type.Optional(quantity(`CPU request and limit of ${pod}, e.g. 500m or 2.`)),
+      memory: Type.Optional(quantity(`Memory request and limit of ${pod}, e.g. 1536Mi or 2Gi.`)),
+    },
+    { description: "Overrides of the operator's default pod resources (FOLIO_SANDBOX_CPU, FOLIO_SANDBOX_MEMORY)." },
+  );
+
 /**
  * host:port of a broker: a DNS name or IPv4 address, or an IPv6 address in
  * brackets (an IPv6 pod IP has colons of its own, so it needs them).
@@ -51,15 +61,7 @@ export const ConversionSandboxSpecSchema = Type.Object(
     traceparent: Type.Optional(
       Type.String({ pattern: TRACEPARENT_PATTERN, description: "W3C trace context of the conversion, passed to the sandbox as TRACEPARENT." }),
     ),
-    resources: Type.Optional(
-      Type.Object(
-        {
-          cpu: Type.Optional(quantity("CPU request and limit of the sandbox pod, e.g. 500m or 2.")),
-          memory: Type.Optional(quantity("Memory request and limit of the sandbox pod, e.g. 1536Mi or 2Gi.")),
-        },
-        { description: "Overrides of the operator's default pod resources (FOLIO_SANDBOX_CPU, FOLIO_SANDBOX_MEMORY)." },
-      ),
-    ),
+    resources: Type.Optional(resourceOverrides("the sandbox pod")),
   },
   { description: "What to convert and how the sandbox reaches the conversion service. Written once by the conversion service." },
 );
@@ -151,15 +153,7 @@ export const ConversionSandboxPoolSpecSchema = Type.Object(
         description: "Longest conversion a warm pod accepts; the Job's activeDeadlineSeconds is idleSeconds + timeoutSeconds + 30.",
       }),
     ),
-    resources: Type.Optional(
-      Type.Object(
-        {
-          cpu: Type.Optional(quantity("CPU request and limit of a warm pod, e.g. 500m or 2.")),
-          memory: Type.Optional(quantity("Memory request and limit of a warm pod, e.g. 1536Mi or 2Gi.")),
-        },
-        { description: "Overrides of the operator's default pod resources (FOLIO_SANDBOX_CPU, FOLIO_SANDBOX_MEMORY)." },
-      ),
-    ),
+    resources: Type.Optional(resourceOverrides("a warm pod")),
   },
   { description: "How many warm sandbox pods to keep. The demand comes from the conversion replicas' reports in status.replicas." },
 );

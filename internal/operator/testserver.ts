@@ -7,8 +7,8 @@
 import { createServer, request, type Server } from "node:http";
 import type { Socket } from "node:net";
 import { inspect } from "node:util";
-import { KubeConfig } from "@kubernetes/client-node";
-import { startFakeKubeApi, type FakeKubeApi, type KubeObject } from "../../test/fake-kube-api.ts";
+import type { KubeConfig } from "@kubernetes/client-node";
+import { plainHttpKubeConfig, startFakeKubeApi, type FakeKubeApi, type KubeObject } from "../../test/fake-kube-api.ts";
 import { operatorSchema, parseConfig, type Env, type OperatorConfig } from "../platform/config/index.ts";
 import { createLogger } from "../platform/log/index.ts";
 import { startOperator, type OperatorTiming, type RunningOperator } from "./index.ts";
@@ -137,14 +137,7 @@ export async function recordingProxy(target: string): Promise<RecordingProxy> {
 }
 
 export function kubeConfigFor(url: string): KubeConfig {
-  const kc = new KubeConfig();
-  kc.loadFromOptions({
-    clusters: [{ name: "test", server: url, skipTLSVerify: true }],
-    users: [{ name: "test" }],
-    contexts: [{ name: "test", cluster: "test", user: "test", namespace: NS }],
-    currentContext: "test",
-  });
-  return kc;
+  return plainHttpKubeConfig(url, NS, "test");
 }
 
 /** One fake API server and the operators started against it; `close` stops them all. */

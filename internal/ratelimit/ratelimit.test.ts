@@ -55,6 +55,11 @@ function expectNear(actual: number, expected: number, tol: number, what: string)
 const fivePerSecond: Limit[] = [{ name: "second", count: 5, periodMs: 1000 }];
 /** For cases that never wait: a 2 s interval leaves room for a slow machine. */
 const fivePer10s: Limit[] = [{ name: "ten", count: 5, periodMs: 10_000 }];
+/** Room for 100 a minute but only 3 a day: the day window is the one that runs out. */
+const minuteAndSmallDay: Limit[] = [
+  { name: "minute", count: 100, periodMs: 60_000 },
+  { name: "day", count: 3, periodMs: 86_400_000 },
+];
 
 interface Case {
   name: string;
@@ -77,28 +82,24 @@ const cases: Case[] = [
       expect(denied.retryAfterMs, show(denied)).toBeGreaterThan(0);
     },
   },
-  {
-    name: "a minute window: the N+1th waits period/N",
-    async run(w) {
-      const limits: Limit[] = [{ name: "minute", count: 3, periodMs: 60_000 }];
-      for (let i = 1; i <= 3; i++) expect((await decide(w, limits)).allowed, `request ${i}`).toBe(true);
-      const denied = await decide(w, limits);
-      expect(denied.allowed, show(denied)).toBe(false);
-      expectNear(denied.retryAfterMs, 20_000, w.tol, "retryAfterMs");
-      expect(Number.isInteger(denied.retryAfterMs), show(denied)).toBe(true);
-    },
-  },
-  {
-    name: "a fractional interval (3 per second): retryAfterMs is a whole number, rounded up",
-    async run(w) {
-      const limits: Limit[] = [{ name: "s", count: 3, periodMs: 1000 }];
-      for (let i = 1; i <= 3; i++) expect((await decide(w, limits)).allowed, `request ${i}`).toBe(true);
-      const denied = await decide(w, limits);
-      expect(denied.allowed, show(denied)).toBe(false);
-      expect(Number.isInteger(denied.retryAfterMs), show(denied)).toBe(true);
-      expectNear(denied.retryAfterMs, 334, w.tol, "retryAfterMs"); // ceil(333.33…)
-    },
-  },
+  // Three admitted, then the fourth waits period/3 in whole milliseconds.
+  ...[
+    { name: "a minute window: the N+1th waits period/N", limit: { name: "minute", count: 3, periodMs: 60_000 }, retryAfterMs: 20_000 },
+    // ceil(333.33…)
+    { name: "a fractional interval (3 per second): retryAfterMs is a whole number, rounded up", limit: { name: "s", count: 3, periodMs: 1000 }, retryAfterMs: 334 },
+  ].map(
+    ({ name, limit, retryAfterMs }): Case => ({
+      name,
+      async run(w) {
+        const limits: Limit[] = [limit];
+        for (let i = 1; i <= 3; i++) expect((await decide(w, limits)).allowed, `request ${i}`).toBe(true);
+        const denied = await decide(w, limits);
+        expect(denied.allowed, show(denied)).toBe(false);
+        expect(Number.isInteger(denied.retryAfterMs), show(denied)).toBe(true);
+        expectNear(denied.retryAfterMs, retryAfterMs, w.tol, "retryAfterMs");
+      },
+    }),
+  ),
   {
     name: "a same-instant burst of N is fully admitted when period/N is fractional (6 and 7 per second)",
     async run(w) {
@@ -118,17 +119,13 @@ const cases: Case[] = [
   {
     name: "two windows: the day window denies while the minute window still has room",
     async run(w) {
-      const limits: Limit[] = [
-        { name: "minute", count: 100, periodMs: 60_000 },
-        { name: "day", count: 3, periodMs: 86_400_000 },
-      ];
       for (let i = 1; i <= 3; i++) {
-        const d = await decide(w, limits);
+        const d = await decide(w, minuteAndSmallDay);
         expect(d.allowed, `request ${i}: ${show(d)}`).toBe(true);
         expect(d.limits.map((l) => l.name)).toEqual(["minute", "day"]);
         expect(d.limits[1]!.remaining, show(d)).toBe(3 - i);
       }
-      const denied = await decide(w, limits);
+      const denied = await decide(w, minuteAndSmallDay);
       expect(denied.allowed, show(denied)).toBe(false);
       expectNear(denied.retryAfterMs, 28_800_000, w.tol, "retryAfterMs (day interval)");
       const day = denied.limits[1]!;
@@ -138,7 +135,7 @@ const cases: Case[] = [
       expect(minute.remaining, show(denied)).toBeGreaterThan(90);
       // A later minute-window request is still refused by the day window.
       await w.advance(1000);
-      const still = await decide(w, limits);
+      const still = await decide(w, minuteAndSmallDay);
       expect(still.allowed, show(still)).toBe(false);
       expectNear(still.retryAfterMs, 28_800_000 - 1000, w.tol, "retryAfterMs after 1 s");
     },
@@ -146,14 +143,10 @@ const cases: Case[] = [
   {
     name: "on a denial, the windows that did not deny report their state unchanged (nothing consumed)",
     async run(w) {
-      const limits: Limit[] = [
-        { name: "minute", count: 100, periodMs: 60_000 },
-        { name: "day", count: 3, periodMs: 86_400_000 },
-      ];
       let last: Decision | undefined;
-      for (let i = 1; i <= 3; i++) last = await decide(w, limits);
+      for (let i = 1; i <= 3; i++) last = await decide(w, minuteAndSmallDay);
       expect(last!.limits[0]!.remaining, show(last)).toBe(97);
-      const denied = await decide(w, limits);
+      const denied = await decide(w, minuteAndSmallDay);
       expect(denied.allowed, show(denied)).toBe(false);
       // Three requests consumed of 100 per minute: 97 remain, reset 3 × 600 ms away.
       expect(denied.limits[0]!.remaining, `minute window after a day denial: ${show(denied)}`).toBe(97);

@@ -15,7 +15,7 @@ import { FolioError } from "../../platform/errors/index.ts";
 import type { PageResult } from "../types.ts";
 import { PPOCR_MODEL_ID, PpOcrEngine, checkPpOcrLanguage, fromBoxes, layoutOf, readingOrder, shutdownPpOcr, type TextBox } from "./ppocr.ts";
 import { SPACE_PROBABILITY, decodeCtc, marginFor } from "./ppocr-worker.ts";
-import { TEXT_OPTIONS as TEXT, folioFailure as failure, liveSignal as live, ocrFixture as fixture, ocrTruth as truth, pngPage as page } from "../../../test/support.ts";
+import { TEXT_OPTIONS as TEXT, folioFailure as failure, liveSignal as live, ocrFixture as fixture, pngPage as page, expectCerBelow, expectCleanLocalRead } from "../../../test/support.ts";
 
 
 /**
@@ -49,104 +49,68 @@ function read(name: string): Promise<PageResult> {
   return r;
 }
 
-describe("PpOcrEngine on the fixtures", () => {
+// Every test here reads whole fixture pages with the model: slow on a small machine.
+describe("PpOcrEngine on the fixtures", { timeout: SLOW }, () => {
   it.each([
     ["english.png", "english.txt"],
     ["table.png", "table.txt"],
-  ])(
-    "reads %s with a character error rate under 0.01 and a confidence in (0.9, 1]",
-    async (image, text) => {
-      const r = await read(image);
-      const rate = cer(r.text, truth(text));
-      expect(rate, `CER ${rate.toFixed(4)} for:\n${r.text}`).toBeLessThan(CLEAN_CER);
-      expect(r.confidence).toBeGreaterThan(0.9);
-      expect(r.confidence).toBeLessThanOrEqual(1);
-      expect(r.tables).toEqual([]);
-      expect(r.usage).toEqual({ promptTokens: 0, completionTokens: 0, reportedCostCents: null });
-    },
-    SLOW,
-  );
+  ])("reads %s with a character error rate under 0.01 and a confidence in (0.9, 1]", async (image, text) => {
+    const r = await read(image);
+    expectCleanLocalRead(r, text, CLEAN_CER, 0.9);
+  });
 
-  it(
-    "reads every page of multipage.pdf rendered at 200 DPI under 0.01",
-    async () => {
-      const { pages } = await rasterizePdf(fixture("multipage.pdf"), { maxPages: 10, timeoutMs: 60_000 });
-      expect(pages).toHaveLength(3);
-      for (const [i, image] of pages.entries()) {
-        const r = await engine.extractPage(page(image, i + 1), { ...TEXT, language: "en" }, live());
-        const rate = cer(r.text, truth(`multipage.page-${i + 1}.txt`));
-        expect(rate, `page ${i + 1}: CER ${rate.toFixed(4)} for:\n${r.text}`).toBeLessThan(CLEAN_CER);
-      }
-    },
-    SLOW,
-  );
+  it("reads every page of multipage.pdf rendered at 200 DPI under 0.01", async () => {
+    const { pages } = await rasterizePdf(fixture("multipage.pdf"), { maxPages: 10, timeoutMs: 60_000 });
+    expect(pages).toHaveLength(3);
+    for (const [i, image] of pages.entries()) {
+      const r = await engine.extractPage(page(image, i + 1), { ...TEXT, language: "en" }, live());
+      expectCerBelow(r.text, `multipage.page-${i + 1}.txt`, CLEAN_CER, `page ${i + 1}`);
+    }
+  });
 
-  it(
-    "keeps table rows on one line each and paragraphs apart by a blank line",
-    async () => {
-      const table = await read("table.png");
-      expect(table.text, table.text).toContain("Toner cartridge 3 68.90 206.70");
-      const english = await read("english.png");
-      expect(english.text.split(/\n\n/).length, english.text).toBe(3);
-    },
-    SLOW,
-  );
+  it("keeps table rows on one line each and paragraphs apart by a blank line", async () => {
+    const table = await read("table.png");
+    expect(table.text, table.text).toContain("Toner cartridge 3 68.90 206.70");
+    const english = await read("english.png");
+    expect(english.text.split(/\n\n/).length, english.text).toBe(3);
+  });
 
-  it(
-    "reads the degraded scan under 0.04 (tesseract: 0.060) with a lower confidence than a clean page",
-    async () => {
-      const scan = await read("scan.png");
-      const rate = cer(scan.text, truth("scan.txt"));
-      expect(rate, `CER ${rate.toFixed(4)} for:\n${scan.text}`).toBeLessThan(SCAN_CER);
-      expect(scan.confidence).toBeGreaterThan(0);
-      expect(scan.confidence).toBeLessThan((await read("english.png")).confidence!);
-    },
-    SLOW,
-  );
+  it("reads the degraded scan under 0.04 (tesseract: 0.060) with a lower confidence than a clean page", async () => {
+    const scan = await read("scan.png");
+    expectCerBelow(scan.text, "scan.txt", SCAN_CER);
+    expect(scan.confidence).toBeGreaterThan(0);
+    expect(scan.confidence).toBeLessThan((await read("english.png")).confidence!);
+  });
 
-  it(
-    "reads German text without ö and ß, which its dictionary lacks (hence no 'de')",
-    async () => {
-      const german = await read("german.png");
-      const rate = cer(german.text, truth("german.txt"));
-      expect(rate, `CER ${rate.toFixed(4)} for:\n${german.text}`).toBeLessThan(GERMAN_CER);
-      expect(german.text).toContain("Bericht des Ausschusses");
-      expect(german.text).not.toMatch(/[öÖß]/);
-    },
-    SLOW,
-  );
+  it("reads German text without ö and ß, which its dictionary lacks (hence no 'de')", async () => {
+    const german = await read("german.png");
+    expectCerBelow(german.text, "german.txt", GERMAN_CER);
+    expect(german.text).toContain("Bericht des Ausschusses");
+    expect(german.text).not.toMatch(/[öÖß]/);
+  });
 
-  it(
-    "reads the same page as JPEG and WebP",
-    async () => {
-      type Encoder = (input: Buffer) => { jpeg(o: object): { toBuffer(): Promise<Buffer> }; webp(o: object): { toBuffer(): Promise<Buffer> } };
-      const spec: string = "sharp";
-      const sharp = ((await import(spec)) as { default: Encoder }).default;
-      const png = fixture("table.png");
-      for (const [mimeType, image] of [
-        ["image/jpeg", await sharp(png).jpeg({ quality: 85 }).toBuffer()],
-        ["image/webp", await sharp(png).webp({ quality: 85 }).toBuffer()],
-      ] as const) {
-        const r = await engine.extractPage({ pageNumber: 1, image, mimeType }, TEXT, live());
-        const rate = cer(r.text, truth("table.txt"));
-        expect(rate, `${mimeType}: CER ${rate.toFixed(4)} for:\n${r.text}`).toBeLessThan(CLEAN_CER);
-      }
-    },
-    SLOW,
-  );
+  it("reads the same page as JPEG and WebP", async () => {
+    type Encoder = (input: Buffer) => { jpeg(o: object): { toBuffer(): Promise<Buffer> }; webp(o: object): { toBuffer(): Promise<Buffer> } };
+    const spec: string = "sharp";
+    const sharp = ((await import(spec)) as { default: Encoder }).default;
+    const png = fixture("table.png");
+    for (const [mimeType, image] of [
+      ["image/jpeg", await sharp(png).jpeg({ quality: 85 }).toBuffer()],
+      ["image/webp", await sharp(png).webp({ quality: 85 }).toBuffer()],
+    ] as const) {
+      const r = await engine.extractPage({ pageNumber: 1, image, mimeType }, TEXT, live());
+      expectCerBelow(r.text, "table.txt", CLEAN_CER, mimeType);
+    }
+  });
 
-  it(
-    "reads pages concurrently, from two engine instances sharing the models, with the same results as one at a time",
-    async () => {
-      const names = ["english.png", "table.png", "scan.png"];
-      const expected = [];
-      for (const n of names) expected.push((await read(n)).text);
-      const other = new PpOcrEngine();
-      const texts = await Promise.all(names.map(async (n, i) => (await (i % 2 ? other : engine).extractPage(page(fixture(n)), TEXT, live())).text));
-      expect(texts).toEqual(expected);
-    },
-    SLOW,
-  );
+  it("reads pages concurrently, from two engine instances sharing the models, with the same results as one at a time", async () => {
+    const names = ["english.png", "table.png", "scan.png"];
+    const expected = [];
+    for (const n of names) expected.push((await read(n)).text);
+    const other = new PpOcrEngine();
+    const texts = await Promise.all(names.map(async (n, i) => (await (i % 2 ? other : engine).extractPage(page(fixture(n)), TEXT, live())).text));
+    expect(texts).toEqual(expected);
+  });
 });
 
 type Sharp = (
@@ -200,8 +164,7 @@ describe("single text lines, PGM pages and layout", () => {
     async () => {
       const png = await read("table.png");
       const r = await engine.extractPage({ pageNumber: 1, image: await pgmOf(fixture("table.png")), mimeType: "image/x-portable-graymap" }, TEXT, live());
-      const rate = cer(r.text, truth("table.txt"));
-      expect(rate, `CER ${rate.toFixed(4)} for:\n${r.text}`).toBeLessThan(CLEAN_CER);
+      expectCerBelow(r.text, "table.txt", CLEAN_CER);
       expect(r.text).toBe(png.text);
     },
     SLOW,

@@ -9,7 +9,7 @@ import { describe, expect, it } from "vitest";
 import { cer } from "../../../test/cer.ts";
 import { TABLE_ROWS } from "../../../test/fixtures/ocr/table-rows.ts";
 import { TesseractEngine, imageFormat, installedLanguages, installedTraineddata, tesseractLanguage } from "./tesseract.ts";
-import { TEXT_OPTIONS as TEXT, folioFailure as failure, liveSignal as live, ocrFixture as fixture, ocrFixturePath, ocrTruth as truth, pngPage as page } from "../../../test/support.ts";
+import { TEXT_OPTIONS as TEXT, folioFailure as failure, liveSignal as live, ocrFixture as fixture, ocrFixturePath, ocrTruth as truth, pngPage as page, expectCerBelow, expectCleanLocalRead } from "../../../test/support.ts";
 
 
 /**
@@ -30,12 +30,7 @@ describe("TesseractEngine on the fixtures", () => {
     ["table.png", "table.txt", "en"],
   ])("reads %s with a character error rate under 0.02 and a confidence in (0, 1]", async (image, text, language) => {
     const r = await engine.extractPage(page(fixture(image)), { ...TEXT, language }, live());
-    const rate = cer(r.text, truth(text));
-    expect(rate, `CER ${rate.toFixed(4)} for:\n${r.text}`).toBeLessThan(CLEAN_CER);
-    expect(r.confidence).toBeGreaterThan(0.8);
-    expect(r.confidence).toBeLessThanOrEqual(1);
-    expect(r.tables).toEqual([]);
-    expect(r.usage).toEqual({ promptTokens: 0, completionTokens: 0, reportedCostCents: null });
+    expectCleanLocalRead(r, text, CLEAN_CER, 0.8);
   });
 
   it("keeps table rows on one line each and paragraphs apart by a blank line", async () => {
@@ -47,8 +42,7 @@ describe("TesseractEngine on the fixtures", () => {
 
   it("reads the degraded scan under 0.12 with a lower confidence than a clean page", async () => {
     const scan = await engine.extractPage(page(fixture("scan.png")), TEXT, live());
-    const rate = cer(scan.text, truth("scan.txt"));
-    expect(rate, `CER ${rate.toFixed(4)} for:\n${scan.text}`).toBeLessThan(SCAN_CER);
+    expectCerBelow(scan.text, "scan.txt", SCAN_CER);
     expect(scan.confidence).toBeGreaterThan(0);
     expect(scan.confidence).toBeLessThan(0.9);
   });
@@ -205,8 +199,7 @@ describe("layout on a page with known columns and a table (columns.png)", () => 
 
   it("reads the title, the left column, the right column, the table row by row and the page number, in that order", async () => {
     const r = await engine.extractPage(page(fixture("columns.png")), TEXT, live());
-    const rate = cer(r.text, truth("columns.txt"));
-    expect(rate, `CER ${rate.toFixed(4)} for:\n${r.text}`).toBeLessThan(CLEAN_CER);
+    expectCerBelow(r.text, "columns.txt", CLEAN_CER);
   });
 
   it("returns the table's cells with extract_tables, and none without", async () => {
@@ -250,8 +243,7 @@ describe("the language without options.language", () => {
 
   it("finds that a page is German and reads its umlauts and ß", async () => {
     const r = await engine.extractPage(page(fixture("german.png")), TEXT, live());
-    const rate = cer(r.text, truth("german.txt"));
-    expect(rate, `CER ${rate.toFixed(4)} for:\n${r.text}`).toBeLessThan(CLEAN_CER);
+    expectCerBelow(r.text, "german.txt", CLEAN_CER);
     expect(r.text).toContain("Größere Änderungen");
   });
 

@@ -13,17 +13,17 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Counter } from "prom-client";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { serveBrokerForTests } from "../../../test/broker-server.ts";
+import { backendOnBroker, serveBrokerForTests } from "../../../test/broker-server.ts";
 import { startFakeKubeApi, type FakeKubeApi, type RecordedRequest } from "../../../test/fake-kube-api.ts";
+import { startLeadingOperator } from "../../../test/kube-operator.ts";
 import { startFakeKubelet, type FakeKubelet, type PodRun } from "../../../test/fake-kubelet.ts";
-import { LABELS, startOperator, type ConversionSandboxPool, type RunningOperator } from "../../operator/index.ts";
-import { operatorSchema, parseConfig } from "../../platform/config/index.ts";
+import { LABELS, type ConversionSandboxPool, type RunningOperator } from "../../operator/index.ts";
 import { createLogger } from "../../platform/log/index.ts";
 import { PROJECT_ROOT, buildSandboxProgram, resolveNodeBinary } from "../assets.ts";
 import { prepareProfile } from "../profile.ts";
 import { pngInfo } from "../testdocs.ts";
 import { SandboxBroker } from "./broker.ts";
-import { KubernetesBackend } from "./backend.ts";
+import type { KubernetesBackend } from "./backend.ts";
 
 const NAMESPACE = "default";
 const POOL = "folio-sandbox";
@@ -73,26 +73,10 @@ describe("KubernetesBackend with a warm ConversionSandboxPool: real operator, fa
         }
       },
     });
-    const config = parseConfig(operatorSchema, {
-      LOG_LEVEL: "silent",
-      FOLIO_METRICS_ENABLED: "false",
-      FOLIO_OPERATOR_NAMESPACE: NAMESPACE,
-      FOLIO_OPERATOR_IDENTITY: "test-operator",
-      FOLIO_LEASE_RENEW_SECONDS: "1",
-    });
-    operator = await startOperator({ config, log, kubeConfig: api.kubeConfig(), timing: { jobVerdictGraceMs: 2000, resyncMs: 2000 } });
-    await vi.waitFor(
-      () => {
-        if (!operator.isLeader() || !operator.ready()) throw new Error(`the operator did not start leading: ${JSON.stringify(operator.health())}`);
-      },
-      { timeout: 20_000, interval: 50 },
-    );
-    backend = new KubernetesBackend({
+    operator = await startLeadingOperator(api.kubeConfig(), NAMESPACE, log, { jobVerdictGraceMs: 2000, resyncMs: 2000 });
+    backend = backendOnBroker(broker, brokerServer, {
       kubeConfig: api.kubeConfig(),
       namespace: NAMESPACE,
-      brokerAddress: brokerServer.address,
-      broker,
-      maxOutputBytes: 64 * 1024 * 1024,
       log,
       startupGraceMs: 5_000,
       pool: { name: POOL, replica: "conversion-0", reportIntervalMs: 200 },

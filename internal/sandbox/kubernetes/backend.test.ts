@@ -18,22 +18,23 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { KubeConfig } from "@kubernetes/client-node";
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { startFakeKubeApi, type FakeKubeApi, type KubeObject } from "../../../test/fake-kube-api.ts";
+import { startLeadingOperator } from "../../../test/kube-operator.ts";
 import { startFakeKubelet, type FakeKubelet, type PodBehaviour } from "../../../test/fake-kubelet.ts";
 import type { ResultChunk } from "../../gen/proto/folio/conversion/v1/ResultChunk.ts";
-import { startOperator, type ConversionSandbox, type ConversionSandboxStatus, type RunningOperator } from "../../operator/index.ts";
-import { operatorSchema, parseConfig } from "../../platform/config/index.ts";
+import { type ConversionSandbox, type ConversionSandboxStatus, type RunningOperator } from "../../operator/index.ts";
 import { FolioError } from "../../platform/errors/index.ts";
 import { fromGrpcError, grpc } from "../../platform/grpc/index.ts";
-import { serveBrokerForTests } from "../../../test/broker-server.ts";
+import { backendOnBroker, serveBrokerForTests } from "../../../test/broker-server.ts";
+import { folioFailure } from "../../../test/support.ts";
 import { PNG_SIGNATURE } from "../../formats/index.ts";
 import { createLogger } from "../../platform/log/index.ts";
 import { PROJECT_ROOT, buildSandboxProgram, resolveNodeBinary } from "../assets.ts";
 import { prepareProfile } from "../profile.ts";
 import { pngInfo } from "../testdocs.ts";
 import { SandboxBroker } from "./broker.ts";
-import { KubernetesBackend, REQUEST_LABELS, type KubernetesBackendOptions } from "./backend.ts";
+import { REQUEST_LABELS, type KubernetesBackend, type KubernetesBackendOptions } from "./backend.ts";
 
 const NAMESPACE = "default";
 const FIXTURES = join(PROJECT_ROOT, "test", "fixtures", "convert");
@@ -43,16 +44,6 @@ const fakePng = (n: number) => Buffer.concat([PNG_SIGNATURE, Buffer.from(`page $
 const log = createLogger(process.env.FOLIO_TEST_LOG ?? "silent");
 const broker = new SandboxBroker({ log });
 const brokerServer = serveBrokerForTests(broker);
-
-/** Awaits a rejection and returns it as a FolioError (failing, with what it got, otherwise). */
-async function folioError(p: Promise<unknown>): Promise<FolioError> {
-  const got = await p.then(
-    (value) => ({ resolved: value }),
-    (err: unknown) => err,
-  );
-  if (!(got instanceof FolioError)) throw new Error(`expected a FolioError, got ${(JSON.stringify(got) ?? String(got)).slice(0, 300)}`);
-  return got;
-}
 
 /** The one ConversionSandbox in the namespace, once it is there. */
 async function theSandbox(api: FakeKubeApi): Promise<ConversionSandbox> {
@@ -106,11 +97,9 @@ describe("KubernetesBackend, the test writing the status", () => {
   });
 
   const backend = (overrides: Partial<KubernetesBackendOptions> = {}) =>
-    new KubernetesBackend({
+    backendOnBroker(broker, brokerServer, {
       kubeConfig: api.kubeConfig(),
       namespace: NAMESPACE,
-      brokerAddress: brokerServer.address,
-      broker,
       maxOutputBytes: 1024 * 1024,
       log,
       startupGraceMs: 5_000,
@@ -174,7 +163,7 @@ describe("KubernetesBackend, the test writing the status", () => {
     const reads = () => api.requests.filter((r) => r.method === "GET" && r.query.watch !== "true" && r.path.endsWith("/conversionsandboxes")).length;
     const readsBefore = reads();
     api.setStatus("conversionsandboxes", NAMESPACE, sandbox.metadata.name, { phase: "Failed", reason: "DeadlineExceeded", message: "the sandbox ran longer than its limit of 20s" });
-    const err = await folioError(converting);
+    const err = await folioFailure(converting);
     expect({ code: err.code, message: err.message }).toEqual({ code: "timeout", message: "the conversion did not finish within its limit of 20s" });
     // The last watch delivered the failure itself: no re-read was needed.
     expect(reads() - readsBefore).toBe(0);
@@ -189,7 +178,7 @@ describe("KubernetesBackend, the test writing the status", () => {
     api.setStatus("conversionsandboxes", NAMESPACE, sandbox.metadata.name, { phase: "Failed", reason: "OOMKilled", message: "the sandbox exceeded its memory limit and was killed" });
     api.breakWatches("drop");
     api.silenceWatches(false);
-    const err = await folioError(converting);
+    const err = await folioFailure(converting);
     expect(err.code).toBe("conversion_failed");
   });
 
@@ -204,7 +193,7 @@ describe("KubernetesBackend, the test writing the status", () => {
     const converting = backend({ resources: { memory: "1536Mi" } }).convert({ document: fixture("one-page.docx"), format: "DOCX", maxPages: 5, timeoutMs: 20_000 });
     const sandbox = await theSandbox(api);
     api.setStatus("conversionsandboxes", NAMESPACE, sandbox.metadata.name, { phase: "Failed", reason, ...(message ? { message } : {}) } satisfies ConversionSandboxStatus);
-    const err = await folioError(converting);
+    const err = await folioFailure(converting);
     expect({ code: err.code, retryable: err.retryable, message: err.message }).toEqual({ ...expected, message: expect.stringMatching(expected.message) });
   });
 
@@ -212,7 +201,7 @@ describe("KubernetesBackend, the test writing the status", () => {
     const converting = backend().convert({ document: fixture("one-page.docx"), format: "DOCX", maxPages: 5, timeoutMs: 20_000 });
     const sandbox = await theSandbox(api);
     api.setStatus("conversionsandboxes", NAMESPACE, sandbox.metadata.name, { phase: "Succeeded", computeMillis: 50, pageCount: 1 });
-    const err = await folioError(converting);
+    const err = await folioFailure(converting);
     expect({ code: err.code, message: err.message }).toEqual({ code: "conversion_failed", message: "the sandbox finished without returning a result" });
   });
 
@@ -220,10 +209,10 @@ describe("KubernetesBackend, the test writing the status", () => {
     const started = Date.now();
     const converting = backend({ startupGraceMs: 300 }).convert({ document: fixture("one-page.docx"), format: "DOCX", maxPages: 5, timeoutMs: 400 });
     const sandbox = await theSandbox(api);
-    const err = await folioError(converting);
+    const err = await folioFailure(converting);
     expect(err.code).toBe("timeout");
     expect(Date.now() - started).toBeGreaterThanOrEqual(650);
-    const late = await folioError(actAsSandbox(sandbox.spec.broker.token, 1));
+    const late = await folioFailure(actAsSandbox(sandbox.spec.broker.token, 1));
     expect(late.code).toBe("permission_denied");
   });
 
@@ -241,7 +230,7 @@ describe("KubernetesBackend, the test writing the status", () => {
     const sandbox = await theSandbox(api);
     await expect.poll(() => api.openWatches("conversionsandboxes"), { timeout: 5000 }).toBe(1);
     api.remove("conversionsandboxes", NAMESPACE, sandbox.metadata.name);
-    const err = await folioError(converting);
+    const err = await folioFailure(converting);
     expect({ code: err.code, retryable: err.retryable, message: err.message }).toEqual({ code: "internal_error", retryable: true, message: expect.stringMatching(/deleted before its sandbox finished/) });
   });
 
@@ -261,7 +250,7 @@ describe("KubernetesBackend, the test writing the status", () => {
       call.write({ result: { ok: false, page_count: 0, error_code: "conversion_failed", error_message: "the document has 9 pages; at most 5 are converted" } });
       call.end();
     });
-    const err = await folioError(converting);
+    const err = await folioFailure(converting);
     expect({ code: err.code, message: err.message }).toEqual({ code: "conversion_failed", message: "the document has 9 pages; at most 5 are converted" });
   });
 
@@ -273,7 +262,7 @@ describe("KubernetesBackend, the test writing the status", () => {
       contexts: [{ name: "gone", cluster: "gone", user: "gone", namespace: NAMESPACE }],
       currentContext: "gone",
     });
-    const err = await folioError(backend({ kubeConfig }).convert({ document: fixture("one-page.docx"), format: "DOCX", maxPages: 5, timeoutMs: 20_000 }));
+    const err = await folioFailure(backend({ kubeConfig }).convert({ document: fixture("one-page.docx"), format: "DOCX", maxPages: 5, timeoutMs: 20_000 }));
     expect({ code: err.code, retryable: err.retryable }).toEqual({ code: "internal_error", retryable: true });
   });
 });
@@ -295,30 +284,8 @@ describe("KubernetesBackend end to end: real operator, fake API server, test kub
     const profileDir = join(work, "profile");
     const [program, nodeBinary] = await Promise.all([buildSandboxProgram(join(work, "sandbox.mjs")), resolveNodeBinary(), prepareProfile(profileDir)]);
     kubelet = startFakeKubelet({ api, program, nodeBinary, profileDir, workDir: work, behaviour: () => nextPod });
-    const config = parseConfig(operatorSchema, {
-      LOG_LEVEL: "silent",
-      FOLIO_METRICS_ENABLED: "false",
-      FOLIO_OPERATOR_NAMESPACE: NAMESPACE,
-      FOLIO_OPERATOR_IDENTITY: "test-operator",
-      FOLIO_LEASE_RENEW_SECONDS: "1",
-    });
-    operator = await startOperator({ config, log, kubeConfig: api.kubeConfig(), timing: { jobVerdictGraceMs: 2000, resyncMs: 5000 } });
-    await vi.waitFor(
-      () => {
-        if (!operator.isLeader() || !operator.ready()) throw new Error(`the operator did not start leading: ${JSON.stringify(operator.health())}`);
-      },
-      { timeout: 20_000, interval: 50 },
-    );
-    backend = new KubernetesBackend({
-      kubeConfig: api.kubeConfig(),
-      namespace: NAMESPACE,
-      brokerAddress: brokerServer.address,
-      broker,
-      maxOutputBytes: 64 * 1024 * 1024,
-      log,
-      resources: { memory: "1536Mi" },
-      startupGraceMs: 5_000,
-    });
+    operator = await startLeadingOperator(api.kubeConfig(), NAMESPACE, log, { jobVerdictGraceMs: 2000, resyncMs: 5000 });
+    backend = backendOnBroker(broker, brokerServer, { kubeConfig: api.kubeConfig(), namespace: NAMESPACE, log, resources: { memory: "1536Mi" }, startupGraceMs: 5_000 });
   }, 120_000);
 
   afterAll(async () => {
@@ -367,12 +334,12 @@ describe("KubernetesBackend end to end: real operator, fake API server, test kub
 
   it("refuses the token of a finished sandbox", async () => {
     await backend.convert({ document: fixture("one-page.docx"), format: "DOCX", maxPages: 5, timeoutMs: 60_000 });
-    const err = await folioError(actAsSandbox(lastSpec().broker.token, 1));
+    const err = await folioFailure(actAsSandbox(lastSpec().broker.token, 1));
     expect(err.code).toBe("permission_denied");
   }, 120_000);
 
   it("answers conversion_failed for a corrupt document", async () => {
-    const err = await folioError(backend.convert({ document: Buffer.from("PK\u0003\u0004 not really a DOCX"), format: "DOCX", maxPages: 5, timeoutMs: 60_000 }));
+    const err = await folioFailure(backend.convert({ document: Buffer.from("PK\u0003\u0004 not really a DOCX"), format: "DOCX", maxPages: 5, timeoutMs: 60_000 }));
     expect({ code: err.code, message: err.message }).toEqual({ code: "conversion_failed", message: expect.stringMatching(/LibreOffice could not read the document as DOCX/) });
     // The program submitted the failure as its result (exit 0, unless the pod was deleted under it first).
     const run = kubelet.runs.at(-1);
@@ -382,16 +349,16 @@ describe("KubernetesBackend end to end: real operator, fake API server, test kub
 
   it("answers conversion_failed naming the memory limit when the sandbox is OOM-killed", async () => {
     nextPod = "oom";
-    const err = await folioError(backend.convert({ document: fixture("one-page.docx"), format: "DOCX", maxPages: 5, timeoutMs: 60_000 }));
+    const err = await folioFailure(backend.convert({ document: fixture("one-page.docx"), format: "DOCX", maxPages: 5, timeoutMs: 60_000 }));
     expect({ code: err.code, message: err.message }).toEqual({ code: "conversion_failed", message: expect.stringMatching(/memory limit of 1536Mi/) });
     expect(kubelet.runs.at(-1)?.behaviour).toBe("oom");
   }, 120_000);
 
   it("answers timeout when the pod never starts", async () => {
     nextPod = "never-start";
-    const small = new KubernetesBackend({ kubeConfig: api.kubeConfig(), namespace: NAMESPACE, brokerAddress: brokerServer.address, broker, maxOutputBytes: 1024 * 1024, log, startupGraceMs: 500 });
+    const small = backendOnBroker(broker, brokerServer, { kubeConfig: api.kubeConfig(), namespace: NAMESPACE, maxOutputBytes: 1024 * 1024, log, startupGraceMs: 500 });
     const started = Date.now();
-    const err = await folioError(small.convert({ document: fixture("one-page.docx"), format: "DOCX", maxPages: 5, timeoutMs: 1000 }));
+    const err = await folioFailure(small.convert({ document: fixture("one-page.docx"), format: "DOCX", maxPages: 5, timeoutMs: 1000 }));
     expect(err.code).toBe("timeout");
     expect(Date.now() - started).toBeGreaterThanOrEqual(1500);
     expect(kubelet.runs.at(-1)?.behaviour).toBe("never-start");

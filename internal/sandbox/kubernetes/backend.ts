@@ -168,16 +168,20 @@ export class KubernetesBackend implements SandboxBackend {
   }
 
   private offerWarm(input: SandboxInput, exclude: ReadonlySet<string>): WarmRegistration | undefined {
-    const job: BrokerJobInput = {
+    return this.opts.broker.offer(this.brokerJob(input, Date.now() + input.timeoutMs + WARM_GRACE_MS), exclude);
+  }
+
+  /** What the broker hands a sandbox for `input`, warm or cold; its registration expires at `expiresAt`. */
+  private brokerJob(input: SandboxInput, expiresAt: number): BrokerJobInput {
+    return {
       document: input.document,
       format: input.format,
       maxPages: input.maxPages,
       timeoutMs: input.timeoutMs,
       maxOutputBytes: this.opts.maxOutputBytes,
       ...(input.traceparent ? { traceparent: input.traceparent } : {}),
-      expiresAt: Date.now() + input.timeoutMs + WARM_GRACE_MS,
+      expiresAt,
     };
-    return this.opts.broker.offer(job, exclude);
   }
 
   /** A document already on its way to a warm pod: its answer, with one retry when the pod went away (see the module comment). */
@@ -226,15 +230,7 @@ export class KubernetesBackend implements SandboxBackend {
     const limitMs = input.timeoutMs + this.startupGraceMs;
     const name = `csb-${randomBytes(8).toString("hex")}`;
     const log = this.opts.log.child({ sandbox: name });
-    const registration = this.opts.broker.register({
-      document: input.document,
-      format: input.format,
-      maxPages: input.maxPages,
-      timeoutMs: input.timeoutMs,
-      maxOutputBytes: this.opts.maxOutputBytes,
-      ...(input.traceparent ? { traceparent: input.traceparent } : {}),
-      expiresAt: started + limitMs,
-    });
+    const registration = this.opts.broker.register(this.brokerJob(input, started + limitMs));
     // Ends everything this call started waits on: the limit, the caller's abort, the end of the call.
     const done = new AbortController();
     const ended = new Promise<never>((_, reject) => {

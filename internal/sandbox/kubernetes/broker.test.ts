@@ -13,6 +13,7 @@ import type { ResultChunk } from "../../gen/proto/folio/conversion/v1/ResultChun
 import { FolioError } from "../../platform/errors/index.ts";
 import { fromGrpcError, grpc } from "../../platform/grpc/index.ts";
 import { serveBrokerForTests } from "../../../test/broker-server.ts";
+import { folioFailure } from "../../../test/support.ts";
 import { PNG_SIGNATURE } from "../../formats/index.ts";
 import { createLogger } from "../../platform/log/index.ts";
 import { SandboxBroker, type BrokerJobInput } from "./broker.ts";
@@ -72,16 +73,6 @@ const outcome = (pageCount: number, ok = true, extra: { error_code?: string; err
   result: { ok, page_count: pageCount, timings: { soffice: 12, total: 34 }, ...extra },
 });
 
-/** Awaits a rejection and returns it as a FolioError (failing, with what it got, otherwise). */
-async function folioError(p: Promise<unknown>): Promise<FolioError> {
-  const got = await p.then(
-    (value) => ({ resolved: value }),
-    (err: unknown) => err,
-  );
-  if (!(got instanceof FolioError)) throw new Error(`expected a FolioError, got ${(JSON.stringify(got) ?? String(got)).slice(0, 300)}`);
-  return got;
-}
-
 describe("SandboxBroker", () => {
   it("hands out the job once and takes the pages back once", async () => {
     const input = job({ traceparent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01" });
@@ -106,28 +97,28 @@ describe("SandboxBroker", () => {
   it("refuses a second fetch and a second submit with permission_denied", async () => {
     const reg = broker.register(job());
     await fetchJob(reg.token);
-    const again = await folioError(fetchJob(reg.token));
+    const again = await folioFailure(fetchJob(reg.token));
     expect(again.code).toBe("permission_denied");
 
     await submit([start(reg.token), page(1), outcome(1)]);
     await reg.result;
-    const twice = await folioError(submit([start(reg.token), page(1), outcome(1)]));
+    const twice = await folioFailure(submit([start(reg.token), page(1), outcome(1)]));
     expect(twice.code).toBe("permission_denied");
   });
 
   it("refuses unknown, expired and not-yet-fetched tokens with the same message", async () => {
-    const unknown = await folioError(fetchJob(randomBytes(32).toString("base64url")));
-    const empty = await folioError(fetchJob(""));
+    const unknown = await folioFailure(fetchJob(randomBytes(32).toString("base64url")));
+    const empty = await folioFailure(fetchJob(""));
 
     const expiring = broker.register(job({ expiresAt: Date.now() + 50 }));
     await expect.poll(() => broker.pending(), { timeout: 5000 }).toBe(0);
-    const expired = await folioError(fetchJob(expiring.token));
-    const expiredResult = await folioError(expiring.result);
+    const expired = await folioFailure(fetchJob(expiring.token));
+    const expiredResult = await folioFailure(expiring.result);
     expect(expiredResult.code).toBe("timeout");
 
     const unfetched = broker.register(job());
-    const early = await folioError(submit([start(unfetched.token), outcome(0, false)]));
-    const noStart = await folioError(submit([page(1), outcome(1)]));
+    const early = await folioFailure(submit([start(unfetched.token), outcome(0, false)]));
+    const noStart = await folioFailure(submit([page(1), outcome(1)]));
 
     const errors = { unknown, empty, expired, early, noStart };
     for (const [name, err] of Object.entries(errors)) {
@@ -150,8 +141,8 @@ describe("SandboxBroker", () => {
   ] as const)("fails the job as conversion_failed on %s", async (_name, messages, message) => {
     const reg = broker.register(job());
     await fetchJob(reg.token);
-    const answered = await folioError(submit([start(reg.token), ...messages]));
-    const failed = await folioError(reg.result);
+    const answered = await folioFailure(submit([start(reg.token), ...messages]));
+    const failed = await folioFailure(reg.result);
     expect({ code: failed.code, message: failed.message }).toMatchObject({ code: "conversion_failed", message: expect.stringMatching(message) });
     expect(answered.code).toBe("conversion_failed");
     expect(broker.pending()).toBe(0);
@@ -174,7 +165,7 @@ describe("SandboxBroker", () => {
     // Wait until the broker has taken the start message, then cut the stream.
     await expect.poll(() => logLines.some((l) => l.includes(reg.id) && l.includes("started submitting")), { timeout: 5000 }).toBe(true);
     call.cancel();
-    const failed = await folioError(reg.result);
+    const failed = await folioFailure(reg.result);
     expect(failed.code).toBe("conversion_failed");
   });
 
@@ -184,7 +175,7 @@ describe("SandboxBroker", () => {
     reg.cancel(reason);
     await expect(reg.result).rejects.toBe(reason);
     expect(broker.pending()).toBe(0);
-    expect((await folioError(fetchJob(reg.token))).code).toBe("permission_denied");
+    expect((await folioFailure(fetchJob(reg.token))).code).toBe("permission_denied");
     reg.cancel(new Error("twice is harmless"));
   });
 
@@ -212,7 +203,7 @@ describe("SandboxBroker", () => {
   it("never logs a token or the document", async () => {
     const input = job({ document: Buffer.from("SECRET-DOCUMENT-CONTENT ".repeat(50)) });
     const reg = broker.register(input);
-    await folioError(fetchJob(`${reg.token}x`));
+    await folioFailure(fetchJob(`${reg.token}x`));
     await fetchJob(reg.token);
     await fetchJob(reg.token).catch(() => undefined);
     await submit([start(reg.token), page(1), outcome(1)]);

@@ -338,22 +338,7 @@ export class SandboxBroker {
     };
     call.on("cancelled", onCancel);
     try {
-      call.write({
-        header: {
-          format: job.format,
-          dpi: PAGE_DPI,
-          max_pages: job.maxPages,
-          timeout_ms: job.timeoutMs,
-          max_output_bytes: job.maxOutputBytes,
-          document_bytes: job.document.length,
-          traceparent: job.traceparent ?? "",
-        },
-      });
-      for (let offset = 0; offset < job.document.length; offset += this.chunkBytes) {
-        if (stopped()) break;
-        const more = call.write({ data: job.document.subarray(offset, offset + this.chunkBytes) });
-        if (!more) await drained(call, reg.ended.signal);
-      }
+      await this.streamJob(call, reg);
       if (stopped()) {
         if (!call.cancelled) call.emit("error", toGrpcStatus(new FolioError("permission_denied", REFUSED)));
         return;
@@ -387,7 +372,11 @@ export class SandboxBroker {
     call.once("cancelled", () => this.overdueJobs.delete(seat.job));
   }
 
-  /** The header and the document down a warm pod's open call; the call stays open until the registration ends. */
+  /**
+   * The header and the document down a FetchJob call, stopping early when the
+   * call or the registration ends. A cold sandbox's call ends after it; a warm
+   * pod's call stays open until the registration ends.
+   */
   private async streamJob(call: grpc.ServerWritableStream<FetchJobRequest__Output, JobChunk>, reg: Registration): Promise<void> {
     const { job } = reg;
     call.write({

@@ -107,61 +107,41 @@ class BrokerExchangeError extends Error {}
  * Fetches, converts, submits and writes the termination message. Never
  * throws: every failure ends in the returned exit code and message.
  */
-export async function runBrokerMode(options: BrokerModeOptions): Promise<{ exitCode: 0 | 1; message: TerminationMessage }> {
-  if (options.pool) return runWarmMode(options, options.pool);
+export async function runBrokerMode(options: BrokerModeOptions): Promise<ExchangeOutcome> {
   const started = performance.now();
   const log = options.log ?? (() => undefined);
-  let message: TerminationMessage;
-  let exitCode: 0 | 1;
+  const { exitCode, message } = options.pool ? await runWarmMode(options, options.pool, log, started) : await runColdMode(options, log);
+  return terminate(options, log, started, exitCode, message);
+}
+
+/** How the exchange with the broker ended: the process's exit code and its termination message. */
+type ExchangeOutcome = { exitCode: 0 | 1; message: TerminationMessage };
+
+/** The normal mode (see the module comment): one FetchJob with the pod's own token. Never throws. */
+async function runColdMode(options: BrokerModeOptions, log: SandboxLog): Promise<ExchangeOutcome> {
   let client: SandboxBrokerClient | undefined;
   let work: string | undefined;
   try {
-    if (!options.address || !options.token) {
-      throw new BrokerExchangeError(`${SANDBOX_ENV.brokerAddress} and ${SANDBOX_ENV.brokerToken} must both be set`);
-    }
-    client = brokerClient(options.address);
-    const { header, document } = await fetchJob(client, options.token, options.fetchDeadlineMs ?? DEFAULT_FETCH_DEADLINE_MS);
+    const { address, token } = brokerSeat(options);
+    client = brokerClient(address);
+    const { header, document } = await fetchJob(client, token, options.fetchDeadlineMs ?? DEFAULT_FETCH_DEADLINE_MS);
     const format = header.format as ConversionFormat;
     log({ msg: "sandbox fetched its job", format, bytes: document.length, maxPages: header.max_pages });
 
     work = await mkdtemp(join(options.scratchDir, "folio-broker-"));
-    const { result, pages } = await convert(work, document, format, header, options);
-    log({ msg: "sandbox converted", ok: result.ok, pageCount: result.pageCount, error: result.error?.code, timings: result.timings });
+    const { result, pages } = await convert(work, document, header, options);
 
-    await submitResult(client, options.token, pages, result, options.submitDeadlineMs ?? DEFAULT_SUBMIT_DEADLINE_MS);
-    log({ msg: "sandbox submitted its result" });
-    exitCode = 0;
-    message = {
-      ok: result.ok,
-      pageCount: result.ok ? result.pageCount : 0,
-      ...(result.error ? { errorCode: result.error.code, message: result.error.message.slice(0, MESSAGE_CHARS) } : {}),
-    };
+    return { exitCode: 0, message: await submitConverted(client, token, pages, result, options, log) };
   } catch (err) {
-    const text = err instanceof Error ? err.message : String(err);
-    log({ msg: "sandbox broker exchange failed", error: text });
-    exitCode = 1;
-    message = { ok: false, pageCount: 0, errorCode: "broker_error", message: text.slice(0, MESSAGE_CHARS) };
+    return { exitCode: 1, message: exchangeFailed(err, log) };
   } finally {
     client?.close();
     if (work) await rm(work, { recursive: true, force: true }).catch(() => undefined);
   }
-  message.computeMillis = Math.round(performance.now() - started);
-  await writeFile(options.terminationLog, JSON.stringify(message)).catch((err: unknown) => {
-    // The operator then falls back on the exit code; the result is already with the broker.
-    log({ msg: "could not write the termination message", path: options.terminationLog, error: (err as Error).message });
-  });
-  return { exitCode, message };
 }
 
-/**
- * Warm mode (see the module comment). Never throws; the termination message
- * is written as in the normal mode.
- */
-async function runWarmMode(options: BrokerModeOptions, pool: { name: string; idleMs: number }): Promise<{ exitCode: 0 | 1; message: TerminationMessage }> {
-  const started = performance.now();
-  const log = options.log ?? (() => undefined);
-  let message: TerminationMessage;
-  let exitCode: 0 | 1;
+/** Warm mode (see the module comment), from `started` on. Never throws. */
+async function runWarmMode(options: BrokerModeOptions, pool: { name: string; idleMs: number }, log: SandboxLog, started: number): Promise<ExchangeOutcome> {
   let client: SandboxBrokerClient | undefined;
   let work: string | undefined;
   let call: grpc.ClientReadableStream<unknown> | undefined;
@@ -169,9 +149,7 @@ async function runWarmMode(options: BrokerModeOptions, pool: { name: string; idl
   const ready = Promise.withResolvers<void>();
   let converting: Promise<JobResult> | undefined;
   try {
-    if (!options.address || !options.token) {
-      throw new BrokerExchangeError(`${SANDBOX_ENV.brokerAddress} and ${SANDBOX_ENV.brokerToken} must both be set`);
-    }
+    const { address, token } = brokerSeat(options);
     work = await mkdtemp(join(options.scratchDir, "folio-warm-"));
     const jobDir = join(work, "job");
     await mkdir(jobDir, { recursive: true });
@@ -185,62 +163,81 @@ async function runWarmMode(options: BrokerModeOptions, pool: { name: string; idl
     clearTimeout(readyTimer);
     log({ msg: "warm sandbox ready", pool: pool.name, startMs: Math.round(performance.now() - started) });
 
-    client = brokerClient(options.address);
-    const waited = await waitForJob(client, options.token, pool.idleMs);
+    client = brokerClient(address);
+    const waited = await waitForJob(client, token, pool.idleMs);
     if (!waited) {
       handIn.resolve(false);
       await converting;
       log({ msg: "warm sandbox got no document", idleMs: pool.idleMs });
-      exitCode = 0;
-      message = { ok: false, pageCount: 0, errorCode: "idle", message: `no document within ${Math.round(pool.idleMs / 1000)} s` };
-    } else {
-      call = waited.call;
-      const { header, document } = waited;
-      // Epoch ms, for the benchmark's hand-in latency (the host's clock, as the broker's).
-      log({ msg: "sandbox received its document", receivedAt: Date.now(), format: header.format, bytes: document.length });
-      const format = header.format as ConversionFormat;
-      const traceparent = header.traceparent || options.traceparent;
-      const maxOutputBytes = header.max_output_bytes || undefined;
-      await writeJob(
-        jobDir,
-        { document, format, maxPages: header.max_pages, timeoutMs: header.timeout_ms, ...(traceparent ? { traceparent } : {}) },
-        { profileDir: options.profileDir, ...(header.timeout_ms ? { timeoutMs: header.timeout_ms } : {}), ...(maxOutputBytes ? { maxOutputBytes } : {}) },
-        { chownOutput: false },
-      );
-      handIn.resolve(true);
-      let result = await converting;
-      let pages: Buffer[] = [];
-      if (result.ok) {
-        try {
-          pages = await readPages(jobDir, result.pageCount, maxOutputBytes);
-        } catch (err) {
-          result = { ok: false, pageCount: 0, error: { code: "conversion_failed", message: (err as Error).message }, ...(result.timings ? { timings: result.timings } : {}) };
-        }
-      }
-      log({ msg: "sandbox converted", ok: result.ok, pageCount: result.pageCount, error: result.error?.code, timings: result.timings });
-      await submitResult(client, options.token, pages, result, options.submitDeadlineMs ?? DEFAULT_SUBMIT_DEADLINE_MS);
-      log({ msg: "sandbox submitted its result" });
-      exitCode = 0;
-      message = {
-        ok: result.ok,
-        pageCount: result.ok ? result.pageCount : 0,
-        ...(result.error ? { errorCode: result.error.code, message: result.error.message.slice(0, MESSAGE_CHARS) } : {}),
-      };
+      return { exitCode: 0, message: { ok: false, pageCount: 0, errorCode: "idle", message: `no document within ${Math.round(pool.idleMs / 1000)} s` } };
     }
+    call = waited.call;
+    const { header, document } = waited;
+    // Epoch ms, for the benchmark's hand-in latency (the host's clock, as the broker's).
+    log({ msg: "sandbox received its document", receivedAt: Date.now(), format: header.format, bytes: document.length });
+    const maxOutputBytes = await writeHeaderJob(jobDir, document, header, options);
+    handIn.resolve(true);
+    const { result, pages } = await readConverted(jobDir, await converting, maxOutputBytes);
+    return { exitCode: 0, message: await submitConverted(client, token, pages, result, options, log) };
   } catch (err) {
-    const text = err instanceof Error ? err.message : String(err);
-    log({ msg: "sandbox broker exchange failed", error: text });
+    const message = exchangeFailed(err, log);
     handIn.resolve(false);
     await converting;
-    exitCode = 1;
-    message = { ok: false, pageCount: 0, errorCode: "broker_error", message: text.slice(0, MESSAGE_CHARS) };
+    return { exitCode: 1, message };
   } finally {
     call?.cancel();
     client?.close();
     if (work) await rm(work, { recursive: true, force: true }).catch(() => undefined);
   }
+}
+
+type SandboxLog = NonNullable<BrokerModeOptions["log"]>;
+
+/** The broker's address and the pod's token, which both modes need. */
+function brokerSeat(options: BrokerModeOptions): { address: string; token: string } {
+  if (!options.address || !options.token) {
+    throw new BrokerExchangeError(`${SANDBOX_ENV.brokerAddress} and ${SANDBOX_ENV.brokerToken} must both be set`);
+  }
+  return { address: options.address, token: options.token };
+}
+
+/** Hands a conversion's result to the broker; the termination message that reports it. */
+async function submitConverted(
+  client: SandboxBrokerClient,
+  token: string,
+  pages: Buffer[],
+  result: JobResult,
+  options: BrokerModeOptions,
+  log: SandboxLog,
+): Promise<TerminationMessage> {
+  log({ msg: "sandbox converted", ok: result.ok, pageCount: result.pageCount, error: result.error?.code, timings: result.timings });
+  await submitResult(client, token, pages, result, options.submitDeadlineMs ?? DEFAULT_SUBMIT_DEADLINE_MS);
+  log({ msg: "sandbox submitted its result" });
+  return {
+    ok: result.ok,
+    pageCount: result.ok ? result.pageCount : 0,
+    ...(result.error ? { errorCode: result.error.code, message: result.error.message.slice(0, MESSAGE_CHARS) } : {}),
+  };
+}
+
+/** The termination message of an exchange with the broker that failed (logged). */
+function exchangeFailed(err: unknown, log: SandboxLog): TerminationMessage {
+  const text = err instanceof Error ? err.message : String(err);
+  log({ msg: "sandbox broker exchange failed", error: text });
+  return { ok: false, pageCount: 0, errorCode: "broker_error", message: text.slice(0, MESSAGE_CHARS) };
+}
+
+/** Writes the termination message, with the time since `started`, to FOLIO_TERMINATION_LOG. */
+async function terminate(
+  options: BrokerModeOptions,
+  log: SandboxLog,
+  started: number,
+  exitCode: 0 | 1,
+  message: TerminationMessage,
+): Promise<ExchangeOutcome> {
   message.computeMillis = Math.round(performance.now() - started);
   await writeFile(options.terminationLog, JSON.stringify(message)).catch((err: unknown) => {
+    // The operator then falls back on the exit code; the result is already with the broker.
     log({ msg: "could not write the termination message", path: options.terminationLog, error: (err as Error).message });
   });
   return { exitCode, message };
@@ -262,27 +259,15 @@ async function waitForJob(
   metadata.setOptions({ waitForReady: true });
   // The deadline covers the wait and the document's transfer; the call is cancelled once the result is in.
   const call = client.FetchJob({ token }, metadata, { deadline: Date.now() + idleMs + DEFAULT_FETCH_DEADLINE_MS });
+  const job = new JobAssembler();
   const idle = setTimeout(() => {
-    if (!header) call.cancel();
+    if (!job.header) call.cancel();
   }, idleMs);
-  let header: JobHeader__Output | undefined;
-  const parts: Buffer[] = [];
-  let bytes = 0;
   try {
-    for await (const chunk of call as AsyncIterable<{ item?: string; header?: JobHeader__Output | null; data?: Buffer }>) {
-      if (chunk.item === "header" && chunk.header && !header) {
-        header = chunk.header;
-        checkHeader(header);
-      } else if (chunk.item === "data" && chunk.data && header) {
-        bytes += chunk.data.length;
-        if (bytes > header.document_bytes) throw new BrokerExchangeError(`the broker sent more than the ${header.document_bytes} bytes it announced`);
-        parts.push(chunk.data);
-      } else {
-        throw new BrokerExchangeError("the broker's job stream is out of order");
-      }
-      if (header && bytes === header.document_bytes) {
+    for await (const chunk of call as AsyncIterable<JobChunkOutput>) {
+      if (job.add(chunk) && job.header) {
         clearTimeout(idle);
-        return { header, document: Buffer.concat(parts, bytes), call };
+        return { header: job.header, document: job.document(), call };
       }
     }
   } catch (err) {
@@ -290,12 +275,41 @@ async function waitForJob(
     call.cancel();
     const e = err as Partial<grpc.ServiceError>;
     // Our own idle cancel, or the deadline, before any document: no work came.
-    if (!header && (e.code === grpc.status.CANCELLED || e.code === grpc.status.DEADLINE_EXCEEDED)) return undefined;
+    if (!job.header && (e.code === grpc.status.CANCELLED || e.code === grpc.status.DEADLINE_EXCEEDED)) return undefined;
     throw err instanceof BrokerExchangeError ? err : callError("FetchJob", err);
   }
   clearTimeout(idle);
-  if (!header) return undefined;
-  throw new BrokerExchangeError(`the broker sent ${bytes} of ${header.document_bytes} document bytes`);
+  if (!job.header) return undefined;
+  throw new BrokerExchangeError(`the broker sent ${job.bytes} of ${job.header.document_bytes} document bytes`);
+}
+
+/** A FetchJob stream's message as grpc-js decodes it. */
+type JobChunkOutput = { item?: string; header?: JobHeader__Output | null; data?: Buffer };
+
+/** Puts a job together from the broker's FetchJob stream: one checked header, then no more document bytes than it announced. */
+class JobAssembler {
+  header: JobHeader__Output | undefined;
+  bytes = 0;
+  private readonly parts: Buffer[] = [];
+
+  /** Takes the next chunk; true once the whole announced document is in. */
+  add(chunk: JobChunkOutput): boolean {
+    if (chunk.item === "header" && chunk.header && !this.header) {
+      this.header = chunk.header;
+      checkHeader(this.header);
+    } else if (chunk.item === "data" && chunk.data && this.header) {
+      this.bytes += chunk.data.length;
+      if (this.bytes > this.header.document_bytes) throw new BrokerExchangeError(`the broker sent more than the ${this.header.document_bytes} bytes it announced`);
+      this.parts.push(chunk.data);
+    } else {
+      throw new BrokerExchangeError("the broker's job stream is out of order");
+    }
+    return this.header !== undefined && this.bytes === this.header.document_bytes;
+  }
+
+  document(): Buffer {
+    return Buffer.concat(this.parts, this.bytes);
+  }
 }
 
 function brokerClient(address: string): SandboxBrokerClient {
@@ -328,29 +342,17 @@ async function fetchJob(client: SandboxBrokerClient, token: string, deadlineMs: 
   // only when the broker receives the call.
   metadata.setOptions({ waitForReady: true });
   const call = client.FetchJob({ token }, metadata, { deadline: Date.now() + deadlineMs });
-  let header: JobHeader__Output | undefined;
-  const parts: Buffer[] = [];
-  let bytes = 0;
+  const job = new JobAssembler();
   try {
-    for await (const chunk of call as AsyncIterable<{ item?: string; header?: JobHeader__Output | null; data?: Buffer }>) {
-      if (chunk.item === "header" && chunk.header && !header) {
-        header = chunk.header;
-        checkHeader(header);
-      } else if (chunk.item === "data" && chunk.data && header) {
-        bytes += chunk.data.length;
-        if (bytes > header.document_bytes) throw new BrokerExchangeError(`the broker sent more than the ${header.document_bytes} bytes it announced`);
-        parts.push(chunk.data);
-      } else {
-        throw new BrokerExchangeError("the broker's job stream is out of order");
-      }
-    }
+    for await (const chunk of call as AsyncIterable<JobChunkOutput>) job.add(chunk);
   } catch (err) {
     call.cancel();
     throw err instanceof BrokerExchangeError ? err : callError("FetchJob", err);
   }
+  const { header, bytes } = job;
   if (!header) throw new BrokerExchangeError("the broker sent no job");
   if (bytes !== header.document_bytes) throw new BrokerExchangeError(`the broker sent ${bytes} of ${header.document_bytes} document bytes`);
-  return { header, document: Buffer.concat(parts, bytes) };
+  return { header, document: job.document() };
 }
 
 function checkHeader(header: JobHeader__Output): void {
@@ -364,11 +366,28 @@ function checkHeader(header: JobHeader__Output): void {
 async function convert(
   work: string,
   document: Buffer,
-  format: ConversionFormat,
   header: JobHeader__Output,
   options: BrokerModeOptions,
 ): Promise<{ result: JobResult; pages: Buffer[] }> {
   const jobDir = join(work, "job");
+  const maxOutputBytes = await writeHeaderJob(jobDir, document, header, options);
+  let result: JobResult;
+  try {
+    result = await runJob(jobDir, { scratchDir: work });
+  } catch (err) {
+    result = { ok: false, pageCount: 0, error: { code: "conversion_failed", message: `the sandbox could not run the job: ${(err as Error).message}` } };
+  }
+  return readConverted(jobDir, result, maxOutputBytes);
+}
+
+/** Writes the broker's job into `jobDir` for the converter; the output limit it set, if any. */
+async function writeHeaderJob(
+  jobDir: string,
+  document: Buffer,
+  header: JobHeader__Output,
+  options: BrokerModeOptions,
+): Promise<number | undefined> {
+  const format = header.format as ConversionFormat;
   const traceparent = header.traceparent || options.traceparent;
   const maxOutputBytes = header.max_output_bytes || undefined;
   await writeJob(
@@ -377,12 +396,11 @@ async function convert(
     { profileDir: options.profileDir, ...(header.timeout_ms ? { timeoutMs: header.timeout_ms } : {}), ...(maxOutputBytes ? { maxOutputBytes } : {}) },
     { chownOutput: false },
   );
-  let result: JobResult;
-  try {
-    result = await runJob(jobDir, { scratchDir: work });
-  } catch (err) {
-    result = { ok: false, pageCount: 0, error: { code: "conversion_failed", message: `the sandbox could not run the job: ${(err as Error).message}` } };
-  }
+  return maxOutputBytes;
+}
+
+/** The pages of a finished job; pages that cannot be read turn the result into a failure. */
+async function readConverted(jobDir: string, result: JobResult, maxOutputBytes: number | undefined): Promise<{ result: JobResult; pages: Buffer[] }> {
   if (!result.ok) return { result, pages: [] };
   try {
     return { result, pages: await readPages(jobDir, result.pageCount, maxOutputBytes) };
