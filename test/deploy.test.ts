@@ -49,6 +49,7 @@ import {
   helm,
   k8sTools,
   kubectl,
+  migrateBeforeEdge,
   parseObjects,
   renderChart,
   sortObjects,
@@ -869,15 +870,28 @@ describe("kustomize deploy/kustomize", () => {
   it("renders in its base the same objects as the chart's defaults", () => {
     const base = sortObjects(parseObjects(kubectl(["kustomize", join(KUSTOMIZE_DIR, "base")])));
     const chart = sortObjects(
-      renderChart({ includeCrds: true }).map((o) => {
-        const k = forKustomize(o);
-        // kustomize puts every namespaced object into the base's namespace.
-        if (o.metadata.namespace) k.metadata.namespace = o.metadata.namespace;
-        return k;
-      }),
+      // The one change: the migration hook Job is the edge's init container.
+      migrateBeforeEdge(
+        renderChart({ includeCrds: true }).map((o) => {
+          const k = forKustomize(o);
+          // kustomize puts every namespaced object into the base's namespace.
+          if (o.metadata.namespace) k.metadata.namespace = o.metadata.namespace;
+          return k;
+        }),
+      ),
     );
     expect(base.map(ref)).toEqual(chart.map(ref));
     expect(base).toEqual(chart);
+  });
+
+  it("migrates before any edge serves (kustomize has no hooks): `folio migrate` is the edge's init container, with the edge's image, and there is no Job", () => {
+    for (const dir of ["base", "overlays/dev", "overlays/production"]) {
+      const objects = parseObjects(kubectl(["kustomize", join(KUSTOMIZE_DIR, dir)]));
+      expect(objects.filter((o) => o.kind === "Job").map(ref), dir).toEqual([]);
+      const edge = componentPod(objects, "edge")!.spec as { containers: { image?: string }[]; initContainers?: { name: string; args?: string[]; image?: string }[] };
+      expect(edge.initContainers?.map((c) => [c.name, c.args]), dir).toEqual([["migrate", ["migrate"]]]);
+      expect(edge.initContainers![0]!.image, dir).toBe(edge.containers[0]!.image);
+    }
   });
 
   it("keeps the overlays in namespaces whose RoleBindings still name their service accounts", () => {
