@@ -25,7 +25,7 @@ import { adminCreateAccount, adminCreateKey } from "../internal/cli/admin/index.
 import { startEdge } from "../internal/edge/index.ts";
 import { migrateToLatest, openDatabase, type DB } from "../internal/platform/db/index.ts";
 import { createLogger } from "../internal/platform/log/index.ts";
-import { UsagePartitions } from "../internal/usage/index.ts";
+import { UsagePartitions, buildRollups } from "../internal/usage/index.ts";
 import type { Benchmark, BenchmarkReport } from "./run.ts";
 import { benchDatabaseUrl } from "./edge-auth.ts";
 import { benchEdgeConfig, median, positiveInt } from "./support.ts";
@@ -64,14 +64,7 @@ async function fill(db: DB, accountId: string, rows: number, log: (s: string) =>
       log(`  ${done + n} rows (${Math.round((Date.now() - started) / 1000)} s for this batch)`);
     }
     await sql`set session_replication_role = origin`.execute(c);
-    for (const grain of ["hour", "day"]) {
-      await sql`
-        insert into usage_rollups
-        select account_id, ${sql.lit(grain)}, date_trunc(${sql.lit(grain)}, created_at, 'UTC'), model, coalesce(api_key_id, ''), status, count(*),
-               sum(tokens_used), sum(pages_processed), sum(provider_cost_cents), sum(platform_fee_cents), sum(cost_cents)
-        from usage_logs where account_id = ${accountId}
-        group by 1, 2, 3, 4, 5, 6`.execute(c);
-    }
+    await buildRollups(c, accountId);
     await sql`vacuum analyze usage_logs`.execute(c);
     await sql`vacuum analyze usage_rollups`.execute(c);
   });

@@ -6,5 +6,5 @@
 export { listUsage, type UsageFilter } from "./list.ts";
 export { summarize } from "./summary.ts";
 export { exportUsage, EXPORT_FORMATS, type ExportFormat } from "./export.ts";
-export { UsagePartitions, type PartitionReport } from "./partitions.ts";
+export { UsagePartitions, buildRollups, type PartitionReport } from "./partitions.ts";
 export { toUsageEntry, type GroupBy, type SummaryGroup, type UsageEntry, type UsageSummary } from "./entries.ts";

@@ -81,7 +81,7 @@ async function countUsage(db: DB, accountId: string, f: UsageFilter): Promise<nu
  * as Postgres text (microseconds kept; a JavaScript Date would round them
  * to milliseconds and move the page's start).
  */
-export async function entryPosition(db: DB, accountId: string, id: string): Promise<string> {
+async function entryPosition(db: DB, accountId: string, id: string): Promise<string> {
   const row = await db
     .selectFrom("usage_logs")
     .select(sql<string>`created_at::text`.as("at"))
