@@ -6,6 +6,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 profile="${1:-run}"
 
+# One install at a time: `make test` and `make run` started together on a
+# fresh machine must not run apt-get or npm side by side.
+if [ -z "${FOLIO_DEPS_LOCKED:-}" ] && command -v flock >/dev/null 2>&1; then
+  # Beside node_modules, not in it: `npm ci` removes that folder.
+  mkdir -p .folio
+  export FOLIO_DEPS_LOCKED=1
+  exec flock .folio/deps.lock "$PWD/scripts/ensure-deps.sh" "$@"
+fi
+
 # System packages per profile (Debian/Ubuntu names).
 # `folio dev` converts office documents in runsc sandboxes, so run needs runsc and LibreOffice too.
 # Tesseract languages: docs/ocr.md "Language" (frk: German Fraktur).
