@@ -1,6 +1,6 @@
 /**
  * convert-long: a 60-page DOCX through POST /v1/convert (the whole stack:
- * edge → gRPC → conversion service → a pre-started runsc sandbox, with auth
+ * edge → gRPC → conversion service → a runsc sandbox restored from a checkpoint, with auth
  * and billing, as `folio dev` runs it) against the host pipeline the issue
  * measured (LibreOffice + `pdftoppm -r 200 -png` on the host, a fresh copy of
  * the same prepared profile), in BENCH_LONG_ROUNDS interleaved rounds
@@ -129,10 +129,16 @@ async function hostPipeline(work: string, profile: string, docx: Buffer): Promis
   }
 }
 
-/** A conversion service on a pre-started runsc backend, as `startConversion` builds it for `folio dev` (default settings). */
+/**
+ * A conversion service on a runsc backend, as `startConversion` builds it for
+ * `folio dev` (default settings: sandboxes restored from a checkpoint, twice
+ * the concurrency kept ready). With another sandbox `program`, pre-started
+ * sandboxes instead: an older program may not know the restored hand-in.
+ */
 async function conversionStack(workDir: string, program?: string) {
   const sink = new TimingsSink();
-  const backend = new RunscBackend({ workDir, prestart: true, prestartPool: CONCURRENCY, logger: createLogger("debug", sink), ...(program ? { program } : {}) });
+  const pooled = program ? { prestartPool: CONCURRENCY, program } : { prestartPool: 2 * CONCURRENCY, restore: true };
+  const backend = new RunscBackend({ workDir, prestart: true, logger: createLogger("debug", sink), ...pooled });
   await backend.prepare();
   const service = new ConversionService({
     backend,
@@ -217,14 +223,14 @@ export async function runLongBenchmark(rounds = positiveInt("BENCH_LONG_ROUNDS",
     const ratio = ms.api / ms.host;
     const bytesPerPage = (v: Variant) => median(samples[v].flatMap((s) => s.pngBytes));
     const steps = (v: Variant) => {
-      const keys = v === "host" ? ["soffice", "pdftoppm"] : ["soffice", "pdfinfo", "pdftoppm", "total", "greyPages"];
+      const keys = v === "host" ? ["soffice", "pdftoppm"] : ["soffice", "pageCount", "pdftoppm", "total", "greyPages"];
       return Object.fromEntries(keys.map((k) => [k, median(samples[v].filter((s) => s.timings).map((s) => s.timings?.[k] ?? 0))]));
     };
     const machine = { cpus: os.cpus().length, loadAverage1m: { start: loadAtStart, end: os.loadavg()[0] ?? 0 } };
     const f0 = (n: number) => n.toFixed(0);
     const lines = [
       `a ${PAGES}-page DOCX (${(docx.length / 1024).toFixed(0)} KiB, made at bench time), medians of ${rounds} interleaved rounds (ms):`,
-      `  POST /v1/convert (runsc, pre-started): ${f0(ms.api)}  steps in the sandbox ${JSON.stringify(steps("api"))}`,
+      `  POST /v1/convert (runsc, restored): ${f0(ms.api)}  steps in the sandbox ${JSON.stringify(steps("api"))}`,
       `  host pipeline (LibreOffice + pdftoppm -png): ${f0(ms.host)}  steps ${JSON.stringify(steps("host"))}`,
       `  ratio /v1/convert ÷ host: ${ratio.toFixed(2)} (issue 14's goal ≤ ${TARGET_RATIO}: ${ratio <= TARGET_RATIO ? "met" : "missed"})`,
       `  PNG bytes per page, median: pdftoppm -png ${f0(bytesPerPage("host"))}, the sandbox program ${f0(bytesPerPage("api"))} (${((bytesPerPage("api") / bytesPerPage("host")) * 100).toFixed(0)}%)`,

@@ -3,7 +3,9 @@
  * real cluster, where the API server, the operator and the nodes are not in
  * the conversion service's process): the fake API server
  * (test/fake-kube-api.ts, a test double), the real operator, and the test
- * kubelet running the real sandbox program. Talks to its parent over IPC:
+ * kubelet running the real sandbox program, each sandbox at niceness 10
+ * until it has its document and 19 after (bench/k8s-pool.ts says why).
+ * Talks to its parent over IPC:
  *
  *   → {type: "ready", url}                  the API server's URL
  *   → {type: "job", name, at}               a Job was stored (epoch ms)
@@ -24,6 +26,8 @@ import { buildSandboxProgram, resolveNodeBinary } from "../internal/sandbox/asse
 import { prepareProfile } from "../internal/sandbox/profile.ts";
 
 const send = (message: unknown) => process.send?.(message);
+/** Niceness of a sandbox until it has its document, and after (see bench/k8s-pool.ts). */
+const NICENESS = { waiting: 10, converting: 19 } as const;
 const work = mkdtempSync(join(tmpdir(), "folio-bench-cluster-"));
 const log = createLogger("silent");
 
@@ -40,9 +44,12 @@ const kubelet = startFakeKubelet({
   profileDir,
   workDir: work,
   // A cluster gives every sandbox pod CPUs of its own; here two CPUs host them all (see bench/k8s-pool.ts).
-  nice: 10,
+  nice: NICENESS.waiting,
   onLine: (run, line) => {
-    if (line.includes('"warm sandbox ready"') || line.includes('"sandbox received its document"')) send({ type: "line", pod: run.pod, line, at: Date.now() });
+    const received = line.includes('"sandbox received its document"');
+    if (received || line.includes('"warm sandbox ready"')) send({ type: "line", pod: run.pod, line, at: Date.now() });
+    // Its document is in (the claim ends there): its conversion runs on what CPU is left, as on CPUs of its own.
+    if (received) kubelet.renice(run.pod, NICENESS.converting);
   },
 });
 const config = parseConfig(operatorSchema, { LOG_LEVEL: "silent", FOLIO_METRICS_ENABLED: "false", FOLIO_OPERATOR_NAMESPACE: "default", FOLIO_OPERATOR_IDENTITY: "bench" });

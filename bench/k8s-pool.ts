@@ -30,16 +30,36 @@
  *
  * Processes: the benchmark process is the conversion replica (backend and
  * broker); the fake API server, the operator and the test kubelet run in a
- * child process (bench/k8s-pool-cluster.ts), and the sandbox programs at
- * niceness 10: on a cluster each pod has a CPU of its own (Guaranteed QoS)
- * and never takes one from the conversion service; here 2 CPUs host all of
- * it. The pool is capped at each phase's size while it runs, so no
- * replacement pod starts during a phase (they would on other nodes).
+ * child process (bench/k8s-pool-cluster.ts). On a cluster each pod has a
+ * CPU of its own (Guaranteed QoS): its conversion takes no CPU from the
+ * conversion service nor from the next pod reading its document. Here 2
+ * CPUs host all of it (and whatever else runs on the machine), so the
+ * sandboxes' priorities are set to resemble that: a sandbox runs at
+ * niceness 10 until it has logged its document's receipt (the end of its
+ * claim), then the test kubelet sets every thread of the pod to 19: a
+ * sandbox waking up for its document goes ahead of its converting
+ * neighbours, and the conversions cannot crowd out the replica or the
+ * cluster process. Every document is still converted at once, and its
+ * pages checked.
+ *
+ * What this tried before, on the same machine: every sandbox at niceness
+ * 10 throughout: 45 converting at once outweighed the replica about five
+ * to one (CFS weights 45 x 110 against 1024) and the loop firing the
+ * requests fell behind (38.5/s for 45); every sandbox at 19, or under
+ * SCHED_IDLE, throughout: the rate held (45/s), but a sandbox waking up
+ * for its document waited its turn among its converting neighbours (claim
+ * p50 190-260 ms), a wait no pod with a CPU of its own has. The pool is capped
+ * at each phase's size while it runs, so no replacement pod starts during
+ * a phase (they would on other nodes). Each phase reports the CPU time the
+ * replica and the cluster process used while it was handed in.
  *
  * Why 45/s only for a second: every warm pod is single use and starts a
- * Node process and LibreOffice (about a CPU-second and 200 MB each), so this
- * machine cannot keep 45 pod starts a second going; the pool is filled
- * beforehand and the phase lasts as long as the pods do.
+ * Node process and LibreOffice (about a CPU-second, and 205 MB proportional
+ * set size: 30 MB Node, 175 MB LibreOffice), so this machine can neither
+ * keep 45 pod starts a second going nor hold the 90+ waiting pods a longer
+ * window would need; the pool is filled beforehand and the phase lasts as
+ * long as its pods do. Each phase reports how late the requests left
+ * against their schedule.
  *
  * Standalone: `npx tsx bench/k8s-pool.ts`. Also a {@link Benchmark} for bench/run.ts.
  */
@@ -60,19 +80,35 @@ import { positiveInt } from "./support.ts";
 
 const NAMESPACE = "default";
 const POOL = "folio-sandbox";
-const TARGET = { p50: 50, p99: 200 };
+const TARGET = { p50: 50, p99: 200, rate: 45 };
 
 interface PhaseResult {
   phase: string;
   requested: number;
   rate_target_per_s: number | null;
   rate_achieved_per_s: number;
+  /** How late the last request left against its schedule (t0 + i / rate), and the latest of them: 0 for a burst. */
+  schedule_late_last_ms: number;
+  schedule_late_max_ms: number;
+  /** CPU time the replica (this process) and the cluster process used from the first request to the last one's hand-in. */
+  cpu_replica_ms: number;
+  cpu_cluster_ms: number;
+  /**
+   * The machine, from the first request to the last claim: file pages read back after reclaim (a sandbox
+   * waiting long enough can have its code paged out, and pays for it on waking), major faults, and the
+   * time some task waited for I/O (/proc/pressure/io, ms).
+   */
+  refaulted_file_pages: number;
+  major_faults: number;
+  io_stall_ms: number;
   warm: number;
   cold_fallbacks: number;
   failed: number;
   claim_p50_ms: number;
   claim_p99_ms: number;
   claim_max_ms: number;
+  /** Every claim, in the order the requests left (a queue building up shows as a rising series). */
+  claims_ms: number[];
   /** Request received → document queued on the warm pod's open call (the conversion side alone). */
   broker_handin_p50_ms: number;
   broker_handin_p99_ms: number;
@@ -85,6 +121,25 @@ function percentile(xs: number[], p: number): number {
 }
 
 const round = (x: number) => Math.round(x * 10) / 10;
+
+/** Counters of the machine so far: file pages refaulted, major faults (/proc/vmstat), µs some task stalled on I/O (/proc/pressure/io). */
+function machineStalls(): { refaults: number; majorFaults: number; ioStallUs: number } {
+  const vmstat = readFileSync("/proc/vmstat", "utf8");
+  const counter = (name: string) => Number(new RegExp(`^${name} (\\d+)$`, "m").exec(vmstat)?.[1] ?? 0);
+  let ioStallUs = 0;
+  try {
+    ioStallUs = Number(/^some .*total=(\d+)$/m.exec(readFileSync("/proc/pressure/io", "utf8"))?.[1] ?? 0);
+  } catch {
+    // no pressure stall information on this kernel
+  }
+  return { refaults: counter("workingset_refault_file"), majorFaults: counter("pgmajfault"), ioStallUs };
+}
+
+/** User + system CPU time of a process so far, in ms (Linux: /proc/<pid>/stat, clock ticks of 10 ms). */
+function cpuMillisOf(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, Math.max(0, ms)));
 
 async function until(check: () => boolean, timeoutMs: number, what: string): Promise<void> {
@@ -97,7 +152,7 @@ async function until(check: () => boolean, timeoutMs: number, what: string): Pro
 
 export async function runK8sPool(): Promise<BenchmarkReport> {
   const low = { rate: 10, seconds: positiveInt("BENCH_POOL_LOW_SECONDS", 3) };
-  const high = { rate: 45, seconds: positiveInt("BENCH_POOL_HIGH_SECONDS", 1) };
+  const high = { rate: TARGET.rate, seconds: positiveInt("BENCH_POOL_HIGH_SECONDS", 1) };
   const burst = positiveInt("BENCH_POOL_BURST", 20);
   const log = createLogger("silent");
   const document = readFileSync(join(PROJECT_ROOT, "test", "fixtures", "convert", "hello.txt"));
@@ -171,10 +226,14 @@ export async function runK8sPool(): Promise<BenchmarkReport> {
       const handins: number[] = [];
       const pending: Promise<SandboxResult | Error>[] = [];
       const jobsBefore = new Set(requestOfJob.keys());
+      const cpuBefore = { replica: process.cpuUsage(), cluster: cpuMillisOf(cluster.pid!) };
+      const memoryBefore = machineStalls();
       const t0 = Date.now();
+      const late: number[] = [];
       for (let i = 0; i < count; i++) {
         if (rate) await sleep(t0 + (i * 1000) / rate - Date.now());
         requestStart = Date.now();
+        late.push(rate ? Math.max(0, requestStart - (t0 + (i * 1000) / rate)) : 0);
         requestStartPerf = performance.now();
         starts.push(requestStart);
         const before = new Set(queuedMs.keys());
@@ -183,11 +242,14 @@ export async function runK8sPool(): Promise<BenchmarkReport> {
         for (const [job, at] of queuedMs) if (!before.has(job)) handins.push(at - requestStartPerf);
       }
       const span = (starts.at(-1)! - starts[0]!) / 1000;
+      const replicaCpu = process.cpuUsage(cpuBefore.replica);
+      const clusterCpuMs = cpuMillisOf(cluster.pid!) - cpuBefore.cluster;
       const results = await Promise.all(pending);
       const failed = results.filter((r) => r instanceof Error).length;
       const mine = [...requestOfJob.entries()].filter(([job]) => !jobsBefore.has(job));
       await until(() => mine.every(([job]) => receivedAt.has(job)), 30_000, "every warm pod's receipt line");
       const claims = mine.map(([job, start]) => receivedAt.get(job)! - start);
+      const memoryAfter = machineStalls();
       const fallbacks = (await backend.poolMetrics.fallbacks.get()).values.reduce((n, v) => n + v.value, 0) - fallbacksBefore;
       if (failed > 0) ok = false;
       phases.push({
@@ -195,12 +257,20 @@ export async function runK8sPool(): Promise<BenchmarkReport> {
         requested: count,
         rate_target_per_s: rate,
         rate_achieved_per_s: span > 0 ? round((count - 1) / span) : count,
+        schedule_late_last_ms: round(late.at(-1)!),
+        schedule_late_max_ms: round(Math.max(...late)),
+        cpu_replica_ms: round((replicaCpu.user + replicaCpu.system) / 1000),
+        cpu_cluster_ms: clusterCpuMs,
+        refaulted_file_pages: memoryAfter.refaults - memoryBefore.refaults,
+        major_faults: memoryAfter.majorFaults - memoryBefore.majorFaults,
+        io_stall_ms: Math.round((memoryAfter.ioStallUs - memoryBefore.ioStallUs) / 1000),
         warm: claims.length,
         cold_fallbacks: fallbacks,
         failed,
         claim_p50_ms: round(percentile(claims, 50)),
         claim_p99_ms: round(percentile(claims, 99)),
         claim_max_ms: round(Math.max(...claims)),
+        claims_ms: claims,
         broker_handin_p50_ms: Math.round(percentile(handins, 50) * 1000) / 1000,
         broker_handin_p99_ms: Math.round(percentile(handins, 99) * 1000) / 1000,
       });
@@ -226,21 +296,25 @@ export async function runK8sPool(): Promise<BenchmarkReport> {
   const json = {
     claim_p50_ms: at45.claim_p50_ms,
     claim_p99_ms: at45.claim_p99_ms,
-    target: { claim_p50_ms: TARGET.p50, claim_p99_ms: TARGET.p99, at_rate_per_s: 45 },
-    met: at45.claim_p50_ms <= TARGET.p50 && at45.claim_p99_ms <= TARGET.p99,
+    target: { claim_p50_ms: TARGET.p50, claim_p99_ms: TARGET.p99, at_rate_per_s: TARGET.rate },
+    // Met only at the rate asked (within 2%): latencies at a lower rate than 45/s do not count.
+    met: at45.claim_p50_ms <= TARGET.p50 && at45.claim_p99_ms <= TARGET.p99 && at45.rate_achieved_per_s >= 0.98 * TARGET.rate,
+    rates_achieved_per_s: Object.fromEntries(phases.map((p) => [p.phase, p.rate_achieved_per_s])),
     phases,
     pod_start_ms: { count: podStartMs.length, p50: round(percentile(podStartMs, 50)), p99: round(percentile(podStartMs, 99)) },
     machine: { cpus: os.cpus().length, load_average_before: round(loadBefore), load_average_after: round(os.loadavg()[0]!) },
     notes: "fake API server + test kubelet running the real operator and sandbox program (unsandboxed, real LibreOffice); claim = request received -> document inside the warm pod process",
   };
   const text = [
-    `phase          requested  rate/s (target)  warm  cold  failed  claim p50  p99     max       broker hand-in p50 / p99`,
+    `phase          requested  rate/s (target)  late max  warm  cold  failed  claim p50  p99     max       broker hand-in p50 / p99`,
     ...phases.map(
       (p) =>
-        `${p.phase.padEnd(14)} ${String(p.requested).padStart(9)}  ${String(p.rate_achieved_per_s).padStart(6)} (${String(p.rate_target_per_s ?? "burst").padStart(5)})  ${String(p.warm).padStart(4)}  ${String(p.cold_fallbacks).padStart(4)}  ${String(p.failed).padStart(6)}  ${String(p.claim_p50_ms).padStart(7)} ms ${String(p.claim_p99_ms).padStart(6)} ms ${String(p.claim_max_ms).padStart(6)} ms   ${p.broker_handin_p50_ms} / ${p.broker_handin_p99_ms} ms`,
+        `${p.phase.padEnd(14)} ${String(p.requested).padStart(9)}  ${String(p.rate_achieved_per_s).padStart(6)} (${String(p.rate_target_per_s ?? "burst").padStart(5)})  ${String(p.schedule_late_max_ms).padStart(5)} ms  ${String(p.warm).padStart(4)}  ${String(p.cold_fallbacks).padStart(4)}  ${String(p.failed).padStart(6)}  ${String(p.claim_p50_ms).padStart(7)} ms ${String(p.claim_p99_ms).padStart(6)} ms ${String(p.claim_max_ms).padStart(6)} ms   ${p.broker_handin_p50_ms} / ${p.broker_handin_p99_ms} ms`,
     ),
+    `CPU while handed in (replica / cluster process): ${phases.map((p) => `${p.phase} ${p.cpu_replica_ms} / ${p.cpu_cluster_ms} ms`).join(", ")}`,
+    `machine while claimed (file pages refaulted, major faults, I/O stall): ${phases.map((p) => `${p.phase} ${p.refaulted_file_pages}, ${p.major_faults}, ${p.io_stall_ms} ms`).join("; ")}`,
     `pod start (Job created -> warm at the broker, excluded above): p50 ${json.pod_start_ms.p50} ms, p99 ${json.pod_start_ms.p99} ms over ${json.pod_start_ms.count} pods`,
-    `target at 45/s: p50 <= ${TARGET.p50} ms, p99 <= ${TARGET.p99} ms: ${json.met ? "met" : "missed"}`,
+    `target at ${TARGET.rate}/s: p50 <= ${TARGET.p50} ms, p99 <= ${TARGET.p99} ms at >= ${0.98 * TARGET.rate}/s achieved: ${json.met ? "met" : "missed"}`,
     `machine: ${json.machine.cpus} CPUs, load average ${json.machine.load_average_before} before, ${json.machine.load_average_after} after`,
   ].join("\n");
   return { text, json, ok };

@@ -1,7 +1,8 @@
 /**
  * Benchmark runner: `npx tsx bench/run.ts [name-filter]` (or `make bench`,
  * which provides DATABASE_URL and REDIS_URL). Runs every benchmark listed in
- * `benchmarks` in order - or only those whose name contains the filter -
+ * `benchmarks` in order (those that are part of another only within it) - or
+ * the one named exactly, or else those whose name contains the filter -
  * prints each report and writes its JSON to test-artifacts/bench-<name>.json.
  *
  * The exit code is 1 when a benchmark's correctness checks failed (e.g. a
@@ -17,6 +18,7 @@ import sandboxRunsc from "./sandbox-runsc.ts";
 import convertLong from "./convert-long.ts";
 import usageBench from "./usage.ts";
 import k8sPool from "./k8s-pool.ts";
+import convert from "./convert.ts";
 
 export interface BenchmarkReport {
   /** Human-readable report, printed as is. */
@@ -32,10 +34,22 @@ export interface Benchmark {
   name: string;
   description: string;
   run(): Promise<BenchmarkReport>;
+  /** Part of another benchmark in the list: run only when asked for by name. */
+  partOf?: string;
 }
 
 /** Every benchmark, in the order they run. Add new ones here. */
-const benchmarks: readonly Benchmark[] = [edgeAuth, ocrTesseract, ocrApi, ocrEngines, sandboxRunsc, convertLong, usageBench, k8sPool];
+const benchmarks: readonly Benchmark[] = [
+  edgeAuth,
+  ocrTesseract,
+  ocrApi,
+  ocrEngines,
+  { ...sandboxRunsc, partOf: convert.name },
+  { ...convertLong, partOf: convert.name },
+  convert,
+  usageBench,
+  k8sPool,
+];
 
 const ARTIFACTS = "test-artifacts";
 
@@ -43,7 +57,7 @@ function usage(): string {
   return [
     "usage: npx tsx bench/run.ts [name-filter]",
     "benchmarks:",
-    ...benchmarks.map((b) => `  ${b.name.padEnd(16)} ${b.description}`),
+    ...benchmarks.map((b) => `  ${b.name.padEnd(16)} ${b.description}${b.partOf ? ` (part of ${b.partOf})` : ""}`),
     "environment: BENCH_DURATION (seconds per measured run), see each benchmark for more",
   ].join("\n");
 }
@@ -59,7 +73,9 @@ async function main(): Promise<number> {
     return 2;
   }
   const filter = args[0];
-  const selected = filter ? benchmarks.filter((b) => b.name.includes(filter)) : benchmarks;
+  // A benchmark named exactly is run alone; otherwise every name containing the filter, or all but the parts of others.
+  const exact = benchmarks.filter((b) => b.name === filter);
+  const selected = exact.length ? exact : filter ? benchmarks.filter((b) => b.name.includes(filter)) : benchmarks.filter((b) => !b.partOf);
   if (selected.length === 0) {
     console.error(`bench: no benchmark name contains '${filter}'\n${usage()}`);
     return 2;

@@ -9,6 +9,9 @@
  *                 idle pre-started sandbox (the pool is waited for, untimed,
  *                 before each run: the latency of a service that is not
  *                 saturated);
+ *      restore  - RunscBackend with `prestart` and `restore`: the same with
+ *                 a pool of sandboxes restored from a checkpoint image, twice
+ *                 the concurrency as in the conversion service;
  *      direct   - `soffice.bin --convert-to pdf` + `pdftoppm -r 200 -png` on
  *                 the host with a fresh copy of the same prepared profile and
  *                 LibreOffice's default environment (the issue's baseline);
@@ -25,8 +28,16 @@
  *    prestart backends), and the direct conversion 2 at a time, in
  *    BENCH_CONVERT_ROUNDS interleaved rounds (default 3): documents per
  *    minute, median of the rounds, against Gotenberg's ~25 DOCX/min on 2
- *    CPUs. A prestart round starts with a warm pool (2 sandboxes ready), the
- *    state a service is in when a burst arrives.
+ *    CPUs. A prestart or restore round starts with a warm pool (its sandboxes
+ *    ready), the state a service is in when a burst arrives.
+ * 3. CPU per one-page DOCX, BENCH_CONVERT_CPU_RUNS interleaved runs (default
+ *    6): the sandbox's own cgroup (`cpuacct.usage`) before the hand-in
+ *    (start or restore, and waiting) and after it, and the CPU of all the
+ *    benchmark's reaped child processes (runsc commands, the sandbox and
+ *    its gofer, or LibreOffice and pdftoppm for direct) from the pool being
+ *    ready to its being ready again: a document's whole cost, its
+ *    replacement's start included, once the pool is in a steady state. Also
+ *    the CPU an idle waiting sandbox uses per second.
  *
  * The machine's load average before the start and the CPU use of the whole
  * machine during each throughput phase are reported with the figures.
@@ -54,6 +65,10 @@ const TARGET_RATIO = 1.5;
 /** Gotenberg's published figure on 2 CPUs, the throughput to beat. */
 const GOTENBERG_DOCX_PER_MINUTE = 25;
 const CONCURRENCY = 2;
+/** Idle sandboxes each pooled backend keeps, as the conversion service sets them. */
+const POOL: Readonly<Record<"prestart" | "restore", number>> = { prestart: CONCURRENCY, restore: 2 * CONCURRENCY };
+/** Seconds an idle waiting sandbox's CPU is watched for. */
+const IDLE_SECONDS = 5;
 const TIMEOUT_MS = 120_000;
 
 const LATENCY_FILES: readonly { name: string; format: ConversionFormat; pages: number }[] = [
@@ -63,10 +78,15 @@ const LATENCY_FILES: readonly { name: string; format: ConversionFormat; pages: n
 ];
 const THROUGHPUT_FILES = ["one-page.docx", "two-pages.docx"] as const;
 
-type Variant = "cold" | "prestart" | "direct" | "direct-tuned";
-const VARIANTS: readonly Variant[] = ["cold", "prestart", "direct", "direct-tuned"];
+type Variant = "cold" | "prestart" | "restore" | "direct" | "direct-tuned";
+const VARIANTS: readonly Variant[] = ["cold", "prestart", "restore", "direct", "direct-tuned"];
 type Direct = "direct" | "direct-tuned";
+type Sandboxed = Exclude<Variant, Direct>;
+type Pooled = "prestart" | "restore";
 const isDirect = (v: Variant): v is Direct => v === "direct" || v === "direct-tuned";
+const isPooled = (v: Variant): v is Pooled => v === "prestart" || v === "restore";
+const byVariant = <T>(make: () => T): Record<Variant, T> => Object.fromEntries(VARIANTS.map((v) => [v, make()])) as Record<Variant, T>;
+const CGROUP_CPU = "/sys/fs/cgroup/cpuacct";
 
 function exec(command: string, args: string[], env?: Record<string, string>): Promise<number | null> {
   return new Promise((resolve, reject) => {
@@ -117,6 +137,47 @@ async function cpuBusy<T>(work: () => Promise<T>): Promise<{ value: T; busy: num
   return { value, busy: total > 0 ? 1 - (after.idle - before.idle) / total : Number.NaN };
 }
 
+/** CPU seconds of this process's reaped children and their reaped descendants (/proc/self/stat cutime + cstime). */
+async function childrenCpuSeconds(): Promise<number> {
+  const text = await readFile("/proc/self/stat", "utf8");
+  // Fields after the command's closing parenthesis; cutime and cstime are the 16th and 17th of the line.
+  const fields = text.slice(text.lastIndexOf(")") + 2).split(" ");
+  return (Number(fields[13]) + Number(fields[14])) / CLOCK_TICKS;
+}
+/** USER_HZ: the unit of /proc's CPU times on Linux. */
+const CLOCK_TICKS = 100;
+
+/** CPU seconds a runsc sandbox's cgroup has used so far; undefined once it is gone. */
+async function sandboxCpuSeconds(id: string): Promise<number | undefined> {
+  const text = await readFile(join(CGROUP_CPU, id, "cpuacct.usage"), "utf8").catch(() => undefined);
+  return text === undefined ? undefined : Number(text) / 1e9;
+}
+
+/**
+ * Follows the cgroups of the sandboxes of `backend` (its job folders are
+ * named after them) until `stop`: the last CPU reading of each.
+ */
+function followSandboxCpu(backend: RunscBackend): { stop: () => Promise<Map<string, number>> } {
+  const last = new Map<string, number>();
+  let running = true;
+  const loop = (async () => {
+    while (running) {
+      for (const id of await readdir(join(backend.workDir, "jobs")).catch(() => [])) {
+        const seconds = await sandboxCpuSeconds(id);
+        if (seconds !== undefined) last.set(id, seconds);
+      }
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  })();
+  return {
+    stop: async () => {
+      running = false;
+      await loop;
+      return last;
+    },
+  };
+}
+
 /** Runs `jobs` with at most `concurrency` at a time; seconds from the first start to the last end. */
 async function inParallel(jobs: (() => Promise<void>)[], concurrency: number): Promise<number> {
   const started = performance.now();
@@ -134,14 +195,19 @@ export async function runSandboxBenchmark(runs = positiveInt("BENCH_CONVERT_RUNS
   const rounds = positiveInt("BENCH_CONVERT_ROUNDS", 3);
   const loadAtStart = os.loadavg()[0] ?? 0;
   const work = await mkdtemp(join(tmpdir(), "folio-bench-sandbox-"));
-  const sinks = { cold: new TimingsSink(), prestart: new TimingsSink() };
-  const cold = new RunscBackend({ workDir: join(work, "cold"), logger: createLogger("debug", sinks.cold) });
-  const prestart = new RunscBackend({ workDir: join(work, "prestart"), prestart: true, prestartPool: CONCURRENCY, logger: createLogger("debug", sinks.prestart) });
-  const backends = { cold, prestart };
+  const cpuRuns = positiveInt("BENCH_CONVERT_CPU_RUNS", 6);
+  const sinks = { cold: new TimingsSink(), prestart: new TimingsSink(), restore: new TimingsSink() };
+  const backends: Record<Sandboxed, RunscBackend> = {
+    cold: new RunscBackend({ workDir: join(work, "cold"), logger: createLogger("debug", sinks.cold) }),
+    prestart: new RunscBackend({ workDir: join(work, "prestart"), prestart: true, prestartPool: POOL.prestart, logger: createLogger("debug", sinks.prestart) }),
+    restore: new RunscBackend({ workDir: join(work, "restore"), prestart: true, restore: true, prestartPool: POOL.restore, logger: createLogger("debug", sinks.restore) }),
+  };
   let ok = true;
   try {
     const profile = join(work, "profile");
-    await Promise.all([cold.prepare(), prestart.prepare(), prepareProfile(profile)]);
+    // One after another: each prepare starts LibreOffice at least once (the restore backend for its image).
+    for (const backend of Object.values(backends)) await backend.prepare();
+    await prepareProfile(profile);
     const documents = new Map<string, Buffer>();
     for (const f of [...LATENCY_FILES.map((f) => f.name), ...THROUGHPUT_FILES]) documents.set(f, await readFile(join(FIXTURES, f)));
 
@@ -156,7 +222,7 @@ export async function runSandboxBenchmark(runs = positiveInt("BENCH_CONVERT_RUNS
         ok &&= pages === file.pages;
         return { ms, timings };
       }
-      if (variant === "prestart") await waitForPool(prestart, CONCURRENCY, 60_000);
+      if (isPooled(variant)) await waitForPool(backends[variant], POOL[variant], 60_000);
       const sink = sinks[variant];
       sink.last = undefined;
       const started = performance.now();
@@ -164,7 +230,7 @@ export async function runSandboxBenchmark(runs = positiveInt("BENCH_CONVERT_RUNS
       const ms = performance.now() - started;
       // Set by the logger during convert() (TypeScript cannot see that).
       const timings = sink.last as Record<string, number> | undefined;
-      ok &&= result.pageCount === file.pages && (variant !== "prestart" || timings?.warmOffice === 1);
+      ok &&= result.pageCount === file.pages && (!isPooled(variant) || timings?.warmOffice === 1);
       return { ms, ...(timings ? { timings } : {}) };
     };
     // One untimed warm-up of each (page cache, font cache, the pool).
@@ -174,7 +240,7 @@ export async function runSandboxBenchmark(runs = positiveInt("BENCH_CONVERT_RUNS
         // Rotate the order so no variant always runs right after another.
         for (let k = 0; k < VARIANTS.length; k++) {
           const v = VARIANTS[(i + k) % VARIANTS.length]!;
-          ((samples[file.name] ??= { cold: [], prestart: [], direct: [], "direct-tuned": [] })[v]).push(await once(v, file));
+          ((samples[file.name] ??= byVariant<Sample[]>(() => []))[v]).push(await once(v, file));
         }
       }
     }
@@ -183,7 +249,7 @@ export async function runSandboxBenchmark(runs = positiveInt("BENCH_CONVERT_RUNS
       const m = Object.fromEntries(VARIANTS.map((v) => [v, median(s[v].map((x) => x.ms))])) as Record<Variant, number>;
       const steps = (v: Variant) => {
         const withTimings = s[v].filter((x) => x.timings);
-        const keys = isDirect(v) ? ["profile", "soffice", "pdftoppm"] : ["profile", "soffice", "pdfinfo", "pdftoppm", "total"];
+        const keys = isDirect(v) ? ["profile", "soffice", "pdftoppm"] : ["profile", "soffice", "pageCount", "pdftoppm", "total"];
         const out: Record<string, number> = Object.fromEntries(keys.map((k) => [k, median(withTimings.map((x) => x.timings?.[k] ?? 0))]));
         if (!isDirect(v)) out.outside = median(withTimings.map((x) => x.ms - (x.timings?.total ?? 0)));
         return out;
@@ -192,18 +258,18 @@ export async function runSandboxBenchmark(runs = positiveInt("BENCH_CONVERT_RUNS
         file: file.name,
         format: file.format,
         medians: m,
-        ratio: { cold: m.cold / m.direct, prestart: m.prestart / m.direct },
-        ratioTuned: { cold: m.cold / m["direct-tuned"], prestart: m.prestart / m["direct-tuned"] },
+        ratio: { cold: m.cold / m.direct, prestart: m.prestart / m.direct, restore: m.restore / m.direct },
+        ratioTuned: { cold: m.cold / m["direct-tuned"], prestart: m.prestart / m["direct-tuned"], restore: m.restore / m["direct-tuned"] },
         steps: Object.fromEntries(VARIANTS.map((v) => [v, steps(v)])) as Record<Variant, Record<string, number>>,
       };
     });
 
     // 2. Throughput.
-    const perMinute: Record<Variant, number[]> = { cold: [], prestart: [], direct: [], "direct-tuned": [] };
-    const busy: Record<Variant, number[]> = { cold: [], prestart: [], direct: [], "direct-tuned": [] };
+    const perMinute = byVariant<number[]>(() => []);
+    const busy = byVariant<number[]>(() => []);
     const silent = createLogger("silent");
     const services = Object.fromEntries(
-      (["cold", "prestart"] as const).map((v) => [
+      (["cold", "prestart", "restore"] as const).map((v) => [
         v,
         new ConversionService({
           backend: backends[v],
@@ -212,7 +278,7 @@ export async function runSandboxBenchmark(runs = positiveInt("BENCH_CONVERT_RUNS
           log: silent,
         }),
       ]),
-    ) as Record<"cold" | "prestart", ConversionService>;
+    ) as Record<Sandboxed, ConversionService>;
     const batch = (v: Variant) =>
       Array.from({ length: docs }, (_, i) => async () => {
         const name = THROUGHPUT_FILES[i % THROUGHPUT_FILES.length]!;
@@ -227,7 +293,7 @@ export async function runSandboxBenchmark(runs = positiveInt("BENCH_CONVERT_RUNS
     for (let r = 0; r < rounds; r++) {
       for (let k = 0; k < VARIANTS.length; k++) {
         const v = VARIANTS[(r + k) % VARIANTS.length]!;
-        if (v === "prestart") await waitForPool(prestart, CONCURRENCY, 60_000);
+        if (isPooled(v)) await waitForPool(backends[v], POOL[v], 60_000);
         // Every job calls the service at once; its slots (or the direct pool) allow two at a time.
         const { value: seconds, busy: b } = await cpuBusy(() => (isDirect(v) ? inParallel(batch(v), CONCURRENCY) : inParallel(batch(v), docs)));
         perMinute[v].push((docs / seconds) * 60);
@@ -239,18 +305,73 @@ export async function runSandboxBenchmark(runs = positiveInt("BENCH_CONVERT_RUNS
       { docsPerMinute: number; rounds: number[]; cpuBusy: number }
     >;
 
+    // 3. CPU per document.
+    type CpuSample = { beforeHandIn?: number; afterHandIn?: number; sandbox?: number; children: number };
+    const cpu = byVariant<CpuSample[]>(() => []);
+    const oneDoc = documents.get("one-page.docx")!;
+    const cpuOnce = async (v: Variant): Promise<CpuSample> => {
+      if (isDirect(v)) {
+        const before = await childrenCpuSeconds();
+        await direct(work, profile, "one-page.docx", v === "direct-tuned");
+        return { children: (await childrenCpuSeconds()) - before };
+      }
+      const backend = backends[v];
+      if (isPooled(v)) await waitForPool(backend, POOL[v], 60_000);
+      const children = await childrenCpuSeconds();
+      // The pool hands out its oldest idle sandbox.
+      const handedTo = backend.idleSandboxes()[0]?.id;
+      const beforeHandIn = handedTo ? await sandboxCpuSeconds(handedTo) : undefined;
+      const following = followSandboxCpu(backend);
+      const result = await backend.convert({ document: oneDoc, format: "DOCX", maxPages: 10, timeoutMs: TIMEOUT_MS });
+      ok &&= result.pageCount === 1;
+      if (isPooled(v)) await waitForPool(backend, POOL[v], 60_000);
+      const seen = await following.stop();
+      const sandbox = handedTo ? seen.get(handedTo) : [...seen.values()][0];
+      return {
+        children: (await childrenCpuSeconds()) - children,
+        ...(sandbox !== undefined ? { sandbox } : {}),
+        ...(beforeHandIn !== undefined && sandbox !== undefined ? { beforeHandIn, afterHandIn: sandbox - beforeHandIn } : {}),
+      };
+    };
+    for (let r = 0; r < cpuRuns; r++) {
+      for (let k = 0; k < VARIANTS.length; k++) {
+        const v = VARIANTS[(r + k) % VARIANTS.length]!;
+        cpu[v].push(await cpuOnce(v));
+      }
+    }
+    const cpuMedians = Object.fromEntries(
+      VARIANTS.map((v) => {
+        const of = (key: keyof CpuSample) => median(cpu[v].flatMap((x) => (x[key] === undefined ? [] : [x[key]])));
+        return [v, { sandbox: of("sandbox"), beforeHandIn: of("beforeHandIn"), afterHandIn: of("afterHandIn"), children: of("children") }];
+      }),
+    ) as Record<Variant, Record<keyof CpuSample, number>>;
+    // CPU of an idle waiting sandbox: its cgroup over IDLE_SECONDS.
+    const idleCpu = Object.fromEntries(
+      await Promise.all(
+        (["prestart", "restore"] as const).map(async (v) => {
+          await waitForPool(backends[v], POOL[v], 60_000);
+          const id = backends[v].idleSandboxes()[0]!.id;
+          const before = (await sandboxCpuSeconds(id)) ?? Number.NaN;
+          await new Promise((r) => setTimeout(r, IDLE_SECONDS * 1000));
+          return [v, ((await sandboxCpuSeconds(id)) ?? Number.NaN) - before] as const;
+        }),
+      ),
+    ) as Record<Pooled, number>;
+    ok &&= (await backends.restore.restoreMetrics.fallbacks.get()).values.every((x) => x.value === 0);
+
     const machine = { cpus: os.cpus().length, loadAverage1m: { start: loadAtStart, end: os.loadavg()[0] ?? 0 } };
     const f0 = (n: number) => n.toFixed(0).padStart(6);
     const lines = [
       `latency: median of ${runs} interleaved runs per file (ms, the caller's wall time)`,
-      `  file              cold  prestart  direct  direct-tuned   cold/direct  prestart/direct  (÷ direct-tuned)`,
+      `  file              cold  prestart  restore  direct  direct-tuned   cold/direct  prestart/direct  restore/direct  (÷ direct-tuned)`,
       ...latency.map(
         (l) =>
-          `  ${l.file.padEnd(15)} ${f0(l.medians.cold)} ${f0(l.medians.prestart)}  ${f0(l.medians.direct)}  ${f0(l.medians["direct-tuned"])}      ` +
-          `${l.ratio.cold.toFixed(2).padStart(8)}×  ${l.ratio.prestart.toFixed(2).padStart(10)}×  (${l.ratioTuned.cold.toFixed(2)}×, ${l.ratioTuned.prestart.toFixed(2)}×) ` +
+          `  ${l.file.padEnd(15)} ${f0(l.medians.cold)} ${f0(l.medians.prestart)}  ${f0(l.medians.restore)}  ${f0(l.medians.direct)}  ${f0(l.medians["direct-tuned"])}      ` +
+          `${l.ratio.cold.toFixed(2).padStart(8)}×  ${l.ratio.prestart.toFixed(2).padStart(10)}×  ${l.ratio.restore.toFixed(2).padStart(10)}×  ` +
+          `(${l.ratioTuned.cold.toFixed(2)}×, ${l.ratioTuned.prestart.toFixed(2)}×, ${l.ratioTuned.restore.toFixed(2)}×) ` +
           `target ≤ ${TARGET_RATIO}×: ${l.ratio.prestart <= TARGET_RATIO ? "met" : "missed"} (prestart), ${l.ratio.cold <= TARGET_RATIO ? "met" : "missed"} (cold)`,
       ),
-      `  steps, medians (ms): runsc profile / soffice / pdfinfo / pdftoppm / total in the sandbox / outside the steps; direct profile / soffice / pdftoppm`,
+      `  steps, medians (ms): runsc profile / soffice / page count / pdftoppm / total in the sandbox / outside the steps; direct profile / soffice / pdftoppm`,
       ...latency.flatMap((l) =>
         VARIANTS.map((v) => `  ${l.file.padEnd(15)} ${v.padEnd(12)} ${Object.values(l.steps[v]).map((n) => n.toFixed(0)).join(" / ")}`),
       ),
@@ -260,18 +381,25 @@ export async function runSandboxBenchmark(runs = positiveInt("BENCH_CONVERT_RUNS
           `  ${v.padEnd(12)} ${throughput[v].docsPerMinute.toFixed(1).padStart(5)} docs/min (${(throughput[v].cpuBusy * 100).toFixed(0)}% busy; rounds ${throughput[v].rounds.map((x) => x.toFixed(1)).join(", ")})` +
           (isDirect(v) ? "" : ` vs Gotenberg ~${GOTENBERG_DOCX_PER_MINUTE}: ${throughput[v].docsPerMinute > GOTENBERG_DOCX_PER_MINUTE ? "beaten" : "not beaten"}`),
       ),
+      `CPU per one-page DOCX, median of ${cpuRuns} interleaved runs (CPU-s): sandbox cgroup before the hand-in + after it = total; all reaped child processes`,
+      ...VARIANTS.map((v) => {
+        const c = cpuMedians[v];
+        const cgroup = isDirect(v) ? "" : isPooled(v) ? `${c.beforeHandIn.toFixed(2)} + ${c.afterHandIn.toFixed(2)} = ${c.sandbox.toFixed(2)}; ` : `${c.sandbox.toFixed(2)}; `;
+        return `  ${v.padEnd(12)} ${cgroup}children ${c.children.toFixed(2)}`;
+      }),
+      `  idle waiting sandbox: prestart ${(idleCpu.prestart * 1000 / IDLE_SECONDS).toFixed(1)} ms CPU/s, restore ${(idleCpu.restore * 1000 / IDLE_SECONDS).toFixed(1)} ms CPU/s`,
       `machine: ${machine.cpus} CPUs, load average (1 min) ${machine.loadAverage1m.start.toFixed(2)} before the start, ${machine.loadAverage1m.end.toFixed(2)} at the end (includes this benchmark)`,
     ];
-    return { text: lines.join("\n"), json: { runs, docs, rounds, machine, latency, samples, throughput }, ok };
+    return { text: lines.join("\n"), json: { runs, docs, rounds, machine, latency, samples, throughput, cpu, cpuMedians, idleCpu }, ok };
   } finally {
-    await Promise.all([cold.close(), prestart.close()]);
+    await Promise.all(Object.values(backends).map((b) => b.close()));
     await rm(work, { recursive: true, force: true });
   }
 }
 
 const benchmark: Benchmark = {
   name: "sandbox-runsc",
-  description: "DOCX/PPTX to PNG through runsc (cold and pre-started) vs direct LibreOffice + pdftoppm: latency and docs/min",
+  description: "DOCX/PPTX to PNG through runsc (cold, pre-started, restored from a checkpoint) vs direct LibreOffice + pdftoppm: latency, docs/min, CPU per document",
   run: () => runSandboxBenchmark(),
 };
 export default benchmark;

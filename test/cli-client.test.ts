@@ -162,6 +162,20 @@ describe("folio convert", SLOW, () => {
     noKey(r, acc.adminKey);
   });
 
+  it("--pages converts only those pages, saved under their page numbers; ocr --pages reads only them", SLOW, async () => {
+    const acc = await createTestAccount({ creditsCents: 10 });
+    const out = join(scratch, "converted-page-2");
+    const r = await folio(["convert", fixture("convert/two-pages.docx"), "--out", out, "--pages", "2"], acc.adminKey);
+    expect(r.code, show(r)).toBe(0);
+    expect(r.stdout.trim().split("\n")).toEqual([join(out, "page-002.png")]);
+    expect(r.stderr, show(r)).toMatch(/^cost: \$0\.01 · 1 page · /m);
+    const read = await folio(["ocr", fixture("ocr/multipage.pdf"), "--model", "local/tesseract", "--pages", "3", "--format", "json"], acc.adminKey);
+    expect(read.code, show(read)).toBe(0);
+    expect((JSON.parse(read.stdout) as { result: { pages: { page_number: number }[] } }).result.pages.map((p) => p.page_number)).toEqual([3]);
+    const wrong = await folio(["convert", fixture("convert/two-pages.docx"), "--out", out, "--pages", "3-1"], acc.adminKey);
+    expect({ code: wrong.code, stderr: wrong.stderr }, show(wrong)).toMatchObject({ code: 1, stderr: expect.stringContaining('"3-1" runs backwards') });
+  });
+
   it("refuses a file whose format its extension does not name, and needs --out", async () => {
     const acc = await createTestAccount({ creditsCents: 10 });
     const png = await folio(["convert", fixture("ocr/english.png"), "--out", join(scratch, "x")], acc.adminKey);

@@ -29,8 +29,8 @@ let bare: RunningEdge;
 beforeAll(async () => {
   upstream = await startFakeUpstream();
   stack = await startStack({ upstream, conversion: { FOLIO_SANDBOX: "runsc", FOLIO_CONVERSION_CONCURRENCY: "1", FOLIO_CONVERSION_QUEUE_LIMIT: "0" } });
-  // Cold sandboxes: a pre-started one converts the deck within the 1-second limit (its timeouts are tested in runsc.prestart.test.ts).
-  slow = await startStack({ conversion: { FOLIO_SANDBOX: "runsc", FOLIO_CONVERSION_TIMEOUT_SECONDS: "1", FOLIO_RUNSC_PRESTART: "false" } });
+  // Cold sandboxes: a pre-started or restored one converts the deck within the 1-second limit (their timeouts are tested in runsc.prestart.test.ts, runsc.restore.test.ts).
+  slow = await startStack({ conversion: { FOLIO_SANDBOX: "runsc", FOLIO_CONVERSION_TIMEOUT_SECONDS: "1", FOLIO_RUNSC_PRESTART: "false", FOLIO_RUNSC_RESTORE: "false" } });
   bare = await startTestEdge();
 });
 afterAll(async () => {

@@ -26,7 +26,7 @@ import * as k8s from "@kubernetes/client-node";
 import { Ajv } from "ajv";
 import addFormats from "ajv-formats";
 import { ConfigMap, Namespace, Secret, Service, ServiceAccount } from "kubernetes-models/v1";
-import { Deployment } from "kubernetes-models/apps/v1";
+import { Deployment, StatefulSet } from "kubernetes-models/apps/v1";
 import { Job } from "kubernetes-models/batch/v1";
 import { HorizontalPodAutoscaler } from "kubernetes-models/autoscaling/v2";
 import { PodDisruptionBudget } from "kubernetes-models/policy/v1";
@@ -109,6 +109,7 @@ const SCHEMAS: Record<string, ModelClass> = {
   "v1/Service": Service,
   "v1/ServiceAccount": ServiceAccount,
   "apps/v1/Deployment": Deployment,
+  "apps/v1/StatefulSet": StatefulSet,
   "batch/v1/Job": Job,
   "autoscaling/v2/HorizontalPodAutoscaler": HorizontalPodAutoscaler,
   "policy/v1/PodDisruptionBudget": PodDisruptionBudget,
@@ -249,11 +250,13 @@ interface PodTemplate {
 }
 
 const spec = <T>(o: K8sObject): T => o.spec as T;
+/** Kinds whose pods are Folio's long-running processes (the conversion service is a StatefulSet with stable broker names). */
+const isWorkload = (o: K8sObject) => o.kind === "Deployment" || o.kind === "StatefulSet";
 
 function podTemplates(objects: K8sObject[]): PodTemplate[] {
   const out: PodTemplate[] = [];
   for (const o of objects) {
-    if (o.kind !== "Deployment" && o.kind !== "Job") continue;
+    if (!isWorkload(o) && o.kind !== "Job") continue;
     const t = spec<{ template: { metadata?: { labels?: Record<string, string> }; spec: PodSpecLike } }>(o).template;
     out.push({ owner: o, labels: t.metadata?.labels ?? {}, spec: t.spec });
   }
@@ -308,7 +311,7 @@ function meaningProblems(objects: K8sObject[]): string[] {
     const key = `${o.apiVersion}/${ref(o)}/${o.metadata.namespace ?? ""}`;
     if (seen.has(key)) out.push(`${ref(o)}: rendered twice`);
     seen.add(key);
-    const limit = o.kind === "Service" || o.kind === "Deployment" ? 63 : 253;
+    const limit = o.kind === "Service" || isWorkload(o) ? 63 : 253;
     const pattern = o.kind === "Service" ? DNS_LABEL : DNS_SUBDOMAIN;
     if (o.metadata.name.length > limit || !pattern.test(o.metadata.name)) out.push(`${ref(o)}: not a valid name`);
     for (const [k, v] of Object.entries(o.metadata.labels ?? {})) {
@@ -319,7 +322,7 @@ function meaningProblems(objects: K8sObject[]): string[] {
 
   for (const pod of pods) {
     const where = ref(pod.owner);
-    if (pod.owner.kind === "Deployment") {
+    if (isWorkload(pod.owner)) {
       const selector = spec<{ selector: { matchLabels?: Record<string, string> } }>(pod.owner).selector.matchLabels;
       if (!selects(selector, pod.labels)) out.push(`${where}: its selector does not select its own pods`);
     }
@@ -353,7 +356,7 @@ function meaningProblems(objects: K8sObject[]): string[] {
   for (const svc of byKind("Service")) {
     const s = spec<{ selector?: Record<string, string>; ports: { name?: string; targetPort?: string | number }[] }>(svc);
     if (!s.selector) continue;
-    const selected = pods.filter((p) => p.owner.kind === "Deployment" && selects(s.selector, p.labels));
+    const selected = pods.filter((p) => isWorkload(p.owner) && selects(s.selector, p.labels));
     if (!selected.length) {
       out.push(`Service/${svc.metadata.name}: selects no pod`);
       continue;
@@ -372,7 +375,7 @@ function meaningProblems(objects: K8sObject[]): string[] {
   }
   for (const pdb of byKind("PodDisruptionBudget")) {
     const selector = spec<{ selector: { matchLabels?: Record<string, string> } }>(pdb).selector.matchLabels;
-    if (!pods.some((p) => p.owner.kind === "Deployment" && selects(selector, p.labels))) out.push(`${ref(pdb)}: selects no pod`);
+    if (!pods.some((p) => isWorkload(p.owner) && selects(selector, p.labels))) out.push(`${ref(pdb)}: selects no pod`);
   }
   for (const np of byKind("NetworkPolicy")) {
     const s = spec<{ podSelector: { matchLabels?: Record<string, string> }; ingress?: { ports?: { port?: string | number }[] }[] }>(np);
@@ -423,7 +426,7 @@ const PROCESS_SCHEMAS: Record<string, TObject> = {
   migrate: cliSchema,
 };
 /** Variables a container may carry beyond its process's schema. */
-const EXTRA_ENV = /^(OTEL_[A-Z_]+|POD_IP)$/;
+const EXTRA_ENV = /^(OTEL_[A-Z_]+|POD_IP|POD_NAME|POD_NAMESPACE)$/;
 /** Stand-ins for values that come from Secrets and the downward API. */
 const PLACEHOLDERS: Record<string, string> = {
   DATABASE_URL: "postgres://folio@db:5432/folio",
@@ -467,7 +470,7 @@ function configProblems(objects: K8sObject[]): string[] {
 }
 
 const componentPod = (objects: K8sObject[], component: string) =>
-  podTemplates(objects).find((p) => p.owner.kind === "Deployment" && isFolio(p.labels) && p.labels["app.kubernetes.io/component"] === component);
+  podTemplates(objects).find((p) => isWorkload(p.owner) && isFolio(p.labels) && p.labels["app.kubernetes.io/component"] === component);
 
 /** The operator's settings as the chart passes them, parsed by the operator's own schema. */
 function operatorSettings(objects: K8sObject[]) {

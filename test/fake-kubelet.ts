@@ -25,10 +25,12 @@
  * the Job controller does. Per pod, `behaviour` can instead simulate an OOM kill (the
  * container ends with reason OOMKilled, exit 137, without running anything)
  * or a pod that never starts (it stays Pending, container waiting in
- * ContainerCreating).
+ * ContainerCreating). {@link FakeKubelet.freeze} wedges a running pod: it
+ * answers nothing and never exits until it is deleted or its deadline passes.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { setPriority } from "node:os";
 import { join } from "node:path";
 import type { FakeKubeApi, KubeObject } from "./fake-kube-api.ts";
 
@@ -78,6 +80,19 @@ export interface FakeKubelet {
   readonly runs: PodRun[];
   /** Processes still running. */
   running(): number;
+  /**
+   * Stops a running pod's program and everything it started where they are
+   * (SIGSTOP), as a sandbox wedged mid-conversion: its connections stay open,
+   * nothing it does goes on, and only its deletion or its Job's deadline ends
+   * it (SIGKILL, as ever). Returns the stopped pids; none when it runs nothing.
+   */
+  freeze(pod: string, namespace?: string): number[];
+  /**
+   * Sets the niceness of every thread of a running pod's processes (what
+   * they start later inherits it from the thread that starts it). Raising a
+   * priority needs privilege (CAP_SYS_NICE): without it, it is left as it is.
+   */
+  renice(pod: string, niceness: number, namespace?: string): void;
   /** Kills what still runs and stops reacting to pods. */
   close(): Promise<void>;
 }
@@ -113,19 +128,41 @@ function descendants(pid: number): number[] {
 }
 
 /**
- * SIGKILL to the program and everything it started (LibreOffice runs in a
+ * `signal` to the program and everything it started (LibreOffice runs in a
  * process group of its own), as a container's end kills everything in it.
+ * The pids signalled.
  */
-function killTree(child: ChildProcess): void {
+function signalTree(child: ChildProcess, signal: "SIGKILL" | "SIGSTOP"): number[] {
   const pids = child.pid ? [child.pid, ...descendants(child.pid)] : [];
   for (const pid of pids) {
     try {
-      process.kill(pid, "SIGKILL");
+      process.kill(pid, signal);
     } catch {
       // already gone
     }
   }
-  if (pids.length === 0) child.kill("SIGKILL");
+  if (pids.length === 0) child.kill(signal);
+  return pids;
+}
+const killTree = (child: ChildProcess) => void signalTree(child, "SIGKILL");
+
+/** setpriority on every thread of `pids` (Linux: a thread id stands for its thread alone). */
+function reniceThreads(pids: number[], niceness: number): void {
+  for (const pid of pids) {
+    let tasks: string[];
+    try {
+      tasks = readdirSync(`/proc/${pid}/task`);
+    } catch {
+      continue; // ended meanwhile
+    }
+    for (const tid of tasks) {
+      try {
+        setPriority(Number(tid), niceness);
+      } catch {
+        // ended meanwhile, or (raising it) no privilege
+      }
+    }
+  }
 }
 
 export function startFakeKubelet(options: FakeKubeletOptions): FakeKubelet {
@@ -319,6 +356,14 @@ export function startFakeKubelet(options: FakeKubeletOptions): FakeKubelet {
   return {
     runs,
     running: () => children.size,
+    freeze: (pod, namespace = "default") => {
+      const child = children.get(`${namespace}/${pod}`);
+      return child ? signalTree(child, "SIGSTOP") : [];
+    },
+    renice: (pod, niceness, namespace = "default") => {
+      const pid = children.get(`${namespace}/${pod}`)?.pid;
+      if (pid) reniceThreads([pid, ...descendants(pid)], niceness);
+    },
     close: async () => {
       closed = true;
       unsubscribe();

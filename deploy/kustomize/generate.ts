@@ -1,8 +1,9 @@
 /**
  * The kustomize base is the Helm chart rendered with its default values, so
  * the two cannot drift: this script writes `base/` (and the monitoring
- * component, the chart's ServiceMonitor and PrometheusRule) from
- * `helm template`, minus what only Helm understands (its labels, hook and
+ * component, the chart's ServiceMonitor and PrometheusRule, and the
+ * stable-broker-names component, the chart's `conversion.stableBrokerNames`)
+ * from `helm template`, minus what only Helm understands (its labels, hook and
  * checksum annotations) and minus namespaces (kustomize sets them); the
  * migration hook Job becomes the edge's init container (migrateBeforeEdge). It also
  * copies the ConversionSandbox CRD that scripts/gen-crd.ts generates
@@ -18,6 +19,7 @@
 import { execFileSync } from "node:child_process";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
+import { isDeepStrictEqual } from "node:util";
 import { fileURLToPath } from "node:url";
 import { parseAllDocuments, stringify } from "yaml";
 
@@ -156,6 +158,7 @@ const KIND_ORDER = [
   "RoleBinding",
   "Service",
   "Deployment",
+  "StatefulSet",
   "Job",
   "HorizontalPodAutoscaler",
   "PodDisruptionBudget",
@@ -247,7 +250,60 @@ export function generatedFiles(): Map<string, string> {
       stringify({ apiVersion: "kustomize.config.k8s.io/v1alpha1", kind: "Component", resources: ["monitoring.yaml"] }, { lineWidth: 0 }),
   );
   files.set("deploy/kustomize/components/monitoring/monitoring.yaml", toYamlStream(GENERATED, monitoring));
+
+  const stable = variantComponent(
+    defaults,
+    migrateBeforeEdge(renderChart({ set: STABLE_BROKER_NAMES_SET }).map(forKustomize)),
+    "# The chart with conversion.stableBrokerNames=true: the conversion service as a StatefulSet behind a headless\n" +
+      "# broker Service, so each replica's broker address is a stable DNS name (docs/operator.md, \"Broker addressing\").\n",
+    "stable-broker-names.yaml",
+  );
+  files.set("deploy/kustomize/components/stable-broker-names/kustomization.yaml", stable.kustomization);
+  files.set("deploy/kustomize/components/stable-broker-names/stable-broker-names.yaml", stable.resources);
   return files;
+}
+
+/** The chart's values the stable-broker-names component stands for. */
+export const STABLE_BROKER_NAMES_SET = ["conversion.stableBrokerNames=true"];
+
+type JsonPatch = { op: "replace" | "add" | "remove"; path: string; value?: unknown }[];
+
+/** JSON patch operations turning `from` into `to`: objects compared key by key, anything else replaced whole. */
+function jsonPatch(from: unknown, to: unknown, path = ""): JsonPatch {
+  const isMap = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+  if (isDeepStrictEqual(from, to)) return [];
+  if (!isMap(from) || !isMap(to)) return [{ op: "replace", path, value: to }];
+  const at = (key: string) => `${path}/${key.replaceAll("~", "~0").replaceAll("/", "~1")}`;
+  return [
+    ...Object.keys(from)
+      .filter((k) => !(k in to))
+      .map((k) => ({ op: "remove" as const, path: at(k) })),
+    ...Object.keys(to).flatMap((k) => (k in from ? jsonPatch(from[k], to[k], at(k)) : [{ op: "add" as const, path: at(k), value: to[k] }])),
+  ];
+}
+
+/**
+ * A kustomize Component that turns the base (`defaults`) into the chart as
+ * `variant` renders it: the objects only the variant has as resources, the
+ * ones only the base has deleted, and JSON patches for the ones that differ.
+ * Returns the kustomization and its resources' YAML.
+ */
+export function variantComponent(defaults: K8sObject[], variant: K8sObject[], header: string, resourcesFile: string): { kustomization: string; resources: string } {
+  const key = (o: K8sObject) => `${o.kind}/${o.metadata.name}`;
+  const base = new Map(defaults.map((o) => [key(o), o]));
+  const wanted = new Set(variant.map(key));
+  const patches: { target?: { kind: string; name: string }; patch: string }[] = [];
+  for (const o of defaults.filter((d) => !wanted.has(key(d)))) {
+    patches.push({ patch: stringify({ $patch: "delete", apiVersion: o.apiVersion, kind: o.kind, metadata: { name: o.metadata.name } }, { lineWidth: 0 }).trimEnd() });
+  }
+  for (const o of variant) {
+    const was = base.get(key(o));
+    const ops = was ? jsonPatch(was, o) : [];
+    if (ops.length) patches.push({ target: { kind: o.kind, name: o.metadata.name }, patch: stringify(ops, { lineWidth: 0 }).trimEnd() });
+  }
+  const added = sortObjects(variant.filter((o) => !base.has(key(o))));
+  const kustomization = stringify({ apiVersion: "kustomize.config.k8s.io/v1alpha1", kind: "Component", resources: [resourcesFile], patches }, { lineWidth: 0 });
+  return { kustomization: GENERATED + header + kustomization, resources: toYamlStream(GENERATED, added) };
 }
 
 /** Paths of generated files whose content on disk differs from `files`. */

@@ -7,6 +7,7 @@
  */
 import type { Decimal } from "../billing/index.ts";
 import type { ConversionFormat } from "../formats/index.ts";
+import type { PageSelection } from "../formats/pages.ts";
 
 export type BackendName = "runsc" | "kubernetes" | "unsandboxed";
 
@@ -16,11 +17,14 @@ export interface ConvertRequest {
   filename?: string;
   /** Most pages the caller accepts; the service's own limit applies as well. */
   maxPages?: number;
+  /** Only these pages (the request's `pages` option); absent: every page. */
+  pages?: PageSelection;
   requestId?: string;
   traceparent?: string;
 }
 
 export interface ConvertedPage {
+  /** The page's number in the document (with a selection, not necessarily its position in the answer). */
   pageNumber: number;
   png: Buffer;
   width: number;
@@ -28,7 +32,9 @@ export interface ConvertedPage {
 }
 
 export interface Conversion {
+  /** In document order. */
   pages: ConvertedPage[];
+  /** Pages converted (`pages.length`). */
   pageCount: number;
   computeMillis: number;
   format: ConversionFormat;

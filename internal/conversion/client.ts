@@ -15,6 +15,7 @@ import { callUnary, clientOptions, fromGrpcError, grpc } from "../platform/grpc/
 import { conversionProto } from "./grpc.ts";
 import type { BackendName, Conversion, ConvertRequest, ConvertedPage, Estimate, PricingInfo } from "../contracts/index.ts";
 import type { ConversionFormat } from "../formats/index.ts";
+import { formatPages, isSelected } from "../formats/pages.ts";
 
 export interface ConversionClientOptions {
   /** Deadline of Estimate and Pricing. */
@@ -43,7 +44,14 @@ export class ConversionClient {
       const metadata = new grpc.Metadata();
       if (req.traceparent) metadata.set("traceparent", req.traceparent);
       const call = this.client.Convert(
-        { document: req.document, mime_type: req.mimeType, filename: req.filename ?? "", max_pages: req.maxPages ?? 0, request_id: req.requestId ?? "" },
+        {
+          document: req.document,
+          mime_type: req.mimeType,
+          filename: req.filename ?? "",
+          max_pages: req.maxPages ?? 0,
+          request_id: req.requestId ?? "",
+          pages: req.pages ? formatPages(req.pages) : "",
+        },
         metadata,
         { deadline: Date.now() + this.opts.convertDeadlineMs },
       );
@@ -60,7 +68,10 @@ export class ConversionClient {
       signal?.addEventListener("abort", cancel, { once: true });
       call.on("data", (reply: ConvertReply__Output) => {
         if (reply.page) {
-          if (summary || reply.page.page_number !== pages.length + 1) {
+          // Every page, numbered 1, 2, …; or the selected ones, ascending, each with its number in the document.
+          const n = reply.page.page_number;
+          const inOrder = req.pages ? n > (pages.at(-1)?.pageNumber ?? 0) && isSelected(req.pages, n) : n === pages.length + 1;
+          if (summary || !inOrder) {
             fail(new FolioError("internal_error", `${WHAT} sent page ${reply.page.page_number} out of order`));
             return;
           }

@@ -9,6 +9,8 @@ import type { ProtoGrpcType } from "../gen/proto/conversion.ts";
 import type { ConversionServiceHandlers } from "../gen/proto/folio/conversion/v1/ConversionService.ts";
 import type { ConvertReply } from "../gen/proto/folio/conversion/v1/ConvertReply.ts";
 import type { ConvertRequest__Output } from "../gen/proto/folio/conversion/v1/ConvertRequest.ts";
+import { parsePages, type PageSelection } from "../formats/pages.ts";
+import { FolioError } from "../platform/errors/index.ts";
 import { callSignal, failStream, grpc, loadProto, unary } from "../platform/grpc/index.ts";
 import type { ConversionService } from "./service.ts";
 
@@ -64,6 +66,7 @@ async function streamConversion(svc: ConversionService, call: grpc.ServerWritabl
       mimeType: req.mime_type,
       filename: req.filename,
       maxPages: req.max_pages,
+      ...(req.pages ? { pages: selectionOf(req.pages) } : {}),
       requestId: req.request_id,
       ...(typeof traceparent === "string" ? { traceparent } : {}),
     },
@@ -84,4 +87,11 @@ async function streamConversion(svc: ConversionService, call: grpc.ServerWritabl
     },
   });
   call.end();
+}
+
+/** The request's `pages` text, read with the edge's rules (a caller other than the edge may send anything). */
+function selectionOf(text: string): PageSelection {
+  const parsed = parsePages(text);
+  if (!parsed.ok) throw new FolioError("invalid_request", parsed.problem, { param: "pages" });
+  return parsed.selection;
 }

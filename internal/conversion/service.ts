@@ -6,6 +6,7 @@
  */
 import { CONVERSION_RATE_PER_MINUTE_USD, MINIMUM_CHARGE_USD, PLATFORM_FEE_PERCENT, conversionCostCents } from "../billing/index.ts";
 import { CONVERSION_FORMATS, CONVERSION_MIME_TYPES, FORMAT_LABELS, pngSize } from "../formats/index.ts";
+import { planPages, selectionOverLimit, type PageSelection } from "../formats/pages.ts";
 import { FolioError } from "../platform/errors/index.ts";
 import type { Logger } from "../platform/log/index.ts";
 import type { ConversionMetrics } from "../platform/metrics/index.ts";
@@ -60,6 +61,9 @@ export class ConversionService {
       }
       await checkDocumentIsFormat(req.document, format);
       const maxPages = Math.min(req.maxPages && req.maxPages > 0 ? req.maxPages : limits.maxPages, limits.maxPages);
+      // A selection of more pages than the limit is refused before any sandbox starts (an open one, inside it).
+      const over = req.pages && selectionOverLimit(req.pages, maxPages);
+      if (over) throw new FolioError("invalid_request", over, { param: "pages", extra: { max_pages: maxPages } });
       const release = await inSpan("conversion.queue", { "folio.waiting": this.slots.waiting }, () => this.slots.acquire(signal));
       metrics?.sandboxesRunning.inc({ backend: this.o.backendName });
       let result;
@@ -67,7 +71,10 @@ export class ConversionService {
         result = await inSpan("sandbox.run", { "folio.backend": this.o.backendName, "folio.format": format }, async (span) => {
           // The sandbox's own steps belong to this span: it gets this span's trace context.
           const traceparent = currentTraceparent() ?? req.traceparent;
-          const r = await this.o.backend.convert({ document: req.document, format, maxPages, timeoutMs: limits.timeoutMs, ...(traceparent ? { traceparent } : {}) }, signal);
+          const r = await this.o.backend.convert(
+            { document: req.document, format, maxPages, ...(req.pages ? { pages: req.pages } : {}), timeoutMs: limits.timeoutMs, ...(traceparent ? { traceparent } : {}) },
+            signal,
+          );
           span.setAttributes({ "folio.compute_ms": r.computeMillis, "folio.pages": r.pageCount });
           return r;
         });
@@ -75,7 +82,7 @@ export class ConversionService {
         metrics?.sandboxesRunning.dec({ backend: this.o.backendName });
         release();
       }
-      const pages = checkPages(result.pages, result.pageCount, maxPages, limits.maxOutputBytes);
+      const pages = checkPages(result, { maxPages, ...(req.pages ? { pages: req.pages } : {}) }, limits.maxOutputBytes);
       this.estimates.record(format, result.computeMillis);
       metrics?.computeSeconds.inc({ format, backend: this.o.backendName }, result.computeMillis / 1000);
       metrics?.pages.inc({ format }, pages.length);
@@ -120,18 +127,30 @@ export class ConversionService {
 
 /**
  * The pages are checked again here whatever the backend: a sandbox's output
- * is as untrusted as the document that ran in it.
+ * is as untrusted as the document that ran in it. The sandbox returns the
+ * pages it converted in document order; their numbers in the document
+ * follow from its page count and the selection.
  */
-function checkPages(pages: readonly Buffer[], pageCount: number, maxPages: number, maxOutputBytes: number): ConvertedPage[] {
-  if (pages.length !== pageCount || pageCount < 1 || pageCount > maxPages) {
-    throw new FolioError("conversion_failed", `the sandbox returned ${pages.length} pages for a page count of ${pageCount} (limit ${maxPages})`);
+function checkPages(
+  result: { pages: readonly Buffer[]; pageCount: number; documentPageCount: number },
+  asked: { maxPages: number; pages?: PageSelection },
+  maxOutputBytes: number,
+): ConvertedPage[] {
+  const { pages, pageCount, documentPageCount } = result;
+  const plan = planPages(documentPageCount, asked.pages, asked.maxPages);
+  if (pages.length !== pageCount || pageCount < 1 || !plan.ok || plan.pages.length !== pageCount) {
+    throw new FolioError(
+      "conversion_failed",
+      `the sandbox returned ${pages.length} pages for a page count of ${pageCount} of ${documentPageCount} (limit ${asked.maxPages})`,
+    );
   }
   let total = 0;
   return pages.map((png, i) => {
     total += png.length;
     if (total > maxOutputBytes) throw new FolioError("conversion_failed", `the rendered pages exceed ${maxOutputBytes} bytes`);
     const size = pngSize(png);
-    if (!size) throw new FolioError("conversion_failed", `page ${i + 1} returned by the sandbox is not a PNG image`);
-    return { pageNumber: i + 1, png, ...size };
+    const pageNumber = plan.pages[i]!;
+    if (!size) throw new FolioError("conversion_failed", `page ${pageNumber} returned by the sandbox is not a PNG image`);
+    return { pageNumber, png, ...size };
   });
 }

@@ -14,12 +14,21 @@ import { TesseractEngine } from "../extraction/engines/tesseract.ts";
 import { openPdf, pdfPageCount, rasterizePdf, streamPdfPages, type RenderedPage } from "./pdf.ts";
 import { folioFailure as failure } from "../../test/support.ts";
 import { PGM_MIME_TYPE, parsePgm } from "../formats/index.ts";
+import { parsePages, type PageSelection } from "../formats/pages.ts";
 
 const FIXTURES = fileURLToPath(new URL("../../test/fixtures/ocr", import.meta.url));
 const fixture = (name: string) => readFileSync(join(FIXTURES, name));
 const multipage = fixture("multipage.pdf");
 /** Measured 0.000 on each page of multipage.pdf (tesseract 5.3.0); margin for other builds. */
 const PAGE_CER = 0.02;
+/** multipage.pdf (3 pages) over a limit of 2, without a selection: the message names the limit and the option. */
+const OVER_LIMIT = 'the document has 3 pages; at most 2 are processed per request: choose which with the "pages" option of /v1/ocr and /v1/convert (for example "pages": "1-2")';
+
+function selection(text: string): PageSelection {
+  const parsed = parsePages(text);
+  if (!parsed.ok) throw new Error(parsed.problem);
+  return parsed.selection;
+}
 
 /** Width and height from a PNG's IHDR. */
 function pngSize(png: Buffer): { width: number; height: number } {
@@ -131,7 +140,7 @@ describe("rasterizePdf", () => {
 
   it("refuses more pages than the cap before rendering any, with the counts in the error", async () => {
     const err = await failure(rasterizePdf(multipage, { maxPages: 2, timeoutMs: 30_000 }));
-    expect(err).toMatchObject({ code: "invalid_request", message: "document has 3 pages; the limit is 2", extra: { page_count: 3, max_pages: 2 } });
+    expect(err).toMatchObject({ code: "invalid_request", message: OVER_LIMIT, extra: { page_count: 3, max_pages: 2 } });
     expect(err.param).toBeUndefined(); // the caller knows whether it was url or base64
     expect(leftovers()).toEqual([]);
   });
@@ -180,6 +189,46 @@ describe("rasterizePdf", () => {
     const running = rasterizePdf(fixture("ten-pages.pdf"), { maxPages: 10, timeoutMs: 30_000, signal: ac.signal });
     setTimeout(() => ac.abort(reason), 100);
     await expect(running).rejects.toBe(reason);
+    expect(leftovers()).toEqual([]);
+  });
+});
+
+describe("a page selection (the pages option)", () => {
+  it("rasterizes only the selected pages, in document order, with their page numbers", async () => {
+    const r = await rasterizePdf(fixture("ten-pages.pdf"), { maxPages: 3, timeoutMs: 30_000, pages: selection("9-,2") });
+    expect({ pageCount: r.pageCount, pageNumbers: r.pageNumbers, images: r.pages.length }).toEqual({ pageCount: 10, pageNumbers: [2, 9, 10], images: 3 });
+    expect(r.pages.map(pngSize)).toEqual(Array(3).fill({ width: 1654, height: 2339 }));
+    expect(leftovers()).toEqual([]);
+  });
+
+  it("streams only the selected pages, in order, each with its number in the document", async () => {
+    const pages = await drain(streamPdfPages(fixture("ten-pages.pdf"), { maxPages: 10, timeoutMs: 30_000, pages: selection("3-4,7,10"), pagesAhead: 1 }));
+    expect(pages.map((p) => p.pageNumber)).toEqual([3, 4, 7, 10]);
+    expect(pages.map(pgmSize)).toEqual(Array(4).fill({ width: 1654, height: 2339 }));
+    expect(renderersRunning()).toEqual([]);
+    expect(leftovers()).toEqual([]);
+  });
+
+  it("reads the text of the selected page, not of another", async () => {
+    const r = await rasterizePdf(multipage, { maxPages: 1, timeoutMs: 30_000, pages: selection("2") });
+    const { text } = await new TesseractEngine().extractPage({ pageNumber: 2, image: r.pages[0]!, mimeType: "image/png" }, { extractTables: false, outputFormat: "text" }, new AbortController().signal);
+    expect(cer(text, readFileSync(join(FIXTURES, "multipage.page-2.txt"), "utf8")), text).toBeLessThan(PAGE_CER);
+  });
+
+  it("a selection within the limit opens a PDF over it", async () => {
+    const pdf = await openPdf(fixture("ten-pages.pdf"), { maxPages: 2, timeoutMs: 30_000, pages: selection("5-6") });
+    expect({ pageCount: pdf.pageCount, selected: pdf.selected }).toEqual({ pageCount: 10, selected: [5, 6] });
+    await pdf.close();
+  });
+
+  it.each([
+    ["a page beyond the end", "2,4", 10, 'the document has 3 pages; "pages": "2,4" asks for page 4'],
+    ["an open range starting beyond the end", "4-", 10, 'the document has 3 pages; "pages": "4-" asks for page 4'],
+    ["an open range over the limit", "1-", 2, `"pages": "1-" selects 3 pages of the document's 3; at most 2 are processed per request`],
+  ])("refuses %s before rendering: a 400 naming pages and the document's page count", async (_what, text, maxPages, message) => {
+    const err = await failure(drain(streamPdfPages(multipage, { maxPages, timeoutMs: 30_000, pages: selection(text) })));
+    expect(err).toMatchObject({ code: "invalid_request", param: "pages", message, extra: { page_count: 3, max_pages: maxPages } });
+    expect(renderersRunning()).toEqual([]);
     expect(leftovers()).toEqual([]);
   });
 });
@@ -247,7 +296,7 @@ describe("streamPdfPages", () => {
 
   it("refuses more pages than the cap before rendering any, with the same error as rasterizePdf", async () => {
     const err = await failure(drain(streamPdfPages(multipage, { maxPages: 2, timeoutMs: 30_000 })));
-    expect(err).toMatchObject({ code: "invalid_request", message: "document has 3 pages; the limit is 2", extra: { page_count: 3, max_pages: 2 } });
+    expect(err).toMatchObject({ code: "invalid_request", message: OVER_LIMIT, extra: { page_count: 3, max_pages: 2 } });
     expect(renderersRunning()).toEqual([]);
     expect(leftovers()).toEqual([]);
   });

@@ -34,6 +34,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { FolioError } from "../platform/errors/index.ts";
 import { PAGE_DPI, PGM_MIME_TYPE } from "../formats/index.ts";
+import { planPages, type PageSelection } from "../formats/pages.ts";
 
 /** Default pixel budget per page: A1 at 200 DPI (4681 × 6622) fits; A0 is rendered at about 160 DPI. */
 export const DEFAULT_MAX_PIXELS_PER_PAGE = 40_000_000;
@@ -62,8 +63,16 @@ export interface PdfInfoOptions {
 export interface RasterizeOptions {
   /** Resolution in dots per inch; default 200. */
   dpi?: number;
-  /** More pages than this is a 400 (`document has N pages; the limit is M`). */
+  /**
+   * More pages than this is a 400 naming the limit and the `pages` option;
+   * with `pages`, more selected pages than this.
+   */
   maxPages: number;
+  /**
+   * Only these pages (the request's `pages` option); a page beyond the
+   * document's end is a 400 with `param: "pages"`. Default: every page.
+   */
+  pages?: PageSelection;
   /** For the whole job: inspection and every page. */
   timeoutMs: number;
   signal?: AbortSignal;
@@ -72,8 +81,11 @@ export interface RasterizeOptions {
 }
 
 export interface RasterizedPdf {
+  /** The document's pages. */
   pageCount: number;
-  /** PNG images, page 1 first. */
+  /** The pages rendered, in document order: every page, or the selected ones. */
+  pageNumbers: number[];
+  /** PNG images, one per entry of `pageNumbers`. */
   pages: Buffer[];
 }
 
@@ -118,6 +130,9 @@ export interface PdfPageSize {
  */
 export interface OpenedPdf {
   readonly pageCount: number;
+  /** What to process, in document order: every page, or those the `pages` option selects. */
+  readonly selected: readonly number[];
+  /** Sizes of the pages inspected (index: page - 1): the selected ones, and the pages between them. */
   readonly pageSizes: readonly PdfPageSize[];
   /**
    * Renders pages `first`..`last` (from 1, inclusive) to PNG, one pdftoppm
@@ -125,6 +140,8 @@ export interface OpenedPdf {
    * @param opts.timeoutMs for this call; default the `timeoutMs` given to {@link openPdf}
    */
   render(first: number, last: number, opts?: { signal?: AbortSignal; timeoutMs?: number }): Promise<Buffer[]>;
+  /** {@link render} for a list of pages in ascending order (a selection's pages). */
+  renderPages(pages: readonly number[], opts?: { signal?: AbortSignal; timeoutMs?: number }): Promise<Buffer[]>;
   /**
    * Renders pages `first`..`last` to binary PGM (8-bit grey) and yields each
    * page as soon as pdftoppm has written it, while pdftoppm goes on with the
@@ -139,6 +156,8 @@ export interface OpenedPdf {
    * aborting kills pdftoppm.
    */
   stream(first: number, last: number, opts?: StreamOptions): AsyncGenerator<RenderedPage, void, undefined>;
+  /** {@link stream} for a list of pages in ascending order (a selection's pages). */
+  streamPages(pages: readonly number[], opts?: StreamOptions): AsyncGenerator<RenderedPage, void, undefined>;
   /** Stops any stream's pdftoppm and removes the temporary folder; idempotent. */
   close(): Promise<void>;
 }
@@ -149,7 +168,7 @@ export async function pdfPageCount(bytes: Buffer, opts: PdfInfoOptions = {}): Pr
   try {
     const file = join(dir, "document.pdf");
     await writeFile(file, bytes, { mode: 0o600 });
-    const info = await inspect(file, 1, deadline(opts.timeoutMs ?? DEFAULT_TIMEOUT_MS, opts.signal));
+    const info = await inspect(file, 1, 1, deadline(opts.timeoutMs ?? DEFAULT_TIMEOUT_MS, opts.signal));
     return info.pageCount;
   } finally {
     await rm(dir, { recursive: true, force: true });
@@ -157,8 +176,8 @@ export async function pdfPageCount(bytes: Buffer, opts: PdfInfoOptions = {}): Pr
 }
 
 /**
- * Renders every page of a PDF to PNG. Checks the page count against
- * `maxPages` before rendering anything.
+ * Renders every page of a PDF (or the selected ones) to PNG. Checks the
+ * page count against `maxPages` and the selection before rendering anything.
  */
 export async function rasterizePdf(bytes: Buffer, opts: RasterizeOptions): Promise<RasterizedPdf> {
   // One deadline for the whole job, shared by inspection and rendering.
@@ -167,8 +186,8 @@ export async function rasterizePdf(bytes: Buffer, opts: RasterizeOptions): Promi
   try {
     pdf = await openPdf(bytes, { ...opts, signal: d.signal });
     // The job's deadline (d) rules; render's own limit is a second later so it never fires first.
-    const pages = await pdf.render(1, pdf.pageCount, { signal: d.signal, timeoutMs: Math.max(1, d.remainingMs()) + 1000 });
-    return { pageCount: pdf.pageCount, pages };
+    const pages = await pdf.renderPages(pdf.selected, { signal: d.signal, timeoutMs: Math.max(1, d.remainingMs()) + 1000 });
+    return { pageCount: pdf.pageCount, pageNumbers: [...pdf.selected], pages };
   } catch (err) {
     throw d.translate(err);
   } finally {
@@ -178,10 +197,11 @@ export async function rasterizePdf(bytes: Buffer, opts: RasterizeOptions): Promi
 }
 
 /**
- * Every page of a PDF as binary PGM, each yielded as soon as it is rendered
- * ({@link OpenedPdf.stream}): a local OCR engine can read page 1 while
- * pdftoppm renders page 2. The page count is checked against `maxPages`
- * before anything is rendered (the first `next()` rejects). `timeoutMs`
+ * Every page of a PDF (or the selected ones) as binary PGM, each yielded as
+ * soon as it is rendered ({@link OpenedPdf.stream}): a local OCR engine can
+ * read page 1 while pdftoppm renders page 2. The page count and the
+ * selection are checked against `maxPages` before anything is rendered (the
+ * first `next()` rejects). `timeoutMs`
  * bounds inspection and rendering together, not the time the consumer
  * takes; the folder is removed when the loop ends, however it ends.
  */
@@ -190,7 +210,7 @@ export async function* streamPdfPages(bytes: Buffer, opts: StreamPdfOptions): As
   const pdf = await openPdf(bytes, opts);
   try {
     // What inspection left of the time limit is the rendering's; the stream's clock stops while the consumer lags.
-    yield* pdf.stream(1, pdf.pageCount, { ...opts, timeoutMs: Math.max(1, opts.timeoutMs - (Date.now() - started)) });
+    yield* pdf.streamPages(pdf.selected, { ...opts, timeoutMs: Math.max(1, opts.timeoutMs - (Date.now() - started)) });
   } finally {
     await pdf.close();
   }
@@ -198,7 +218,8 @@ export async function* streamPdfPages(bytes: Buffer, opts: StreamPdfOptions): As
 
 /**
  * Writes the PDF to a private temporary folder and reads its page count and
- * page sizes; more pages than `maxPages` is a 400 and leaves nothing behind.
+ * page sizes; more pages than `maxPages` (or, with `pages`, more selected, or
+ * a page beyond the end) is a 400 and leaves nothing behind.
  * `timeoutMs` bounds the inspection and, by default, each `render` call.
  */
 export async function openPdf(bytes: Buffer, opts: RasterizeOptions): Promise<OpenedPdf> {
@@ -222,77 +243,88 @@ export async function openPdf(bytes: Buffer, opts: RasterizeOptions): Promise<Op
     let info: PdfInfo;
     try {
       // Sizes of the pages we may render only: a 100,000-page PDF is refused after one line.
-      info = await inspect(file, Math.max(1, opts.maxPages), d);
+      const span = inspectedSpan(opts.pages, Math.max(1, opts.maxPages));
+      info = await inspect(file, 1, span.from === 1 ? span.to : 1, d);
+      // A selection further in: its pages' sizes (pdfinfo refuses a first page past the end, which planPages reports).
+      if (span.from > 1 && span.from <= info.pageCount) info = await inspect(file, span.from, span.to, d);
     } finally {
       d.dispose();
     }
-    if (info.pageCount > opts.maxPages) {
-      throw new FolioError("invalid_request", `document has ${info.pageCount} pages; the limit is ${opts.maxPages}`, {
+    if (info.pageCount === 0) throw new FolioError("invalid_request", "the PDF has no pages");
+    const plan = planPages(info.pageCount, opts.pages, opts.maxPages);
+    if (!plan.ok) {
+      throw new FolioError("invalid_request", plan.message, {
+        ...(plan.problem === "over_limit" ? {} : { param: "pages" }),
         extra: { page_count: info.pageCount, max_pages: opts.maxPages },
       });
     }
-    if (info.pageCount === 0) throw new FolioError("invalid_request", "the PDF has no pages");
     let batch = 0;
+    const renderPages: OpenedPdf["renderPages"] = async (pages, renderOpts = {}) => {
+      checkPages("render", pages);
+      const rd = deadline(renderOpts.timeoutMs ?? opts.timeoutMs, renderOpts.signal ?? opts.signal);
+      try {
+        const out: Buffer[] = [];
+        for (const run of resolutionRuns(info.sizes, pages, dpi, maxPixels)) {
+          const prefix = join(dir, `r${batch++}`);
+          await tool("pdftoppm", pdftoppmArgs(run, "png", file, prefix), rd);
+          out.push(...(await collectPages(dir, prefix, run.first, run.last)));
+        }
+        return out;
+      } catch (err) {
+        throw rd.translate(err);
+      } finally {
+        rd.dispose();
+      }
+    };
+    const streamPages: OpenedPdf["streamPages"] = async function* (pages, streamOpts = {}) {
+      checkPages("stream", pages);
+      const caller = streamOpts.signal ?? opts.signal;
+      // Aborted when the consumer leaves the loop or close() is called: kills pdftoppm.
+      const stop = new AbortController();
+      const rd = deadline(streamOpts.timeoutMs ?? opts.timeoutMs, caller ? AbortSignal.any([caller, stop.signal]) : stop.signal);
+      const runs = resolutionRuns(info.sizes, pages, dpi, maxPixels).map((run) => ({ ...run, prefix: join(dir, `r${batch++}`) }));
+      const rendering = renderInBackground(file, dir, runs, rd, {
+        pagesAhead: Math.max(1, streamOpts.pagesAhead ?? DEFAULT_PAGES_AHEAD),
+        onRendered: () => {
+          rd.pauseClock();
+          streamOpts.onRendered?.();
+        },
+      });
+      const stopRendering = async () => {
+        stop.abort();
+        await rendering.exited;
+      };
+      streams.add(stopRendering);
+      try {
+        for (const n of pages) {
+          const path = await rendering.page(n);
+          const image = await readFile(path);
+          await rm(path, { force: true });
+          yield { pageNumber: n, image, mimeType: PGM_MIME_TYPE };
+        }
+      } catch (err) {
+        throw rd.translate(err);
+      } finally {
+        await stopRendering();
+        streams.delete(stopRendering);
+        rd.dispose();
+      }
+    };
     return {
       pageCount: info.pageCount,
+      selected: plan.pages,
       pageSizes: info.sizes,
       close,
-      async render(first, last, renderOpts = {}) {
-        checkRange("render", first, last);
-        const rd = deadline(renderOpts.timeoutMs ?? opts.timeoutMs, renderOpts.signal ?? opts.signal);
-        try {
-          const out: Buffer[] = [];
-          for (const run of resolutionRuns(info.sizes, first, last, dpi, maxPixels)) {
-            const prefix = join(dir, `r${batch++}`);
-            await tool("pdftoppm", pdftoppmArgs(run, "png", file, prefix), rd);
-            out.push(...(await collectPages(dir, prefix, run.first, run.last)));
-          }
-          return out;
-        } catch (err) {
-          throw rd.translate(err);
-        } finally {
-          rd.dispose();
-        }
-      },
-      async *stream(first, last, streamOpts = {}) {
-        checkRange("stream", first, last);
-        const caller = streamOpts.signal ?? opts.signal;
-        // Aborted when the consumer leaves the loop or close() is called: kills pdftoppm.
-        const stop = new AbortController();
-        const rd = deadline(streamOpts.timeoutMs ?? opts.timeoutMs, caller ? AbortSignal.any([caller, stop.signal]) : stop.signal);
-        const runs = resolutionRuns(info.sizes, first, last, dpi, maxPixels).map((run) => ({ ...run, prefix: join(dir, `r${batch++}`) }));
-        const rendering = renderInBackground(file, dir, runs, rd, {
-          pagesAhead: Math.max(1, streamOpts.pagesAhead ?? DEFAULT_PAGES_AHEAD),
-          onRendered: () => {
-            rd.pauseClock();
-            streamOpts.onRendered?.();
-          },
-        });
-        const stopRendering = async () => {
-          stop.abort();
-          await rendering.exited;
-        };
-        streams.add(stopRendering);
-        try {
-          for (let n = first; n <= last; n++) {
-            const path = await rendering.page(n);
-            const image = await readFile(path);
-            await rm(path, { force: true });
-            yield { pageNumber: n, image, mimeType: PGM_MIME_TYPE };
-          }
-        } catch (err) {
-          throw rd.translate(err);
-        } finally {
-          await stopRendering();
-          streams.delete(stopRendering);
-          rd.dispose();
-        }
-      },
+      render: (first, last, renderOpts) => renderPages(pageRange(first, last), renderOpts),
+      renderPages,
+      stream: (first, last, streamOpts) => streamPages(pageRange(first, last), streamOpts),
+      streamPages,
     };
-    function checkRange(what: string, first: number, last: number): void {
+    function checkPages(what: string, pages: readonly number[]): void {
       if (closed) throw new Error(`${what}() after close()`);
-      if (!Number.isInteger(first) || !Number.isInteger(last) || first < 1 || last < first || last > info.pageCount) {
-        throw new RangeError(`pages ${first}..${last} are not within 1..${info.pageCount}`);
+      const bad = pages.findIndex((n, i) => !Number.isInteger(n) || n < 1 || n > info.pageCount || (i > 0 && n <= pages[i - 1]!));
+      if (pages.length === 0 || bad >= 0) {
+        throw new RangeError(`pages ${pages.slice(0, 5).join(",")}${pages.length > 5 ? ",…" : ""} are not ascending within 1..${info.pageCount}`);
       }
     }
   } catch (err) {
@@ -305,15 +337,31 @@ export async function openPdf(bytes: Buffer, opts: RasterizeOptions): Promise<Op
 
 interface PdfInfo {
   pageCount: number;
-  /** Pages 1..min(pageCount, upTo). */
+  /** Pages from..min(pageCount, to) of {@link inspect}, at index page - 1. */
   sizes: PdfPageSize[];
 }
 
-async function inspect(file: string, upTo: number, d: Deadline): Promise<PdfInfo> {
+/** Pages first..last, for the callers of the two-number forms (none when it is no range: the call then rejects). */
+function pageRange(first: number, last: number): number[] {
+  return Number.isInteger(first) && Number.isInteger(last) && last >= first ? Array.from({ length: last - first + 1 }, (_, i) => first + i) : [];
+}
+
+/**
+ * The pages whose sizes are read: those a selection can render, or the
+ * first `maxPages` (more is refused anyway). An open range counts
+ * `maxPages` pages from its start: a longer one is refused.
+ */
+function inspectedSpan(pages: PageSelection | undefined, maxPages: number): { from: number; to: number } {
+  if (!pages?.length) return { from: 1, to: maxPages };
+  const last = pages.at(-1)!;
+  return { from: pages[0]!.first, to: last.last ?? last.first + maxPages - 1 };
+}
+
+async function inspect(file: string, from: number, to: number, d: Deadline): Promise<PdfInfo> {
   let stdout: string;
   try {
     // -f/-l: per-page sizes; pdfinfo clamps -l to the real page count.
-    ({ stdout } = await tool("pdfinfo", ["-f", "1", "-l", String(upTo), file], d));
+    ({ stdout } = await tool("pdfinfo", ["-f", String(from), "-l", String(to), file], d));
   } catch (err) {
     throw d.translate(err);
   }
@@ -339,9 +387,9 @@ interface ResolutionRun {
 }
 
 /** Consecutive pages grouped by the resolution each can be rendered at within the pixel budget. */
-function resolutionRuns(sizes: readonly PdfPageSize[], first: number, last: number, dpi: number, maxPixels: number): ResolutionRun[] {
+function resolutionRuns(sizes: readonly PdfPageSize[], pages: readonly number[], dpi: number, maxPixels: number): ResolutionRun[] {
   const runs: ResolutionRun[] = [];
-  for (let n = first; n <= last; n++) {
+  for (const n of pages) {
     const s = sizes[n - 1];
     let pageDpi = dpi;
     if (s && s.width > 0 && s.height > 0) {

@@ -9,6 +9,10 @@
  * ({@link loadDocument}, {@link countPages}, {@link pageImages}) for the
  * pages of its attachments.
  *
+ * With the request's `pages` option ({@link pageSelectionOf}) only the pages
+ * it selects are rendered (PDF) or converted (office documents), read, held
+ * for and billed; each keeps its page number in the document.
+ *
  * A PDF read by a local engine skips the PNG step: its pages are rendered to
  * raw grey pixels (PGM), which the engine reads without decoding, and each
  * page goes to the model as soon as it is rendered, while pdftoppm renders
@@ -30,6 +34,7 @@ import { decodeBase64Strict, fetchDocument, parseDataUrl, pdfPageCount, rasteriz
 import type { ResolvedModel } from "../extraction/client.ts";
 import type { ExtractOptions, PageExtraction, PageInput, PageLayout, Table } from "../contracts/index.ts";
 import { PAGE_DPI } from "../formats/index.ts";
+import { parsePages, planPages, selectionOverLimit, type PageSelection } from "../formats/pages.ts";
 import { FolioError } from "../platform/errors/index.ts";
 import { conversionOf, extractionOf } from "./services.ts";
 import type { EdgeDeps } from "./types.ts";
@@ -108,28 +113,45 @@ export function strategyOf(body: { strategy?: string; provider_preferences?: { s
 }
 
 /**
- * How many pages the document has (cheap: no rendering), or null for an
- * office document, whose pages are known only once it is converted.
+ * The request's `pages` option, read once before any work: a 400 naming the
+ * field when it is not a selection, or when it selects more pages than the
+ * limit (an open range, `"5-"`, is counted once the document's pages are).
  */
-export async function countPages(deps: EdgeDeps, doc: LoadedDocument): Promise<number | null> {
-  if (doc.sniffed.kind === "image") return 1;
-  if (doc.sniffed.kind === "pdf") {
-    const n = await pdfPageCount(doc.bytes);
-    if (n > deps.documents.maxPages) {
-      throw new FolioError("invalid_request", `document has ${n} pages; the limit is ${deps.documents.maxPages} (FOLIO_MAX_PAGES)`, {
-        param: doc.param,
-        extra: { page_count: n, max_pages: deps.documents.maxPages },
-      });
-    }
-    return n;
-  }
-  conversionOf(deps);
-  return null;
+export function pageSelectionOf(deps: EdgeDeps, text: string | undefined): PageSelection | undefined {
+  if (text === undefined) return undefined;
+  const parsed = parsePages(text);
+  if (!parsed.ok) throw new FolioError("invalid_request", parsed.problem, { param: "pages" });
+  const over = selectionOverLimit(parsed.selection, deps.documents.maxPages);
+  if (over) throw new FolioError("invalid_request", over, { param: "pages", extra: { max_pages: deps.documents.maxPages } });
+  return parsed.selection;
 }
 
 /**
- * Page images of the document, in order, numbered from 1. An office document
- * is converted by the conversion service, which prices its compute time onto
+ * How many pages will be read (cheap: no rendering): the document's, or the
+ * selected ones; a document over the limit, or a selection it cannot meet,
+ * is a 400 here. Null for an office document, whose pages are known only
+ * once it is converted (the conversion checks them).
+ */
+export async function countPages(deps: EdgeDeps, doc: LoadedDocument, pages?: PageSelection): Promise<number | null> {
+  if (doc.sniffed.kind === "office") {
+    conversionOf(deps);
+    return null;
+  }
+  const n = doc.sniffed.kind === "image" ? 1 : await pdfPageCount(doc.bytes);
+  const plan = planPages(n, pages, deps.documents.maxPages);
+  if (!plan.ok) {
+    throw new FolioError("invalid_request", plan.message, {
+      param: plan.problem === "over_limit" ? doc.param : "pages",
+      extra: { page_count: n, max_pages: deps.documents.maxPages },
+    });
+  }
+  return plan.pages.length;
+}
+
+/**
+ * Page images of the document (or of the `pages` selected), in document
+ * order, each with its page number in the document. An office document is
+ * converted by the conversion service, which prices its compute time onto
  * `paid.meter`.
  */
 export async function pageImages(
@@ -137,14 +159,23 @@ export async function pageImages(
   doc: LoadedDocument,
   signal: AbortSignal,
   paid: { meter: Meter; requestId: string; filename?: string },
+  pages?: PageSelection,
 ): Promise<PageInput[]> {
   if (doc.sniffed.kind === "image") return [{ pageNumber: 1, image: doc.bytes, mimeType: doc.sniffed.mimeType }];
+  const selected = pages ? { pages } : {};
   if (doc.sniffed.kind === "pdf") {
-    const r = await rasterizePdf(doc.bytes, { dpi: PAGE_DPI, maxPages: deps.documents.maxPages, timeoutMs: deps.documents.pdfTimeoutMs, signal });
-    return r.pages.map((image, i) => ({ pageNumber: i + 1, image, mimeType: "image/png" }));
+    const r = await rasterizePdf(doc.bytes, { dpi: PAGE_DPI, maxPages: deps.documents.maxPages, timeoutMs: deps.documents.pdfTimeoutMs, signal, ...selected });
+    return r.pages.map((image, i) => ({ pageNumber: r.pageNumbers[i]!, image, mimeType: "image/png" }));
   }
   const converted = await conversionOf(deps).convert(
-    { document: doc.bytes, mimeType: doc.sniffed.mimeType, ...(paid.filename ? { filename: paid.filename } : {}), maxPages: deps.documents.maxPages, requestId: paid.requestId },
+    {
+      document: doc.bytes,
+      mimeType: doc.sniffed.mimeType,
+      ...(paid.filename ? { filename: paid.filename } : {}),
+      maxPages: deps.documents.maxPages,
+      ...selected,
+      requestId: paid.requestId,
+    },
     signal,
   );
   paid.meter.conversion(converted);
@@ -226,6 +257,8 @@ export interface ReadRequest<A> {
   options: ExtractOptions;
   /** Passed to the conversion service for its logs. */
   filename?: string;
+  /** Only these pages (the request's `pages`, from {@link pageSelectionOf}); absent: every page. */
+  pages?: PageSelection;
   /**
    * Cancels the work (the client went away); what was billed until then is
    * charged. When its reason is an Error, that is what the request fails with.
@@ -281,7 +314,7 @@ export async function readDocument<A>(deps: EdgeDeps, req: ReadRequest<A>): Prom
   const { document: doc, model, onEvent } = req;
   checkLayoutSupport(model, req.options);
   const extraction = extractionOf(deps);
-  const pageCount = await countPages(deps, doc);
+  const pageCount = await countPages(deps, doc, req.pages);
   const office = pageCount === null;
   const timings = { conversionMs: 0, extractionMs: 0 };
   const estimateCents = documentHoldCents(deps, model, pageCount ?? 1, office);
@@ -310,13 +343,14 @@ export async function readDocument<A>(deps: EdgeDeps, req: ReadRequest<A>): Prom
         pages = streamPdfPages(doc.bytes, {
           dpi: PAGE_DPI,
           maxPages: deps.documents.maxPages,
+          ...(req.pages ? { pages: req.pages } : {}),
           timeoutMs: deps.documents.pdfTimeoutMs,
           signal: abort.signal,
           onRendered: () => (timings.conversionMs = Date.now() - t0),
         });
         pageTotal = pageCount!;
       } else {
-        const images = await pageImages(deps, doc, abort.signal, { meter, requestId, ...(req.filename ? { filename: req.filename } : {}) });
+        const images = await pageImages(deps, doc, abort.signal, { meter, requestId, ...(req.filename ? { filename: req.filename } : {}) }, req.pages);
         // An image is its own page: nothing was converted (a busy clock can still tick 1 ms).
         timings.conversionMs = doc.sniffed.kind === "image" ? 0 : Date.now() - t0;
         if (office) await raiseHold(documentHoldCents(deps, model, images.length, true));

@@ -2,6 +2,7 @@
 import { Type } from "typebox";
 import { PERMISSIONS, type Permission as PermissionName } from "../auth/index.ts";
 import { MINIMUM_CHARGE_CENTS, PLATFORM_FEE_PERCENT } from "../billing/index.ts";
+import { MAX_PAGES_TEXT } from "../formats/pages.ts";
 
 export const ErrorBody = Type.Object(
   {
@@ -52,6 +53,14 @@ export const JsonReadingFields = {
   base64: Type.Optional(Type.String({ minLength: 1, description: "Base64 document data without a data-URL prefix." })),
   provider_preferences: Type.Optional(Type.Object({ strategy: Type.Optional(Type.String({ maxLength: 50 })) }, { additionalProperties: false })),
 };
+
+/** The `pages` option of /v1/ocr and /v1/convert (internal/formats/pages.ts has the rules). */
+export const PagesField = Type.String({
+  maxLength: MAX_PAGES_TEXT,
+  description:
+    'Only these pages, 1-based, e.g. "1-20,25" or "5-" (page 5 to the end); processed and answered in document order, each keeping its page number; ' +
+    "billed for the pages processed. A page named twice, page 0, a range that runs backwards or a page beyond the document's end is a 400; so is selecting more pages than the limit (docs/conversion.md, Pages).",
+});
 
 /** The spec's OCR options. */
 export const OcrOptions = Type.Object(

@@ -167,7 +167,7 @@ export const PoolReplicaReportSchema = Type.Object(
       pattern: BROKER_ADDRESS_PATTERN,
       description: "host:port of this replica's broker, as warm pods dial it (a stable DNS name).",
     }),
-    waiting: Type.Integer({ minimum: 0, description: "Documents waiting for a sandbox at this replica now." }),
+    waiting: Type.Integer({ minimum: 0, description: "Conversion requests queued at this replica for a sandbox slot now: each wants a sandbox as soon as a slot frees." }),
     handInRate: Type.Number({ minimum: 0, description: "Documents handed to sandboxes per second, averaged over the last report interval." }),
     idle: Type.Integer({ minimum: 0, description: "Warm pods waiting at this replica's broker now." }),
     busy: Type.Integer({ minimum: 0, description: "Warm pods converting a document for this replica now." }),

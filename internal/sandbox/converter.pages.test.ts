@@ -3,7 +3,9 @@
  * installed, no runsc): pages rendered by several pdftoppm processes at once
  * come out identical to one process's, in page order, as 200-DPI PNGs that
  * are grey where the page is grey; without libstdbuf the pages are the same;
- * the output limit stops the renderers.
+ * the output limit stops the renderers; the page count comes from the PDF's
+ * page tree, not pdfinfo; a page selection renders exactly its pages, and
+ * the limits name the `pages` option.
  */
 import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -67,6 +69,41 @@ describe("the page step", () => {
     const { result, pages } = await convert({ cpus: 1 }, { libstdbufPath: join(work, "no-such-libstdbuf.so") });
     expect(result.ok, JSON.stringify(result)).toBe(true);
     pages.forEach((p, i) => expect(Buffer.compare(p, single[i] as Buffer), `page ${i + 1}`).toBe(0));
+  }, 60_000);
+
+  it("counts the pages from LibreOffice's PDF without pdfinfo", async () => {
+    const { result } = await convert({ cpus: 1 }, { pdfinfoPath: join(work, "no-such-pdfinfo") });
+    expect(result, JSON.stringify(result)).toMatchObject({ ok: true, pageCount: PAGES, documentPageCount: PAGES, timings: { pdfinfoFallback: 0 } });
+  }, 60_000);
+
+  it.each([
+    ["2,4-", [2, 4, 5], 2],
+    ["1-2,5", [1, 2, 5], 3],
+    ["3", [3], 2],
+    ["1,3,5", [1, 3, 5], 1],
+    ["1,4-", [1, 4, 5], 1],
+  ])("renders only the pages %j selects (as page-1.png onwards), identical to the whole document's", async (pages, wanted, cpus) => {
+    const { result, pages: got } = await convert({ cpus, pages });
+    expect(result, JSON.stringify(result)).toMatchObject({ ok: true, pageCount: wanted.length, documentPageCount: PAGES });
+    // Pages between selected ones that a renderer went through are dropped, not encoded.
+    expect(result.timings?.greyPages).toBe(wanted.length);
+    got.forEach((p, i) => expect(Buffer.compare(p, single[wanted[i]! - 1] as Buffer), `page-${i + 1}.png is page ${wanted[i]}`).toBe(0));
+  }, 60_000);
+
+  it("a document over the limit without a selection: conversion_failed naming the limit and the option", async () => {
+    const { result } = await convert({ maxPages: 4 });
+    expect(result.error).toEqual({
+      code: "conversion_failed",
+      message: 'the document has 5 pages; at most 4 are processed per request: choose which with the "pages" option of /v1/ocr and /v1/convert (for example "pages": "1-4")',
+    });
+  }, 60_000);
+
+  it.each([
+    ["4-6", 10, 'the document has 5 pages; "pages": "4-6" asks for page 6'],
+    ["2-", 3, `"pages": "2-" selects 4 pages of the document's 5; at most 3 are processed per request`],
+  ])("a selection %j the document cannot meet: invalid_pages, nothing rendered", async (pages, maxPages, message) => {
+    const { result } = await convert({ pages, maxPages });
+    expect(result.error).toEqual({ code: "invalid_pages", message });
   }, 60_000);
 
   it("stops at the output limit: conversion_failed naming it", async () => {

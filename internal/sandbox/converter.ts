@@ -7,15 +7,18 @@
  *
  *     job.json                 {@link JobSpec}
  *     input/document.<ext>     the document, extension from its format
- *     output/page-<N>.png      N = 1, 2, …: one 200-DPI PNG per page
+ *     output/page-<N>.png      N = 1, 2, …: one 200-DPI PNG per page converted
+ *                              (with a selection, page-N is its N-th page)
  *     output/result.json       {@link JobResult}
  *
  * Steps: a fresh copy of the prepared LibreOffice profile; for plain text, a
  * UTF-8 copy of the document (it may come in UTF-16, Windows-1252, …:
  * `readText`); `soffice.bin --convert-to pdf` (not the `soffice` wrapper
  * script: it calls `ls` on its own path, which fails under the runsc on
- * Debian 12); `pdfinfo` for the page count (over the limit is an error,
- * nothing rendered); `pdftoppm -r 200` to raw pixels on a pipe, as many at
+ * Debian 12); the page count read from the PDF's page tree (`pdfpages.ts`;
+ * `pdfinfo` when the PDF is not the simple kind LibreOffice writes), checked
+ * against the limit and the job's page selection (nothing rendered when it
+ * fails); `pdftoppm -r 200` to raw pixels on a pipe, as many at
  * once as the job's CPUs, each page encoded as a PNG by the program
  * (`png.ts`: grey where the page is grey) and written the moment it is
  * ready. LibreOffice exits 0 and writes no PDF when it cannot load a
@@ -29,23 +32,29 @@
  * in (a line on stdin, by default); the conversion is then sent to the
  * running LibreOffice over its own single-instance pipe ({@link officeRequest})
  * instead of starting it. Still one document per program, and LibreOffice is
- * killed afterwards.
+ * killed afterwards. A sandbox restored from a checkpoint of this waiting
+ * state is handed its job by a signal instead ({@link HANDIN_SIGNAL}), and
+ * reseeds what its image fixed (`reseed.ts`) before it converts.
  *
  * This module is bundled into the sandbox program: it may import only Node's
  * built-ins, types, its own folder's Node-only modules (`png.ts`, `probe.ts`,
- * `profile.ts`) and the dependency-free format table (`internal/formats`).
+ * `profile.ts`, `pdfpages.ts`) and the dependency-free format table and page
+ * selections (`internal/formats`).
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { createHash } from "node:crypto";
 import { cp, mkdir, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { availableParallelism } from "node:os";
 import { createConnection } from "node:net";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { FORMAT_EXTENSIONS, PAGE_DPI, readText, type ConversionFormat } from "../formats/index.ts";
+import { parsePages, planPages } from "../formats/pages.ts";
 import type { JobErrorCode, JobResult, JobSpec } from "./interface.ts";
+import { quickPdfPageCount } from "./pdfpages.ts";
 import { PnmSplitter, encodePage, type RawImage } from "./png.ts";
 import { runProbe } from "./probe.ts";
+import { SEED_BYTES, reseedMathRandom } from "./reseed.ts";
 import { SOFFICE_BIN, fileUrl } from "./profile.ts";
 
 /** Default limits when job.json names none. */
@@ -91,6 +100,28 @@ const OFFICE_POLL_MS = 25;
 export interface PrestartSpec {
   /** The prepared LibreOffice profile; the program copies it and starts LibreOffice on the copy. */
   profileDir: string;
+  /**
+   * How the job is handed in: `stdin` (the default), a line on stdin;
+   * `signal`, {@link HANDIN_SIGNAL} once {@link HANDIN_FILE} is in the job
+   * folder. A sandbox restored from a checkpoint (made while the program
+   * waited here) needs `signal`: the stdin of a restored sandbox never
+   * becomes readable.
+   */
+  handIn?: "stdin" | "signal";
+}
+
+/** The file the host writes into the job folder before it signals the hand-in ({@link PrestartSpec.handIn} `signal`). */
+export const HANDIN_FILE = "handin.json";
+/** The signal that hands the job in (`runsc kill ID SIGUSR2`); SIGUSR1 would start Node's inspector. */
+export const HANDIN_SIGNAL = "SIGUSR2";
+
+/**
+ * `handin.json`: written by the host (atomically: written beside, then
+ * renamed) once job.json and the document are in place.
+ */
+export interface HandInFile {
+  /** {@link SEED_BYTES} random bytes in hex, fresh from the host: `Math.random` is reseeded from them. */
+  seed: string;
 }
 
 export interface ConverterOptions {
@@ -132,6 +163,10 @@ export async function readJobSpec(jobDir: string): Promise<JobSpec> {
   if (!Number.isInteger(spec.maxPages) || (spec.maxPages ?? 0) < 1) throw new Error("job.json: maxPages must be a positive integer");
   if (typeof spec.profileDir !== "string" || !spec.profileDir.startsWith("/")) throw new Error("job.json: profileDir must be an absolute path");
   if (spec.cpus !== undefined && !(typeof spec.cpus === "number" && spec.cpus > 0 && spec.cpus <= 256)) throw new Error("job.json: cpus must be a number above 0, at most 256");
+  if (spec.pages !== undefined) {
+    const parsed = typeof spec.pages === "string" ? parsePages(spec.pages) : undefined;
+    if (!parsed?.ok) throw new Error(`job.json: pages: ${parsed?.problem ?? "must be a string"}`);
+  }
   return spec as JobSpec;
 }
 
@@ -165,6 +200,7 @@ async function readPrestartSpec(jobDir: string): Promise<PrestartSpec | undefine
   if (text === undefined) return undefined;
   const spec = JSON.parse(text) as Partial<PrestartSpec>;
   if (typeof spec.profileDir !== "string" || !spec.profileDir.startsWith("/")) throw new Error(`${PRESTART_FILE}: profileDir must be an absolute path`);
+  if (spec.handIn !== undefined && spec.handIn !== "stdin" && spec.handIn !== "signal") throw new Error(`${PRESTART_FILE}: handIn must be "stdin" or "signal"`);
   return spec as PrestartSpec;
 }
 
@@ -183,20 +219,58 @@ async function runPrestartedJob(jobDir: string, prestart: PrestartSpec, options:
     void office.listening.then((socket) => {
       if (socket) (options.onReady ?? (() => process.stdout.write(`${READY_LINE}\n`)))();
     });
-    const handedIn = await (options.handIn ?? stdinHandIn)();
+    const handedIn = await (options.handIn ?? (prestart.handIn === "signal" ? () => signalHandIn(jobDir) : stdinHandIn))();
     if (!handedIn) return { ok: false, pageCount: 0, error: { code: "conversion_failed", message: "no job was handed in" } };
+    if (prestart.handIn === "signal") await reseed(jobDir);
     const spec = await readJobSpec(jobDir);
     const outputDir = join(jobDir, "output");
     await mkdir(outputDir, { recursive: true });
+    // The job's own files go into a folder made after the hand-in: its name
+    // is fresh even in a sandbox restored from a checkpoint.
+    const jobScratch = await mkdtemp(join(scratch, "job-"));
+    // Drawn before the conversion, whose own draws (if any) vary from run to run.
+    const restored = prestart.handIn === "signal" ? { scratch: basename(jobScratch), random: Math.random() } : undefined;
     const result: JobResult = spec.probe
       ? { ok: true, pageCount: 0, probe: await runProbe(spec.probe) }
-      : await convertJob(jobDir, spec, options, { scratch, profile, office });
+      : await convertJob(jobDir, spec, options, { scratch: jobScratch, profile, office });
+    if (restored) result.restored = restored;
     await writeFile(join(outputDir, "result.json"), JSON.stringify(result));
     return result;
   } finally {
     office?.kill();
     await rm(scratch, { recursive: true, force: true }).catch(() => undefined);
   }
+}
+
+/**
+ * The hand-in of a sandbox restored from a checkpoint: {@link HANDIN_SIGNAL}
+ * with {@link HANDIN_FILE} in the job folder (files the host makes after the
+ * restore are seen: gVisor revalidates the job folder's bind mount). The
+ * handler is in place before LibreOffice is ready, so before any
+ * checkpoint. Waiting costs nothing; looking for the file every 5 ms cost
+ * an idle sandbox 14% of a CPU under ptrace. Never false: a sandbox that
+ * is not used is killed.
+ */
+function signalHandIn(jobDir: string): Promise<boolean> {
+  const file = join(jobDir, HANDIN_FILE);
+  return new Promise((resolve) => {
+    const check = () =>
+      void stat(file).then(
+        () => {
+          process.off(HANDIN_SIGNAL, check);
+          resolve(true);
+        },
+        () => undefined,
+      );
+    process.on(HANDIN_SIGNAL, check);
+  });
+}
+
+/** Reseeds what the image fixed and can be reseeded, from the host's seed in {@link HANDIN_FILE}. */
+async function reseed(jobDir: string): Promise<void> {
+  const { seed } = JSON.parse(await readFile(join(jobDir, HANDIN_FILE), "utf8")) as Partial<HandInFile>;
+  if (typeof seed !== "string" || !new RegExp(`^[0-9a-f]{${SEED_BYTES * 2}}$`).test(seed)) throw new Error(`${HANDIN_FILE}: seed must be ${SEED_BYTES} bytes in hex`);
+  reseedMathRandom(Buffer.from(seed, "hex"));
 }
 
 /** The default hand-in: a line on stdin means the job is there; stdin ending means it never will be. */
@@ -266,21 +340,25 @@ async function convertJob(jobDir: string, spec: JobSpec, options: ConverterOptio
     lap("soffice", t);
 
     t = Date.now();
-    const pageCount = await countPages(pdf, deadline, options);
-    lap("pdfinfo", t);
-    if (pageCount > spec.maxPages) {
-      throw new JobError("conversion_failed", `the document has ${pageCount} pages; at most ${spec.maxPages} are converted`);
-    }
+    const counted = await countPages(pdf, deadline, options);
+    lap("pageCount", t);
+    // 1 when LibreOffice's PDF was not the simple kind and pdfinfo counted its pages.
+    timings.pdfinfoFallback = counted.by === "pdfinfo" ? 1 : 0;
+    const selection = spec.pages === undefined ? undefined : parsePages(spec.pages);
+    if (selection && !selection.ok) throw new JobError("invalid_pages", selection.problem);
+    const plan = planPages(counted.pages, selection?.selection, spec.maxPages);
+    // Too many pages without a selection is the document's problem; a selection it cannot meet is the caller's.
+    if (!plan.ok) throw new JobError(plan.problem === "over_limit" ? "conversion_failed" : "invalid_pages", plan.message);
 
     t = Date.now();
     // Whole CPUs: a fractional limit (1.5) gets the whole part in processes, at least one.
     const workers = Math.max(1, Math.floor(spec.cpus ?? (await cgroupCpus()) ?? Math.min(availableParallelism(), DEFAULT_MAX_WORKERS)));
-    const rendered = await renderPages(pdf, pageCount, join(jobDir, "output"), { maxOutputBytes: spec.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES, workers }, deadline, options);
+    const rendered = await renderPages(pdf, plan.pages, join(jobDir, "output"), { maxOutputBytes: spec.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES, workers }, deadline, options);
     lap("pdftoppm", t);
     timings.greyPages = rendered.greyPages;
     timings.pngBytes = rendered.pngBytes;
     timings.total = Date.now() - started;
-    return { ok: true, pageCount, timings };
+    return { ok: true, pageCount: plan.pages.length, documentPageCount: counted.pages, timings };
   } catch (err) {
     timings.total = Date.now() - started;
     if (err instanceof JobError) return { ok: false, pageCount: 0, error: { code: err.code, message: err.message }, timings };
@@ -384,36 +462,45 @@ async function checkInput(document: string): Promise<void> {
   });
 }
 
-async function countPages(pdf: string, deadline: number, options: ConverterOptions): Promise<number> {
+/**
+ * The pages of LibreOffice's PDF: read from the file's page tree
+ * (`pdfpages.ts`, no process), or by pdfinfo when the file is not the simple
+ * kind LibreOffice writes.
+ */
+async function countPages(pdf: string, deadline: number, options: ConverterOptions): Promise<{ pages: number; by: "page tree" | "pdfinfo" }> {
+  const quick = await quickPdfPageCount(pdf);
+  if (quick !== undefined) return { pages: quick, by: "page tree" };
   const run = await runTool(options.pdfinfoPath ?? "/usr/bin/pdfinfo", [pdf], deadline, options.signal);
   const match = /^Pages:\s+(\d+)\s*$/m.exec(run.output);
   if (run.code !== 0 || !match) throw new JobError("conversion_failed", `pdfinfo could not read LibreOffice's PDF: ${run.output.trim().slice(0, 300)}`);
   const pages = Number(match[1]);
   if (pages < 1) throw new JobError("conversion_failed", "the document has no pages");
-  return pages;
+  return { pages, by: "pdfinfo" };
 }
 
 /**
- * Renders every page to raw pixels and encodes each as a PNG the moment its
- * pixels are complete, writing `output/page-N.png` as soon as it is ready
- * (pages of different workers finish out of order). Up to `workers` pdftoppm
- * processes render contiguous page ranges at once, each writing PPM to a
- * pipe; the PNG encoding runs on libuv's thread pool beside them. A worker's
- * pipe is paused while two of its pages wait to be encoded, so at most a few
- * raw pages are held in memory.
+ * Renders `pages` (ascending page numbers: every page, or a selection's) to
+ * raw pixels and encodes each as a PNG the moment its pixels are complete,
+ * writing `output/page-K.png` for the K-th of them as soon as it is ready
+ * (pages of different workers finish out of order). Up to `workers` workers
+ * render consecutive shares of the list at once, each with one pdftoppm
+ * process per run of consecutive page numbers in its share, writing PPM to
+ * a pipe; the PNG encoding runs on libuv's thread pool beside them. A
+ * worker's pipe is paused while two of its pages wait to be encoded, so at
+ * most a few raw pages are held in memory.
  */
 async function renderPages(
   pdf: string,
-  pageCount: number,
+  pages: readonly number[],
   outputDir: string,
   limits: { maxOutputBytes: number; workers: number },
   deadline: number,
   options: ConverterOptions,
 ): Promise<{ greyPages: number; pngBytes: number }> {
-  const workers = Math.max(1, Math.min(limits.workers, pageCount));
-  const per = Math.ceil(pageCount / workers);
-  const ranges: [number, number][] = [];
-  for (let first = 1; first <= pageCount; first += per) ranges.push([first, Math.min(pageCount, first + per - 1)]);
+  const workers = Math.max(1, Math.min(limits.workers, pages.length));
+  const per = Math.ceil(pages.length / workers);
+  const shares: PageRun[][] = [];
+  for (let from = 0; from < pages.length; from += per) shares.push(pageRuns(pages, from, Math.min(pages.length, from + per)));
   const stats = { greyPages: 0, pngBytes: 0 };
   // One failure stops the other workers at once.
   const stop = new AbortController();
@@ -421,12 +508,14 @@ async function renderPages(
   options.signal?.addEventListener("abort", onAbort, { once: true });
   try {
     await Promise.all(
-      ranges.map(([first, last]) =>
-        renderRange(pdf, first, last, outputDir, limits.maxOutputBytes, stats, deadline, { ...options, signal: stop.signal }).catch((err: unknown) => {
+      shares.map(async (runs) => {
+        try {
+          for (const run of runs) await renderRange(pdf, run, outputDir, limits.maxOutputBytes, stats, deadline, { ...options, signal: stop.signal });
+        } catch (err) {
           stop.abort();
           throw err;
-        }),
-      ),
+        }
+      }),
     );
   } catch (err) {
     // A stop caused by the caller's signal is that signal's timeout, not the other worker's error.
@@ -471,11 +560,38 @@ const MAX_RAW_PAGE_BYTES = 256 * 1024 * 1024;
 /** Raw pages a worker may have waiting for their encoding before its pipe is paused. */
 const PAGES_IN_FLIGHT = 2;
 
-/** One pdftoppm process for pages `first`…`last`, its pages encoded and written as they arrive. */
+/**
+ * Pages not asked for that one pdftoppm renders (to raw pixels, dropped
+ * unencoded) rather than start another for the pages after them: a start
+ * (a process, and poppler reading the PDF) takes longer in gVisor than
+ * rendering a couple of pages, 20-25 ms each there.
+ */
+const MAX_SKIPPED_PAGES = 2;
+
+/** Pages `first`…`last` of the document for one pdftoppm; `outputs` maps the wanted ones to their `page-<K>.png`. */
+interface PageRun {
+  first: number;
+  last: number;
+  outputs: Map<number, number>;
+}
+
+/** Entries `from`…`to - 1` of `pages` as runs of nearly consecutive page numbers (gaps up to {@link MAX_SKIPPED_PAGES}). */
+function pageRuns(pages: readonly number[], from: number, to: number): PageRun[] {
+  const runs: PageRun[] = [];
+  for (let i = from; i < to; i++) {
+    const n = pages[i]!;
+    let run = runs.at(-1);
+    if (!run || n - run.last - 1 > MAX_SKIPPED_PAGES) runs.push((run = { first: n, last: n, outputs: new Map() }));
+    run.last = n;
+    run.outputs.set(n, i + 1);
+  }
+  return runs;
+}
+
+/** One pdftoppm process for a run of pages, its wanted pages encoded and written as they arrive. */
 async function renderRange(
   pdf: string,
-  first: number,
-  last: number,
+  { first, last, outputs }: PageRun,
   outputDir: string,
   maxOutputBytes: number,
   stats: { greyPages: number; pngBytes: number },
@@ -522,10 +638,15 @@ async function renderRange(
             fail(new JobError("conversion_failed", `pdftoppm rendered more pages than ${first}–${last}`));
             return;
           }
+          const output = outputs.get(page);
+          if (output === undefined) {
+            splitter.release(image.pixels);
+            continue;
+          }
           inFlight++;
           if (inFlight >= PAGES_IN_FLIGHT && !options.signal?.aborted) child.stdout!.pause();
           writes.push(
-            writePage(image, page, outputDir, maxOutputBytes, stats)
+            writePage(image, output, outputDir, maxOutputBytes, stats)
               .catch(fail)
               .finally(() => {
                 splitter.release(image.pixels);
@@ -544,13 +665,13 @@ async function renderRange(
   if (next !== last + 1 || !splitter.atBoundary) throw new JobError("conversion_failed", `pdftoppm rendered ${next - first} of pages ${first}–${last}`);
 }
 
-/** Encodes one page (grey when it is) and writes it; refuses pages past the output limit. */
-async function writePage(image: RawImage, page: number, outputDir: string, maxOutputBytes: number, stats: { greyPages: number; pngBytes: number }): Promise<void> {
+/** Encodes one page (grey when it is) and writes it as the `index`-th page; refuses pages past the output limit. */
+async function writePage(image: RawImage, index: number, outputDir: string, maxOutputBytes: number, stats: { greyPages: number; pngBytes: number }): Promise<void> {
   const { png, grey } = await encodePage(image, { dpi: PAGE_DPI });
   stats.pngBytes += png.length;
   if (grey) stats.greyPages++;
   if (stats.pngBytes > maxOutputBytes) throw new JobError("conversion_failed", `the rendered pages exceed ${maxOutputBytes} bytes`);
-  await writeFile(join(outputDir, `page-${page}.png`), png);
+  await writeFile(join(outputDir, `page-${index}.png`), png);
 }
 
 /** The whole environment of a tool: nothing is inherited from the program. */

@@ -10,16 +10,25 @@
  * could not be run).
  */
 import type { ConversionFormat } from "../formats/index.ts";
+import type { PageSelection } from "../formats/pages.ts";
 
-export type { ConversionFormat };
+export type { ConversionFormat, PageSelection };
 
 export interface SandboxInput {
   /** The document's bytes, exactly as received. */
   document: Buffer;
   /** What the bytes were sniffed to be; decides the file extension LibreOffice sees. */
   format: ConversionFormat;
-  /** More pages than this is `conversion_failed` (nothing is rendered). */
+  /**
+   * More pages than this is `conversion_failed` (nothing is rendered); with
+   * `pages`, more selected pages than this is `invalid_request`.
+   */
   maxPages: number;
+  /**
+   * Only these pages are rendered (a page beyond the document's end is
+   * `invalid_request`, param `pages`); absent: every page.
+   */
+  pages?: PageSelection;
   /** Wall-clock limit for the whole sandbox, start to exit. */
   timeoutMs: number;
   /** W3C trace context of the caller, handed to the sandbox program. */
@@ -27,9 +36,12 @@ export interface SandboxInput {
 }
 
 export interface SandboxResult {
-  /** One PNG per page, in page order, 200 DPI (the pHYs chunk says so). */
+  /** One PNG per page converted (every page, or the selected ones), in document order, 200 DPI (the pHYs chunk says so). */
   pages: Buffer[];
+  /** Pages converted: `pages.length`. */
   pageCount: number;
+  /** The document's pages (what the numbers of a selection's pages follow from). */
+  documentPageCount: number;
   /** Wall time from the sandbox's start to its exit: what is billed. */
   computeMillis: number;
 }
@@ -42,8 +54,12 @@ export interface SandboxBackend {
   convert(input: SandboxInput, signal?: AbortSignal): Promise<SandboxResult>;
 }
 
-/** Codes the sandbox program reports in `result.json`. */
-export type JobErrorCode = "conversion_failed" | "timeout";
+/**
+ * Codes the sandbox program reports in `result.json`; `invalid_pages`: the
+ * selection asks for pages the document does not have, or more than the
+ * limit (the caller's mistake, a 400 naming `pages`).
+ */
+export type JobErrorCode = "conversion_failed" | "timeout" | "invalid_pages";
 
 /**
  * `job.json`: what the host asks of the sandbox program. Paths are as the
@@ -54,6 +70,8 @@ export interface JobSpec {
   /** Always 200 today; carried so the program has no hidden constant. */
   dpi: number;
   maxPages: number;
+  /** Only these pages: the canonical text of the selection ("1-20,25,30-"); absent: every page. */
+  pages?: string;
   /**
    * A prepared LibreOffice profile (see `prepareProfile`). The program copies
    * it to a private folder and uses the copy, unless `profileInPlace` says
@@ -101,9 +119,21 @@ export interface ProbeReport {
 /** `output/result.json`: what the sandbox program reports. */
 export interface JobResult {
   ok: boolean;
+  /**
+   * Pages converted, written as `output/page-1.png` … `page-<pageCount>.png`
+   * in document order (with a selection, the k-th selected page is page-k).
+   */
   pageCount: number;
+  /** The document's pages, when known (absent: `pageCount`, every page was converted). */
+  documentPageCount?: number;
   error?: { code: JobErrorCode; message: string };
   /** Milliseconds spent in each step inside the sandbox (for benchmarks and logs). */
   timings?: Record<string, number>;
   probe?: ProbeReport;
+  /**
+   * Set by a program restored from a checkpoint: what it made after the
+   * restore, which must differ between sandboxes restored from one image
+   * (the host logs it; tests compare it).
+   */
+  restored?: { scratch: string; random: number };
 }

@@ -6,6 +6,7 @@ import { chown, mkdir, readFile, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { FolioError } from "../platform/errors/index.ts";
 import { FORMAT_EXTENSIONS, PAGE_DPI } from "../formats/index.ts";
+import { formatPages } from "../formats/pages.ts";
 import type { JobResult, JobSpec, SandboxInput } from "./interface.ts";
 import { NOBODY } from "./oci.ts";
 
@@ -27,7 +28,7 @@ export function checkInput(input: SandboxInput): void {
 export async function writeJob(
   jobDir: string,
   input: SandboxInput,
-  spec: Omit<JobSpec, "format" | "dpi" | "maxPages">,
+  spec: Omit<JobSpec, "format" | "dpi" | "maxPages" | "pages">,
   options: { chownOutput: boolean },
 ): Promise<void> {
   await mkdir(join(jobDir, "input"), { recursive: true, mode: 0o755 });
@@ -38,6 +39,7 @@ export async function writeJob(
     format: input.format,
     dpi: PAGE_DPI,
     maxPages: input.maxPages,
+    ...(input.pages ? { pages: formatPages(input.pages) } : {}),
     ...spec,
     ...(input.traceparent ? { traceparent: input.traceparent } : {}),
   };
@@ -72,19 +74,31 @@ export async function readPages(jobDir: string, pageCount: number, maxBytes = DE
 
 /** Turns a failed result into the FolioError the caller sees (the message is the sandbox's, shortened). */
 export function resultError(result: JobResult): FolioError {
-  const code = result.error?.code === "timeout" ? "timeout" : "conversion_failed";
-  const message = typeof result.error?.message === "string" ? result.error.message.slice(0, 500) : "the conversion failed";
-  return new FolioError(code, message);
+  return jobError(result.error?.code, typeof result.error?.message === "string" ? result.error.message : undefined);
 }
 
 /**
- * The page count of a successful result, checked against the request: the
- * sandbox's output is as untrusted as the document that ran in it.
+ * The FolioError for a job error code and message as a sandbox reported them
+ * (in result.json, or through the broker): unknown codes are
+ * `conversion_failed`.
  */
-export function checkedPageCount(result: JobResult, maxPages: number): number {
+export function jobError(code: string | undefined, message: string | undefined): FolioError {
+  const text = message ? message.slice(0, 500) : "the conversion failed";
+  if (code === "invalid_pages") return new FolioError("invalid_request", text, { param: "pages" });
+  return new FolioError(code === "timeout" ? "timeout" : "conversion_failed", text);
+}
+
+/**
+ * The page counts of a successful result (pages converted, pages of the
+ * document), checked against the request: the sandbox's output is as
+ * untrusted as the document that ran in it. The conversion service checks
+ * them against the selection.
+ */
+export function checkedPageCount(result: JobResult, maxPages: number): { pageCount: number; documentPageCount: number } {
   const n = result.pageCount;
-  if (!Number.isInteger(n) || n < 1 || n > maxPages) {
-    throw new FolioError("conversion_failed", `the sandbox reported an impossible page count (${String(n)})`);
+  const of = result.documentPageCount ?? n;
+  if (!Number.isInteger(n) || n < 1 || n > maxPages || !Number.isInteger(of) || of < n) {
+    throw new FolioError("conversion_failed", `the sandbox reported an impossible page count (${String(n)} of ${String(of)})`);
   }
-  return n;
+  return { pageCount: n, documentPageCount: of };
 }

@@ -16,24 +16,42 @@
  * limit, kill, delete), and once it has exited the pool starts a
  * replacement. Compute time and the time limit count from the hand-in.
  *
+ * With `restore`, sandboxes are not started but restored: when the backend
+ * prepares, one sandbox is started in the pre-started mode and, once
+ * LibreOffice listens in it, checkpointed (`runsc checkpoint`) into an image
+ * kept under the work folder (`checkpoint.ts`: keyed on what it is made of,
+ * made again when any of that changes). Each document's sandbox is then
+ * `runsc restore` of that image with a bundle of its own (its own job
+ * folder), ahead of demand with `prestart`, else when the document comes.
+ * The job is handed in by a signal (`runsc kill ID SIGUSR2`) and a file
+ * (`handin.json`, with a fresh seed the program reseeds from: a restored
+ * sandbox's memory is the image's);
+ * the rest is the pre-started sandbox's single-use lifecycle. When the
+ * image cannot be made or a restore fails, sandboxes start as they would
+ * without `restore` (counted in `folio_sandbox_restore_fallbacks_total`,
+ * logged once), and a failed image is made again.
+ *
  * Needs root (runsc creates namespaces and cgroups) and the Debian packages
  * runsc, libreoffice-writer-nogui, libreoffice-impress-nogui, poppler-utils
  * and fonts (fonts-dejavu-core at least).
  */
 import { spawn, type ChildProcessByStdio } from "node:child_process";
-import { randomUUID } from "node:crypto";
-import { chown, cp, mkdir, readdir, rm, writeFile } from "node:fs/promises";
+import { randomBytes, randomUUID } from "node:crypto";
+import { chown, cp, mkdir, readdir, rename, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Readable, Writable } from "node:stream";
 import { setTimeout as sleep } from "node:timers/promises";
 import { FolioError } from "../platform/errors/index.ts";
 import type { Logger } from "../platform/log/index.ts";
+import type { Metrics } from "../platform/metrics/index.ts";
 import { prepareAssets, type PreparedAssets } from "./assets.ts";
-import { PRESTART_FILE, READY_LINE, type PrestartSpec } from "./converter.ts";
+import { RestoreMetrics, discardImage, ensureImage, imageKey } from "./checkpoint.ts";
+import { HANDIN_FILE, HANDIN_SIGNAL, PRESTART_FILE, READY_LINE, type HandInFile, type PrestartSpec } from "./converter.ts";
 import type { JobResult, ProbeSpec, SandboxBackend, SandboxInput, SandboxResult } from "./interface.ts";
 import { checkInput, checkedPageCount, readPages, readResult, resultError, writeJob, DEFAULT_MAX_OUTPUT_BYTES } from "./jobdir.ts";
 import { DEFAULT_LIMITS, NOBODY, SANDBOX_PATHS, buildOciConfig, type SandboxLimits } from "./oci.ts";
+import { SEED_BYTES } from "./reseed.ts";
 
 export interface RunscBackendOptions {
   /**
@@ -69,6 +87,14 @@ export interface RunscBackendOptions {
    * service's concurrency. Default 2.
    */
   prestartPool?: number;
+  /**
+   * Restore sandboxes from a checkpoint of one in which LibreOffice has
+   * started, instead of starting them (the pool's, with `prestart`; else
+   * each document's when it comes). The image is made by {@link RunscBackend.prepare}.
+   */
+  restore?: boolean;
+  /** Registry of the restore counters (default: a private one). */
+  metrics?: Metrics;
   /** Largest total size of the pages read back. */
   maxOutputBytes?: number;
   logger?: Logger;
@@ -82,6 +108,18 @@ const LOG_BYTES = 4000;
 const EXIT_GRACE_MS = 3000;
 /** Default number of idle pre-started sandboxes (the service's default concurrency). */
 const DEFAULT_PRESTART_POOL = 2;
+/** The checkpoint's timings and retries. */
+const CHECKPOINT = {
+  /** How long the sandbox to checkpoint may take until LibreOffice listens (about 1.5 s). */
+  imageReadyMs: 60_000,
+  /** How often the pid file of a sandbox being restored is looked for (it comes after 100–400 ms). */
+  restorePollMs: 10,
+  /** Images made again in a row after restores from them failed, before restoring is given up. */
+  maxImageRemakes: 1,
+} as const;
+
+/** How a sandbox came to be: made for its document, pre-started, or restored from the image. */
+type SandboxStart = "cold" | "prestarted" | "restored";
 
 interface RunOutcome {
   code: number | null;
@@ -102,14 +140,15 @@ interface Launched {
   closed: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-/** A sandbox of the pre-started pool. */
+/** A sandbox waiting for its document: pre-started or restored. */
 interface Prestarted {
   launched: Launched;
   /** Holds the job folder and the bundle; removed with the sandbox. */
   base: string;
   jobDir: string;
-  /** The program said LibreOffice listens. */
+  /** The program said LibreOffice listens (a restored sandbox: from the start). */
   ready: boolean;
+  start: "prestarted" | "restored";
 }
 
 export class RunscBackend implements SandboxBackend {
@@ -127,6 +166,16 @@ export class RunscBackend implements SandboxBackend {
   /** Pre-started sandboxes being set up (not yet in {@link idle}). */
   private readonly starting = new Set<Promise<void>>();
   private closed = false;
+  /** Counters of restores and their fallbacks. */
+  readonly restoreMetrics: RestoreMetrics;
+  /** The checkpoint image's folder (with `restore`, once prepared); undefined when there is none. */
+  private image: Promise<string | undefined> | undefined;
+  /** Images whose restore failed: each is made again once. */
+  private readonly failedImages = new Set<string>();
+  /** Images made again since the last restore that worked. */
+  private imageRemakes = 0;
+  /** Fallback reasons already logged (each is logged once). */
+  private readonly loggedFallbacks = new Set<string>();
 
   constructor(private readonly options: RunscBackendOptions = {}) {
     this.workDir = options.workDir ?? join(tmpdir(), `folio-runsc-${process.getuid?.() ?? 0}`);
@@ -136,11 +185,13 @@ export class RunscBackend implements SandboxBackend {
     this.limits = { ...DEFAULT_LIMITS, ...options.limits };
     this.maxOutputBytes = options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;
     this.poolSize = options.prestart ? Math.max(1, options.prestartPool ?? DEFAULT_PRESTART_POOL) : 0;
+    this.restoreMetrics = new RestoreMetrics(options.metrics);
   }
 
   /**
-   * Prepares the shared parts once (root folder, program, profile); later
-   * calls reuse them. With `prestart`, the pool starts filling once they are ready.
+   * Prepares the shared parts once (root folder, program, profile, and with
+   * `restore` the checkpoint image); later calls reuse them. With
+   * `prestart`, the pool starts filling once they are ready.
    */
   prepare(): Promise<PreparedAssets> {
     this.assets ??= (async () => {
@@ -148,6 +199,7 @@ export class RunscBackend implements SandboxBackend {
       await mkdir(this.stateDir, { recursive: true, mode: 0o700 });
       await mkdir(join(this.workDir, "jobs"), { recursive: true, mode: 0o711 });
       const assets = await prepareAssets(join(this.workDir, "assets"), { nodeBinary: this.options.nodeBinary, program: this.options.program });
+      if (this.options.restore) await (this.image = this.imageFor(assets));
       setImmediate(() => this.fillPool());
       return assets;
     })().catch((err: unknown) => {
@@ -160,7 +212,8 @@ export class RunscBackend implements SandboxBackend {
   async convert(input: SandboxInput, signal?: AbortSignal): Promise<SandboxResult> {
     checkInput(input);
     signal?.throwIfAborted();
-    const sandbox = this.takeIdle();
+    // An empty pool (or none) still restores rather than starts, when it can.
+    const sandbox = this.takeIdle() ?? (await this.restored());
     // The replacement starts once this sandbox has exited, not now: a
     // conversion never shares the CPUs with the warm-up of its own
     // replacement (docs/benchmarks.md, "Conversion (issue 4)").
@@ -170,9 +223,9 @@ export class RunscBackend implements SandboxBackend {
       : await this.runJob(input, input.timeoutMs, signal, {}).finally(refill);
     try {
       if (!result.ok) throw resultError(result);
-      const pageCount = checkedPageCount(result, input.maxPages);
+      const { pageCount, documentPageCount } = checkedPageCount(result, input.maxPages);
       const pages = await readPages(jobDir, pageCount, this.maxOutputBytes);
-      return { pages, pageCount, computeMillis };
+      return { pages, pageCount, documentPageCount, computeMillis };
     } finally {
       await cleanup();
     }
@@ -190,8 +243,14 @@ export class RunscBackend implements SandboxBackend {
   }
 
   /** Container ids of the idle pre-started sandboxes (for tests and metrics). */
-  idleSandboxes(): { id: string; ready: boolean }[] {
-    return this.idle.map((s) => ({ id: s.launched.id, ready: s.ready }));
+  idleSandboxes(): { id: string; ready: boolean; restored: boolean }[] {
+    return this.idle.map((s) => ({ id: s.launched.id, ready: s.ready, restored: s.start === "restored" }));
+  }
+
+  /** The checkpoint image's folder once prepared; undefined without `restore` or when there is none. */
+  async checkpointImage(): Promise<string | undefined> {
+    await this.prepare();
+    return this.image;
   }
 
   /**
@@ -215,22 +274,26 @@ export class RunscBackend implements SandboxBackend {
       await mkdir(bundleDir, { recursive: true, mode: 0o700 });
       await mkdir(jobDir, { recursive: true, mode: 0o755 });
       await fill(jobDir);
-      const config = buildOciConfig({
-        rootfs: assets.rootfs,
-        jobDir,
-        nodeBinary: assets.nodeBinary,
-        program: assets.program,
-        profileDir: assets.profileDir,
-        limits: this.limits,
-        env: input.traceparent ? { TRACEPARENT: input.traceparent } : {},
-        masks: { emptyFile: assets.emptyFile, files: assets.maskedFiles },
-      });
+      const config = this.ociConfig(assets, jobDir, input.traceparent ? { TRACEPARENT: input.traceparent } : {});
       await writeFile(join(bundleDir, "config.json"), JSON.stringify(config, null, 2), { mode: 0o600 });
     } catch (err) {
       await rm(base, { recursive: true, force: true });
       throw err;
     }
     return { id, base, jobDir, bundleDir };
+  }
+
+  private ociConfig(assets: PreparedAssets, jobDir: string, env: Record<string, string>): Record<string, unknown> {
+    return buildOciConfig({
+      rootfs: assets.rootfs,
+      jobDir,
+      nodeBinary: assets.nodeBinary,
+      program: assets.program,
+      profileDir: assets.profileDir,
+      limits: this.limits,
+      env,
+      masks: { emptyFile: assets.emptyFile, files: assets.maskedFiles },
+    });
   }
 
   private async runJob(
@@ -253,9 +316,9 @@ export class RunscBackend implements SandboxBackend {
       await writeJob(jobDir, input, { profileDir, profileInPlace, timeoutMs, maxOutputBytes: this.maxOutputBytes, cpus: this.limits.cpus, ...extra }, { chownOutput: true });
     });
     return this.finish(id, base, jobDir, async () => {
-      const launched = this.launch(id, bundleDir, false);
+      const launched = this.launch(id, ["run", "--bundle", bundleDir], false);
       const outcome = await this.supervise(launched, timeoutMs, signal);
-      return { outcome, result: await this.outcomeResult(id, input, jobDir, outcome, timeoutMs, signal, false) };
+      return { outcome, result: await this.outcomeResult(id, input, jobDir, outcome, timeoutMs, signal, "cold") };
     });
   }
 
@@ -282,7 +345,7 @@ export class RunscBackend implements SandboxBackend {
     }
   }
 
-  /** Hands a document to a pre-started sandbox and waits for it to finish. */
+  /** Hands a document to a pre-started or restored sandbox and waits for it to finish. */
   private async handIn(
     sandbox: Prestarted,
     input: SandboxInput,
@@ -291,8 +354,9 @@ export class RunscBackend implements SandboxBackend {
     const { launched, base, jobDir } = sandbox;
     return this.finish(launched.id, base, jobDir, async () => {
       await writeJob(jobDir, input, { profileDir: SANDBOX_PATHS.profile, timeoutMs: input.timeoutMs, maxOutputBytes: this.maxOutputBytes, cpus: this.limits.cpus }, { chownOutput: true });
-      const outcome = await this.supervise(launched, input.timeoutMs, signal, () => launched.child.stdin?.write("\n"));
-      return { outcome, result: await this.outcomeResult(launched.id, input, jobDir, outcome, input.timeoutMs, signal, true) };
+      const start = sandbox.start === "restored" ? () => this.handInBySignal(launched, jobDir) : async () => void launched.child.stdin?.write("\n");
+      const outcome = await this.supervise(launched, input.timeoutMs, signal, start);
+      return { outcome, result: await this.outcomeResult(launched.id, input, jobDir, outcome, input.timeoutMs, signal, sandbox.start) };
     });
   }
 
@@ -304,9 +368,9 @@ export class RunscBackend implements SandboxBackend {
     outcome: RunOutcome,
     timeoutMs: number,
     signal: AbortSignal | undefined,
-    prestarted: boolean,
+    start: SandboxStart,
   ): Promise<JobResult> {
-    const log = { sandbox: id, format: input.format, prestarted, computeMillis: outcome.computeMillis, exit: outcome.code, signal: outcome.signal };
+    const log = { sandbox: id, format: input.format, prestarted: start !== "cold", restored: start === "restored", computeMillis: outcome.computeMillis, exit: outcome.code, signal: outcome.signal };
     if (outcome.aborted) {
       this.options.logger?.info(log, "sandbox aborted by caller");
       throw signal?.reason ?? new FolioError("timeout", "the conversion was cancelled");
@@ -324,13 +388,18 @@ export class RunscBackend implements SandboxBackend {
       }
       throw new FolioError("internal_error", `the sandbox ended without a result (exit ${String(outcome.code)}): ${lastLine(outcome.output)}`, { retryable: true });
     }
-    this.options.logger?.debug({ ...log, ok: result.ok, pageCount: result.pageCount, timings: result.timings }, "sandbox finished");
+    this.options.logger?.debug({ ...log, ok: result.ok, pageCount: result.pageCount, timings: result.timings, afterRestore: result.restored }, "sandbox finished");
     return result;
   }
 
-  /** Starts `runsc run`; with `stdin`, the sandbox program's stdin is a pipe from here. */
-  private launch(id: string, bundleDir: string, stdin: boolean): Launched {
-    const args = [...this.globalFlags(), "--network=none", "run", "--bundle", bundleDir, id];
+  /**
+   * Starts `runsc run` (or `restore`: `command` is the subcommand and its
+   * flags); with `stdin`, the sandbox program's stdin is a pipe from here.
+   * Both stay in the foreground: `closed` settles with the program's exit
+   * once the sandbox has ended.
+   */
+  private launch(id: string, command: string[], stdin: boolean): Launched {
+    const args = [...this.globalFlags(), "--network=none", ...command, id];
     const child: Launched["child"] = stdin
       ? spawn(this.runsc, args, { stdio: ["pipe", "pipe", "pipe"] })
       : spawn(this.runsc, args, { stdio: ["ignore", "pipe", "pipe"] });
@@ -360,9 +429,9 @@ export class RunscBackend implements SandboxBackend {
 
   /**
    * Waits for a launched sandbox to exit under the time limit and `signal`.
-   * The clock (time limit and compute time) starts now, after `start` ran.
+   * The clock (time limit and compute time) starts now, before `start` runs.
    */
-  private async supervise(launched: Launched, timeoutMs: number, signal: AbortSignal | undefined, start?: () => void): Promise<RunOutcome> {
+  private async supervise(launched: Launched, timeoutMs: number, signal: AbortSignal | undefined, start?: () => Promise<void>): Promise<RunOutcome> {
     const started = performance.now();
     let timedOut = false;
     let aborted = false;
@@ -380,7 +449,10 @@ export class RunscBackend implements SandboxBackend {
     signal?.addEventListener("abort", onAbort, { once: true });
     if (signal?.aborted) onAbort();
     try {
-      start?.();
+      await start?.().catch((err: unknown) => {
+        // Killed (time limit, caller) while being handed its document: that is the outcome.
+        if (!timedOut && !aborted) throw err;
+      });
       const { code, signal: sig } = await launched.closed;
       return { code, signal: sig, output: launched.output(), computeMillis: Math.round(performance.now() - started), timedOut, aborted };
     } finally {
@@ -405,7 +477,7 @@ export class RunscBackend implements SandboxBackend {
    */
   private fillPool(): void {
     while (!this.closed && this.poolSize > 0 && this.idle.length + this.starting.size < this.poolSize) {
-      const started: Promise<void> = this.prestartOne()
+      const started: Promise<void> = this.waitingSandbox()
         .then((sandbox) => {
           if (this.closed) return this.discard(sandbox);
           this.idle.push(sandbox);
@@ -418,34 +490,163 @@ export class RunscBackend implements SandboxBackend {
     }
   }
 
+  /** A sandbox for the pool: restored from the image when it can be, else pre-started. */
+  private async waitingSandbox(): Promise<Prestarted> {
+    return (await this.restored()) ?? (await this.prestartOne());
+  }
+
   private async prestartOne(): Promise<Prestarted> {
     const assets = await this.prepare();
-    const { id, base, jobDir, bundleDir } = await this.makeBundle(assets, {}, async (jobDir) => {
-      await mkdir(join(jobDir, "input"), { recursive: true, mode: 0o755 });
-      await mkdir(join(jobDir, "output"), { recursive: true, mode: 0o700 });
-      await chown(join(jobDir, "output"), NOBODY, NOBODY);
-      const spec: PrestartSpec = { profileDir: SANDBOX_PATHS.profile };
-      await writeFile(join(jobDir, PRESTART_FILE), JSON.stringify(spec), { mode: 0o644 });
-    });
-    const launched = this.launch(id, bundleDir, true);
-    const sandbox: Prestarted = { launched, base, jobDir, ready: false };
-    let seen = "";
-    const onData = (chunk: Buffer) => {
-      seen += chunk.toString("utf8");
-      if (seen.includes(READY_LINE)) {
-        sandbox.ready = true;
-        launched.child.stdout.off("data", onData);
-      } else {
-        seen = seen.slice(-READY_LINE.length);
-      }
-    };
-    launched.child.stdout.on("data", onData);
-    // A sandbox that dies while idle leaves the pool (and is cleaned up) at once.
-    void launched.closed.then(
+    const { id, base, jobDir, bundleDir } = await this.makeBundle(assets, {}, (jobDir) => waitingJobDir(jobDir, "stdin"));
+    const launched = this.launch(id, ["run", "--bundle", bundleDir], true);
+    const sandbox: Prestarted = { launched, base, jobDir, ready: false, start: "prestarted" };
+    void saysReady(launched).then((ready) => (sandbox.ready = ready));
+    this.dropWhenItEnds(sandbox);
+    return sandbox;
+  }
+
+  /** A sandbox that dies while idle leaves the pool (and is cleaned up) at once. */
+  private dropWhenItEnds(sandbox: Prestarted): void {
+    void sandbox.launched.closed.then(
       () => this.dropIfIdle(sandbox),
       () => this.dropIfIdle(sandbox),
     );
+  }
+
+  /**
+   * A sandbox restored from the image, waiting for its hand-in signal.
+   * Undefined without `restore`, without an image, or when the restore
+   * failed; each of the last two is a counted fallback.
+   */
+  private async restored(): Promise<Prestarted | undefined> {
+    if (!this.options.restore) return undefined;
+    const assets = await this.prepare();
+    const image = await this.image;
+    if (!image) {
+      this.fallback("image");
+      return undefined;
+    }
+    const { id, base, jobDir, bundleDir } = await this.makeBundle(assets, {}, (jobDir) => waitingJobDir(jobDir, "signal"));
+    const launched = this.launch(id, ["restore", `--image-path=${image}`, "--bundle", bundleDir, `--pid-file=${join(base, "pid")}`], false);
+    const failure = await this.restoreFailure(launched, join(base, "pid"));
+    if (failure) {
+      this.fallback("restore", new Error(`runsc restore failed: ${failure}`));
+      if (!launched.exited()) await this.killContainer(launched);
+      await this.deleteContainer(id);
+      await rm(base, { recursive: true, force: true });
+      this.remakeImage(image);
+      return undefined;
+    }
+    this.restoreMetrics.restores.inc();
+    this.imageRemakes = 0;
+    const sandbox: Prestarted = { launched, base, jobDir, ready: true, start: "restored" };
+    this.dropWhenItEnds(sandbox);
     return sandbox;
+  }
+
+  /**
+   * Waits for `runsc restore` to finish restoring; undefined when it did,
+   * else what went wrong. Not detached: like `runsc run`, the command stays
+   * the parent of the sandbox's processes, reaps them, exits with the
+   * program's status and removes the container (a detached restore's
+   * container takes `runsc delete` 1.5 s). Restoring holds the container's
+   * lock from after the pid file is written until it is done, so the first
+   * `runsc state` after the pid file returns once the restore is over.
+   */
+  private async restoreFailure(launched: Launched, pidFile: string): Promise<string | undefined> {
+    while (!(await stat(pidFile).then(() => true, () => false))) {
+      if (launched.exited()) return `it exited: ${lastLine(launched.output())}`;
+      await sleep(CHECKPOINT.restorePollMs);
+    }
+    const { code, output } = await this.runsc_(["state", launched.id]);
+    const status = code === 0 ? stateStatus(output) : undefined;
+    return status === "running" ? undefined : `the container is ${String(status ?? "unknown")}: ${lastLine(launched.output() || output)}`;
+  }
+
+  /**
+   * The checkpoint image for these assets: found under its key, or made.
+   * Undefined (logged) when it cannot be made.
+   */
+  private async imageFor(assets: PreparedAssets): Promise<string | undefined> {
+    try {
+      const key = await imageKey({
+        runsc: this.runsc,
+        runscFlags: this.tuningFlags(),
+        config: this.ociConfig(assets, "<job folder>", {}),
+        programFile: assets.program,
+        nodeBinary: assets.nodeBinary,
+        profileDir: assets.profileDir,
+      });
+      return await ensureImage(join(this.workDir, "checkpoint"), key, (dir) => this.checkpoint(assets, dir));
+    } catch (err) {
+      this.logFallback("image", err);
+      return undefined;
+    }
+  }
+
+  /**
+   * Starts a sandbox waiting for a hand-in signal and checkpoints it into
+   * `dir` once LibreOffice listens (which ends it). It gets stdio of the
+   * kinds a restore has: none for stdin, pipes for stdout and stderr.
+   */
+  private async checkpoint(assets: PreparedAssets, dir: string): Promise<void> {
+    const { id, base, bundleDir } = await this.makeBundle(assets, {}, (jobDir) => waitingJobDir(jobDir, "signal"));
+    const launched = this.launch(id, ["run", "--bundle", bundleDir], false);
+    const late = setTimeout(() => void this.killContainer(launched), CHECKPOINT.imageReadyMs);
+    try {
+      if (!(await saysReady(launched))) throw new Error(`the sandbox to checkpoint ended before LibreOffice listened: ${lastLine(launched.output())}`);
+      const { code, output } = await this.runsc_(["checkpoint", `--image-path=${dir}`, id]);
+      if (code !== 0) throw new Error(`runsc checkpoint failed: ${lastLine(output)}`);
+      await launched.closed;
+    } finally {
+      clearTimeout(late);
+      if (!launched.exited()) await this.killContainer(launched);
+      await this.deleteContainer(id);
+      await rm(base, { recursive: true, force: true });
+    }
+  }
+
+  /**
+   * Hands the job to a restored sandbox: handin.json with a seed fresh from
+   * here (written beside and renamed into place, so the program never reads
+   * half of it), then the signal the program waits for. A sandbox that
+   * ended before it could be signalled is left to its exit status, as one
+   * that ends during its conversion.
+   */
+  private async handInBySignal(launched: Launched, jobDir: string): Promise<void> {
+    const handIn: HandInFile = { seed: randomBytes(SEED_BYTES).toString("hex") };
+    const beside = join(jobDir, `.${HANDIN_FILE}`);
+    await writeFile(beside, JSON.stringify(handIn), { mode: 0o644 });
+    await rename(beside, join(jobDir, HANDIN_FILE));
+    const { code, output } = await this.runsc_(["kill", launched.id, HANDIN_SIGNAL]);
+    if (code !== 0 && !(await exitsWithin(launched, EXIT_GRACE_MS))) throw new FolioError("internal_error", `the restored sandbox could not be handed its document: ${lastLine(output)}`, { retryable: true });
+  }
+
+  /** After a failed restore: the image is made again, once in a row; after that restoring is given up. */
+  private remakeImage(failed: string): void {
+    if (this.failedImages.has(failed)) return;
+    this.failedImages.add(failed);
+    if (this.imageRemakes >= CHECKPOINT.maxImageRemakes) {
+      this.options.logger?.error({ image: failed }, "a remade checkpoint image failed to restore too; sandboxes start without one from now on");
+      this.image = Promise.resolve(undefined);
+      return;
+    }
+    this.imageRemakes++;
+    this.image = discardImage(failed)
+      .then(() => this.prepare())
+      .then((assets) => this.imageFor(assets));
+  }
+
+  /** Counts a sandbox started without the image; the first of each reason is logged with `err`. */
+  private fallback(reason: "image" | "restore", err?: unknown): void {
+    this.restoreMetrics.fallbacks.inc({ reason });
+    if (err) this.logFallback(reason, err);
+  }
+
+  private logFallback(reason: string, err: unknown): void {
+    if (this.loggedFallbacks.has(reason)) return;
+    this.loggedFallbacks.add(reason);
+    this.options.logger?.error({ err, reason }, "sandboxes start without the checkpoint image (logged once per reason)");
   }
 
   private dropIfIdle(sandbox: Prestarted): void {
@@ -456,18 +657,25 @@ export class RunscBackend implements SandboxBackend {
     void this.discard(sandbox);
   }
 
-  /** Stops a pre-started sandbox that will not be used and removes its folders. */
+  /** Stops a waiting sandbox that will not be used and removes its folders. */
   private async discard(sandbox: Prestarted): Promise<void> {
-    // Closing stdin makes the program exit; the kill is for a program that does not.
-    sandbox.launched.child.stdin?.end();
-    if (!(await exitsWithin(sandbox.launched, EXIT_GRACE_MS))) await this.killContainer(sandbox.launched);
+    // Closing stdin makes a pre-started program exit; the kill is for a
+    // program that does not, and for a restored one (it has no stdin).
+    const stdin = sandbox.launched.child.stdin;
+    stdin?.end();
+    if (!stdin || !(await exitsWithin(sandbox.launched, EXIT_GRACE_MS))) await this.killContainer(sandbox.launched);
     await sandbox.launched.closed.catch(() => undefined);
     await this.deleteContainer(sandbox.launched.id);
     await rm(sandbox.base, { recursive: true, force: true });
   }
 
   private globalFlags(): string[] {
-    return [`--root=${this.stateDir}`, `--platform=${this.platform}`, ...(this.options.runscFlags ?? [])];
+    return [`--root=${this.stateDir}`, ...this.tuningFlags()];
+  }
+
+  /** The global flags that shape a sandbox (part of the checkpoint image's key). */
+  private tuningFlags(): string[] {
+    return [`--platform=${this.platform}`, ...(this.options.runscFlags ?? [])];
   }
 
   /**
@@ -521,6 +729,46 @@ async function exitsWithin(launched: Launched, ms: number): Promise<boolean> {
   timeUp.abort();
   return answer;
 }
+
+/** The `status` of `runsc state`'s JSON answer, if it has one. */
+function stateStatus(output: string): unknown {
+  try {
+    return (JSON.parse(output) as { status?: unknown }).status;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Resolves true once the program says {@link READY_LINE}, false when the sandbox ends first. */
+function saysReady(launched: Launched): Promise<boolean> {
+  return new Promise((resolve) => {
+    let seen = "";
+    const onData = (chunk: Buffer) => {
+      seen += chunk.toString("utf8");
+      if (!seen.includes(READY_LINE)) {
+        seen = seen.slice(-READY_LINE.length);
+        return;
+      }
+      launched.child.stdout.off("data", onData);
+      resolve(true);
+    };
+    launched.child.stdout.on("data", onData);
+    void launched.closed.then(
+      () => resolve(false),
+      () => resolve(false),
+    );
+  });
+}
+
+/** The job folder of a sandbox that waits for its document: prestart.json, input/, and output/ (nobody's). */
+async function waitingJobDir(jobDir: string, handIn: PrestartSpec["handIn"]): Promise<void> {
+  await mkdir(join(jobDir, "input"), { recursive: true, mode: 0o755 });
+  await mkdir(join(jobDir, "output"), { recursive: true, mode: 0o700 });
+  await chown(join(jobDir, "output"), NOBODY, NOBODY);
+  const spec: PrestartSpec = { profileDir: SANDBOX_PATHS.profile, handIn };
+  await writeFile(join(jobDir, PRESTART_FILE), JSON.stringify(spec), { mode: 0o644 });
+}
+
 
 async function chownTree(dir: string): Promise<void> {
   await chown(dir, NOBODY, NOBODY);

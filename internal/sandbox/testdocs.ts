@@ -1,12 +1,13 @@
 /**
  * Documents and checks for the sandbox tests, built in code so each test
  * shows exactly what it feeds LibreOffice: OOXML and ODF files whose only
- * picture is an external link (never embedded), a canary SVG, and a reader
- * for the PNG header fields the conversion promises (size, pHYs).
+ * picture is an external link (never embedded), a canary SVG, a DOCX of
+ * many numbered pages, and a reader for the PNG header fields the
+ * conversion promises (size, pHYs).
  */
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { zip } from "../documents/testdata.ts";
+import { zip, type ZipEntry } from "../documents/testdata.ts";
 import { hasPngSignature } from "../formats/index.ts";
 
 /** An SVG that shows `text` large enough for OCR and keeps it as text for pdftotext. */
@@ -46,7 +47,7 @@ export function linkedImageDocx(bodyText: string, urls: readonly string[]): Buff
     ` xmlns:wp="http://schemas.openxmlformats.org/drawingml/2006/wordprocessingDrawing" xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main"` +
     ` xmlns:pic="http://schemas.openxmlformats.org/drawingml/2006/picture"><w:body>` +
     `<w:p><w:r><w:rPr><w:sz w:val="48"/></w:rPr><w:t>${bodyText}</w:t></w:r></w:p>${pictures}` +
-    `<w:sectPr><w:pgSz w:w="11906" w:h="16838"/><w:pgMar w:top="1134" w:right="1134" w:bottom="1134" w:left="1134" w:header="0" w:footer="0" w:gutter="0"/></w:sectPr>` +
+    A4_SECTION +
     `</w:body></w:document>`;
   const relationships =
     `<?xml version="1.0" encoding="UTF-8" standalone="yes"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">` +
@@ -57,7 +58,16 @@ export function linkedImageDocx(bodyText: string, urls: readonly string[]): Buff
       )
       .join("") +
     `</Relationships>`;
-  return zip([
+  return docxPackage(document, [{ name: "word/_rels/document.xml.rels", data: relationships, deflate: true }]);
+}
+
+/** The last thing in a DOCX body: A4 pages with 2 cm margins. */
+const A4_SECTION =
+  `<w:sectPr><w:pgSz w:w="11906" w:h="16838"/><w:pgMar w:top="1134" w:right="1134" w:bottom="1134" w:left="1134" w:header="0" w:footer="0" w:gutter="0"/></w:sectPr>`;
+
+/** A DOCX (OOXML zip) around `document` (word/document.xml), with `parts` besides. */
+function docxPackage(document: string, parts: ZipEntry[] = []): Buffer {
+return zip([
     {
       name: "[Content_Types].xml",
       data:
@@ -74,7 +84,7 @@ export function linkedImageDocx(bodyText: string, urls: readonly string[]): Buff
       deflate: true,
     },
     { name: "word/document.xml", data: document, deflate: true },
-    { name: "word/_rels/document.xml.rels", data: relationships, deflate: true },
+    ...parts,
   ]);
 }
 
@@ -104,6 +114,26 @@ export function linkedImageOdt(bodyText: string, urls: readonly string[]): Buffe
     },
     { name: "content.xml", data: content, deflate: true },
   ]);
+}
+
+/**
+ * An A4 DOCX of `pages` pages, page N showing "Page N" in large type (OCR
+ * tells the pages apart) and a line of body text; each page after the first
+ * starts with a page break before its heading.
+ */
+export function pagedDocx(pages: number): Buffer {
+  const body = Array.from(
+    { length: pages },
+    (_, i) =>
+      `<w:p>${i > 0 ? "<w:pPr><w:pageBreakBefore/></w:pPr>" : ""}<w:r><w:rPr><w:sz w:val="96"/></w:rPr><w:t>Page ${i + 1}</w:t></w:r></w:p>` +
+      `<w:p><w:r><w:t>The body text of page ${i + 1}.</w:t></w:r></w:p>`,
+  ).join("");
+  const document =
+    `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>` +
+    `<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>${body}` +
+    A4_SECTION +
+    `</w:body></w:document>`;
+  return docxPackage(document);
 }
 
 export interface PngInfo {

@@ -63,9 +63,9 @@ export class UnsandboxedBackend implements SandboxBackend {
       const computeMillis = Math.round(performance.now() - started);
       signal?.throwIfAborted();
       if (!result.ok) throw resultError(result);
-      const pageCount = checkedPageCount(result, input.maxPages);
+      const { pageCount, documentPageCount } = checkedPageCount(result, input.maxPages);
       const pages = await readPages(jobDir, pageCount, maxOutputBytes);
-      return { pages, pageCount, computeMillis };
+      return { pages, pageCount, documentPageCount, computeMillis };
     } finally {
       await rm(base, { recursive: true, force: true });
     }

@@ -18,6 +18,8 @@ export interface OcrOptions extends ConnectionOptions {
   strategy?: string;
   tables?: boolean;
   language?: string;
+  /** Only these pages ("1-20,25"); the server checks them. */
+  pages?: string;
   format?: (typeof OUTPUT_FORMATS)[number];
   out?: string;
   /** Show the progress bar: default when stderr is a terminal. */
@@ -27,6 +29,8 @@ export interface OcrOptions extends ConnectionOptions {
 export interface ConvertOptions extends ConnectionOptions {
   out: string;
   mimeType?: string;
+  /** Only these pages ("1-20,25"); the server checks them. */
+  pages?: string;
 }
 
 /** Where the command writes, and the environment it reads (tests pass their own). */
@@ -67,6 +71,7 @@ export async function runOcr(target: string, o: OcrOptions, io: Io = processIo()
     ...(o.strategy ? { strategy: o.strategy } : {}),
     ...(o.tables ? { extract_tables: "true" } : {}),
     ...(o.language ? { language: o.language } : {}),
+    ...(o.pages !== undefined ? { pages: o.pages } : {}),
     output_format: format,
     // Page images are only downloaded when they are saved.
     include_images: o.out ? "true" : "false",
@@ -117,7 +122,7 @@ export async function runConvert(file: string, o: ConvertOptions, io: Io = proce
   const res = await send(conn, "/v1/convert", {
     method: "POST",
     headers: { ...conn.headers, "content-type": "application/json" },
-    body: JSON.stringify({ file: bytes.toString("base64"), filename: basename(file), mimeType }),
+    body: JSON.stringify({ file: bytes.toString("base64"), filename: basename(file), mimeType, ...(o.pages !== undefined ? { pages: o.pages } : {}) }),
   });
   if (res.status !== 200) throw await apiFailure(res);
   const r = (await res.json()) as {

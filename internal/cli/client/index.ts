@@ -14,6 +14,8 @@ import { DEFAULT_BASE_URL } from "./http.ts";
 export { ClientError, DEFAULT_BASE_URL } from "./http.ts";
 export { runConvert, runOcr, type ConvertOptions, type Io, type OcrOptions } from "./commands.ts";
 
+const PAGES_HELP = "only these pages, e.g. 1-20,25 or 5- (page 5 to the end); page images keep their page numbers (page-025.png)";
+
 function connectionOptions(cmd: Command): Command {
   return cmd
     .option("--base-url <url>", `Folio's address (default: FOLIO_BASE_URL, else ${DEFAULT_BASE_URL})`)
@@ -30,6 +32,7 @@ export function registerClientCommands(program: Command): void {
       .addOption(new Option("--strategy <name>", "routing strategy when no model is given").choices(STRATEGIES))
       .option("--tables", "ask the model for tables")
       .option("--language <code>", "language hint, ISO 639-1 (en, de)")
+      .option("--pages <list>", PAGES_HELP)
       .addOption(new Option("--format <format>", "text or markdown on stdout; json prints the whole result").choices(OUTPUT_FORMATS).default("text"))
       .option("--out <dir>", "also save each page image (page-001.png, …) into this folder")
       .option("--progress", "show progress even when stderr is not a terminal")
@@ -42,6 +45,7 @@ export function registerClientCommands(program: Command): void {
       .description(`Convert an office document to ${PAGE_DPI}-DPI PNG pages through a running Folio (POST /v1/convert)`)
       .argument("<file>", "DOCX, PPTX, DOC, ODT, RTF or TXT")
       .requiredOption("--out <dir>", "folder for the pages (page-001.png, …)")
-      .option("--mime-type <type>", "the document's MIME type, when its extension does not say"),
+      .option("--mime-type <type>", "the document's MIME type, when its extension does not say")
+      .option("--pages <list>", PAGES_HELP),
   ).action(async (file: string, o: ConvertOptions) => runConvert(file, o));
 }

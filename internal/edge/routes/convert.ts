@@ -9,7 +9,8 @@ import { decodeBase64Strict } from "../../documents/index.ts";
 import { PAGE_DPI } from "../../formats/index.ts";
 import { FolioError } from "../../platform/errors/index.ts";
 import { conversionOf } from "../services.ts";
-import { NO_NUL, paid } from "../schemas.ts";
+import { NO_NUL, PagesField, paid } from "../schemas.ts";
+import { pageSelectionOf } from "../pipeline.ts";
 import { idempotent } from "../idempotency.ts";
 import type { App, EdgeDeps } from "../types.ts";
 import { principalOf } from "../types.ts";
@@ -19,6 +20,7 @@ const Body = Type.Object(
     file: Type.String({ minLength: 1, description: "The document, base64 (no data-URL prefix)." }),
     filename: Type.String({ minLength: 1, maxLength: 255, pattern: NO_NUL, description: "Echoed in the result." }),
     mimeType: Type.String({ minLength: 1, maxLength: 200, description: "One of the supported conversion types (docs/conversion.md); the bytes must agree." }),
+    pages: Type.Optional(PagesField),
   },
   { additionalProperties: false },
 );
@@ -30,10 +32,10 @@ const ConversionResult = Type.Object({
   filename: Type.String(),
   mime_type: Type.String(),
   result: Type.Object({
-    page_count: Type.Integer(),
+    page_count: Type.Integer({ description: "Pages converted: the document's, or those `pages` selected." }),
     images: Type.Array(
       Type.Object({
-        page_number: Type.Integer(),
+        page_number: Type.Integer({ description: "The page's number in the document (with `pages`, not necessarily 1, 2, …)." }),
         base64: Type.String({ description: `PNG, ${PAGE_DPI} DPI.` }),
         mime_type: Type.Literal("image/png"),
         width: Type.Integer({ description: "Pixels (an A4 page is 1654)." }),
@@ -56,7 +58,8 @@ export default function register(app: App, deps: EdgeDeps): void {
     paid(["convert:write"], {
       summary: "Convert an office document to PNG page images",
       description:
-        `DOCX, PPTX, DOC, ODT, RTF or TXT → one ${PAGE_DPI}-DPI PNG per page, in a single-use gVisor sandbox. Billed: ${PRICE_TEXT.conversion}; a failed conversion is not charged.`,
+        `DOCX, PPTX, DOC, ODT, RTF or TXT → one ${PAGE_DPI}-DPI PNG per page (or per page \`pages\` selects), in a single-use gVisor sandbox. ` +
+        `Billed: ${PRICE_TEXT.conversion}; a failed conversion is not charged.`,
       tags: ["Conversion"],
       body: Body,
       response: { 200: ConversionResult },
@@ -65,6 +68,7 @@ export default function register(app: App, deps: EdgeDeps): void {
       const principal = principalOf(req);
       const { file, filename, mimeType } = req.body;
       formatForMimeType(mimeType, "mimeType");
+      const pages = pageSelectionOf(deps, req.body.pages);
       const document = decodeBase64Strict(file, "file");
       if (document.length > deps.documents.maxBytes) {
         throw new FolioError("payload_too_large", `document is ${document.length} bytes; the limit is ${deps.documents.maxBytes}`, { param: "file" });
@@ -98,7 +102,7 @@ export default function register(app: App, deps: EdgeDeps): void {
         },
         async ({ meter, requestId }: PaidRequest) => {
           const abort = new AbortController();
-          const r = await conversion.convert({ document, mimeType, filename, maxPages: deps.documents.maxPages, requestId }, abort.signal);
+          const r = await conversion.convert({ document, mimeType, filename, maxPages: deps.documents.maxPages, ...(pages ? { pages } : {}), requestId }, abort.signal);
           meter.conversion(r);
           meter.pages = r.pageCount;
           return r;

@@ -7,9 +7,9 @@ import { PRICE_TEXT, chargeFields } from "../../billing/index.ts";
 import { PAGE_DPI } from "../../formats/index.ts";
 import type { App, EdgeDeps } from "../types.ts";
 import { principalOf } from "../types.ts";
-import { JsonReadingFields, OcrOptions, PageEntry, ReadingFields, ReadingUsage, TableEntry, paid } from "../schemas.ts";
+import { JsonReadingFields, OcrOptions, PageEntry, PagesField, ReadingFields, ReadingUsage, TableEntry, paid } from "../schemas.ts";
 import { idempotent } from "../idempotency.ts";
-import { loadDocument, ocrOptions, readDocument, readingOf, strategyOf, tokensOf, urlOrBase64 } from "../pipeline.ts";
+import { loadDocument, ocrOptions, pageSelectionOf, readDocument, readingOf, strategyOf, tokensOf, urlOrBase64 } from "../pipeline.ts";
 import { extractionOf } from "../services.ts";
 
 const Body = Type.Object(
@@ -17,6 +17,7 @@ const Body = Type.Object(
     url: Type.Optional(Type.String({ minLength: 1, maxLength: 8192, description: "Publicly accessible document URL (http or https)." })),
     ...JsonReadingFields,
     ...ReadingFields,
+    pages: Type.Optional(PagesField),
     options: Type.Optional(OcrOptions),
   },
   { additionalProperties: false },
@@ -52,6 +53,7 @@ export default function register(app: App, deps: EdgeDeps): void {
       const { strategy, param } = strategyOf(req.body);
       const model = await extractionOf(deps).resolveModel({ model: req.body.model, strategy, strategyParam: param });
       const options = ocrOptions(req.body.options);
+      const pages = pageSelectionOf(deps, req.body.pages);
       const input = urlOrBase64(req.body);
       const document = await loadDocument(deps, input.source, { param: input.param, ...(req.body.mime_type !== undefined ? { mimeType: req.body.mime_type } : {}) });
       const read = await readDocument(deps, {
@@ -60,6 +62,7 @@ export default function register(app: App, deps: EdgeDeps): void {
         model,
         document,
         options,
+        ...(pages ? { pages } : {}),
         answer: (r) => ({
           id: r.requestId,
           object: "ocr.result" as const,

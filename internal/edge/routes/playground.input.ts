@@ -6,12 +6,13 @@ import { Type, type Static } from "typebox";
 import { FolioError } from "../../platform/errors/index.ts";
 import type { Upload } from "../multipart.ts";
 import { ocrOptions, strategyOf, type DocumentSource } from "../pipeline.ts";
-import { JsonReadingFields, OcrOptions, ReadingFields, StringEnum } from "../schemas.ts";
+import { JsonReadingFields, OcrOptions, PagesField, ReadingFields, StringEnum } from "../schemas.ts";
 
 const Common = {
   url: Type.Optional(Type.String({ minLength: 1, maxLength: 8192, description: "Publicly accessible document URL (http or https), instead of a file." })),
   ...ReadingFields,
   filename: Type.Optional(Type.String({ maxLength: 255, pattern: "^[^\\u0000]*$", description: "Echoed in the result (a file part's own name is used when absent)." })),
+  pages: Type.Optional(PagesField),
 };
 
 export const JsonBody = Type.Object(
@@ -48,6 +49,8 @@ export interface PlaygroundInput {
   model?: string;
   strategy: { strategy?: string; param: string };
   options: ReturnType<typeof ocrOptions>;
+  /** The `pages` text as sent (`pageSelectionOf` reads it). */
+  pages?: string;
   includeImages: boolean;
 }
 
@@ -62,6 +65,7 @@ export function fromJson(b: JsonBody): PlaygroundInput {
     ...(b.model !== undefined ? { model: b.model } : {}),
     strategy: strategyOf(b),
     options: ocrOptions(b.options),
+    ...(b.pages !== undefined ? { pages: b.pages } : {}),
     includeImages: b.include_images ?? true,
   };
 }
@@ -85,6 +89,7 @@ export function fromMultipart(b: MultipartBody, upload: Upload | undefined): Pla
       ...(b.language !== undefined ? { language: b.language } : {}),
       ...(b.output_format !== undefined ? { output_format: b.output_format } : {}),
     }),
+    ...(b.pages !== undefined ? { pages: b.pages } : {}),
     includeImages: b.include_images !== "false",
   };
 }

@@ -20,6 +20,7 @@ import {
   PipelineEventSchemas,
   formatLabel,
   loadDocument,
+  pageSelectionOf,
   readDocument,
   readingOf,
   tokensOf,
@@ -150,6 +151,7 @@ export default function register(app: App, deps: EdgeDeps): void {
       async (req, reply) => {
         const started = Date.now();
         const input = req.isMultipart() ? fromMultipart(req.body as MultipartBody, uploadOf(req)) : fromJson(req.body as JsonBody);
+        const pages = pageSelectionOf(deps, input.pages);
         const model = await extractionOf(deps).resolveModel({ model: input.model, strategy: input.strategy.strategy, strategyParam: input.strategy.param });
         const document = await loadDocument(deps, input.source, { param: input.param, ...(input.mimeType ? { mimeType: input.mimeType } : {}) });
         const stream = acceptsNdjson(req) ? new NdjsonStream<Line>(reply) : null;
@@ -168,6 +170,7 @@ export default function register(app: App, deps: EdgeDeps): void {
             document,
             options: input.options,
             ...(input.filename ? { filename: input.filename } : {}),
+            ...(pages ? { pages } : {}),
             signal: cancel.signal,
             ...(input.includeImages ? { keepImage: displayable } : {}),
             onEvent: (event) => {

@@ -47,6 +47,10 @@ export const conversionDescriptor = {
                     "request_id": {
                       "type": "string",
                       "id": 5
+                    },
+                    "pages": {
+                      "type": "string",
+                      "id": 6
                     }
                   }
                 },
@@ -246,6 +250,10 @@ export const conversionDescriptor = {
                     "traceparent": {
                       "type": "string",
                       "id": 7
+                    },
+                    "pages": {
+                      "type": "string",
+                      "id": 8
                     }
                   }
                 },
@@ -299,6 +307,10 @@ export const conversionDescriptor = {
                       "keyType": "string",
                       "type": "uint64",
                       "id": 5
+                    },
+                    "document_page_count": {
+                      "type": "uint32",
+                      "id": 6
                     }
                   }
                 },

@@ -141,11 +141,27 @@ export const conversionSchema = Type.Object({
     default: true,
     description: "Keep FOLIO_CONVERSION_CONCURRENCY runsc sandboxes started ahead of demand (LibreOffice running, about 190 MiB each); each still converts one document. Compute time is billed from the hand-in.",
   }),
+  FOLIO_RUNSC_RESTORE: Type.Boolean({
+    default: true,
+    description:
+      "Restore runsc sandboxes from a checkpoint of one in which LibreOffice has started (made at start, kept under FOLIO_SANDBOX_WORK_DIR) instead of starting them; with FOLIO_RUNSC_PRESTART the pool holds 2 × FOLIO_CONVERSION_CONCURRENCY restored sandboxes. Falls back to starting them when the image cannot be made or restored.",
+  }),
   FOLIO_SANDBOX_WORK_DIR: Type.Optional(Type.String({ minLength: 1, description: "Host folder for runsc's bundles, state and job folders. Unset: a folder under the system temp dir." })),
   FOLIO_KUBE_NAMESPACE: Type.String({ minLength: 1, default: "default", description: "Namespace of the ConversionSandbox resources (kubernetes backend)." }),
   FOLIO_BROKER_HOST: Type.String({ default: "0.0.0.0", description: "Address of the sandbox broker listener (kubernetes backend)." }),
   FOLIO_BROKER_PORT: port("Port of the sandbox broker: sandbox pods fetch documents and return pages here (kubernetes backend).", 50053),
   FOLIO_BROKER_ADDRESS: Type.Optional(Type.String({ minLength: 1, description: "host:port sandbox pods dial to reach the broker, e.g. the conversion Service's DNS name (required by the kubernetes backend)." })),
+  FOLIO_SANDBOX_POOL_ENABLED: Type.Boolean({
+    default: true,
+    description: "Take warm pods from a ConversionSandboxPool and report demand to it (kubernetes backend); false: every document gets a ConversionSandbox of its own.",
+  }),
+  FOLIO_SANDBOX_POOL: Type.String({
+    minLength: 1,
+    maxLength: 253,
+    pattern: "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$",
+    default: "folio-sandbox",
+    description: "Name of the ConversionSandboxPool (in FOLIO_KUBE_NAMESPACE) this replica reports its demand to and whose warm pods wait at its broker (kubernetes backend).",
+  }),
 });
 export type ConversionConfig = Static<typeof conversionSchema>;
 

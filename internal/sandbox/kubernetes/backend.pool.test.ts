@@ -23,7 +23,7 @@ import { PROJECT_ROOT, buildSandboxProgram, resolveNodeBinary } from "../assets.
 import { prepareProfile } from "../profile.ts";
 import { pngInfo } from "../testdocs.ts";
 import { SandboxBroker } from "./broker.ts";
-import type { KubernetesBackend } from "./backend.ts";
+import { WARM_GRACE_MS, type KubernetesBackend } from "./backend.ts";
 
 const NAMESPACE = "default";
 const POOL = "folio-sandbox";
@@ -36,6 +36,18 @@ const brokerServer = serveBrokerForTests(broker);
 const received = new Map<string, number>();
 /** Set by a test: the next pod that receives a document is killed (its pod deleted) right then. */
 let killOnReceipt = false;
+/** Set by a test: the next pod that receives a document is frozen right then (a wedged sandbox); its pod and pids. */
+let freezeOnReceipt = false;
+let frozen: { pod: string; job: string; pids: number[] } | undefined;
+
+/** Whether a process still exists (a zombie, ended but not yet reaped, counts as gone). */
+function alive(pid: number): boolean {
+  try {
+    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
+  } catch {
+    return false;
+  }
+}
 
 async function count(counter: Counter, labels: Record<string, string> = {}): Promise<number> {
   const { values } = await counter.get();
@@ -70,6 +82,11 @@ describe("KubernetesBackend with a warm ConversionSandboxPool: real operator, fa
           killOnReceipt = false;
           // The pod is deleted: the test kubelet kills its process, as a node would.
           api.remove("pods", NAMESPACE, run.pod);
+        }
+        if (freezeOnReceipt) {
+          freezeOnReceipt = false;
+          const labels = api.get("pods", NAMESPACE, run.pod)?.metadata.labels as Record<string, string> | undefined;
+          frozen = { pod: run.pod, job: labels?.["job-name"] ?? "", pids: kubelet.freeze(run.pod, NAMESPACE) };
         }
       },
     });
@@ -167,5 +184,45 @@ describe("KubernetesBackend with a warm ConversionSandboxPool: real operator, fa
     // Two pods got the document: the killed one and the one that converted it.
     expect(received.size).toBe(receivedBefore + 2);
     for (const n of received.values()) expect(n).toBe(1);
+  }, 240_000);
+
+  it("kills a warm pod that outlives its document's deadline: the caller gets timeout, the Job and every process of the pod are gone", async () => {
+    await vi.waitFor(() => expect(broker.warmStats().idle).toBe(2), { timeout: 120_000, interval: 100 });
+    const retriesBefore = await count(backend.poolMetrics.retries);
+    const overdueBefore = await count(operator.metrics.poolJobsDeleted, { why: "overdue" });
+    freezeOnReceipt = true;
+    const timeoutMs = 2_000;
+    const started = Date.now();
+    const err = await backend.convert({ document: fixture("hello.txt"), format: "TXT", maxPages: 5, timeoutMs }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    const tookMs = Date.now() - started;
+    expect(err, String(err)).toMatchObject({ code: "timeout" });
+    // The document's limit plus the upload grace, not the Job's activeDeadlineSeconds (minutes).
+    expect(tookMs).toBeGreaterThanOrEqual(timeoutMs + WARM_GRACE_MS - 100);
+    expect(tookMs).toBeLessThan(timeoutMs + WARM_GRACE_MS + 5_000);
+    expect(frozen, "a pod received the document and was frozen").toBeDefined();
+    const { pod, job, pids } = frozen!;
+    expect(pids.length, "the frozen pod's program and its LibreOffice").toBeGreaterThan(1);
+    expect(job).not.toBe("");
+    // A timeout is the answer, not a reason to try another pod.
+    expect(await count(backend.poolMetrics.retries)).toBe(retriesBefore);
+
+    // The replica reports the Job overdue, the operator deletes it, the pod goes with it and the kubelet kills it.
+    await vi.waitFor(
+      () => {
+        expect(poolJobs().map((j) => j.metadata.name)).not.toContain(job);
+        expect(api.get("pods", NAMESPACE, pod)).toBeUndefined();
+        expect(kubelet.runs.find((r) => r.pod === pod)?.signal).toBe("SIGKILL");
+      },
+      { timeout: 30_000, interval: 100 },
+    );
+    expect(await count(operator.metrics.poolJobsDeleted, { why: "overdue" })).toBe(overdueBefore + 1);
+    // Nothing left behind: no process of the pod, nothing overdue or busy at the broker, no open registration.
+    await vi.waitFor(() => expect(pids.filter(alive), `pids of ${pod} still alive`).toEqual([]), { timeout: 10_000, interval: 100 });
+    await vi.waitFor(() => expect(broker.warmStats()).toMatchObject({ busy: 0, overdue: [] }), { timeout: 10_000, interval: 100 });
+    expect(broker.pending()).toBe(0);
+    expect(received.get(pod)).toBe(1);
   }, 240_000);
 });

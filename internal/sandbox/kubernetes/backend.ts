@@ -59,6 +59,7 @@ import type { Logger } from "../../platform/log/index.ts";
 import type { Metrics } from "../../platform/metrics/index.ts";
 import { FORMAT_EXTENSIONS } from "../../formats/index.ts";
 import type { SandboxBackend, SandboxInput, SandboxResult } from "../interface.ts";
+import { jobError } from "../jobdir.ts";
 import { WarmPodLostError, type BrokerJobInput, type BrokerResult, type SandboxBroker, type WarmRegistration } from "./broker.ts";
 import { DEFAULT_POOL_NAME, PoolMetrics, WarmPool } from "./pool.ts";
 
@@ -82,8 +83,11 @@ export interface KubernetesBackendOptions {
    * The warm pool this replica reports to and takes warm pods from: default
    * the pool {@link DEFAULT_POOL_NAME}, this host's name as the replica key.
    * `false`: every document takes the cold path (no Job watch, no reports).
+   * `queued`: requests waiting in front of this backend for a conversion
+   * slot (the service's queue, internal/conversion/slots.ts), reported as
+   * the replica's `waiting`; none when omitted.
    */
-  pool?: { name?: string; replica?: string; reportIntervalMs?: number } | false;
+  pool?: { name?: string; replica?: string; reportIntervalMs?: number; queued?: () => number } | false;
   /** The registry the warm path's counters go into (the conversion process's); a private one when omitted. */
   metrics?: Metrics;
 }
@@ -117,9 +121,8 @@ export class KubernetesBackend implements SandboxBackend {
 
   private readonly pool: WarmPool | undefined;
   readonly poolMetrics: PoolMetrics;
-  /** Documents asked for, and cold conversions under way (the demand this replica reports). */
+  /** Documents asked for so far (the hand-in rate this replica reports). */
   private requests = 0;
-  private coldInFlight = 0;
 
   constructor(private readonly opts: KubernetesBackendOptions) {
     // An IPv6 pod IP ("$(POD_IP):50053" in the chart) gets its brackets here, once.
@@ -129,6 +132,7 @@ export class KubernetesBackend implements SandboxBackend {
     this.startupGraceMs = opts.startupGraceMs ?? DEFAULT_STARTUP_GRACE_MS;
     this.poolMetrics = new PoolMetrics(opts.metrics);
     if (opts.pool !== false) {
+      const queued = opts.pool?.queued;
       this.pool = new WarmPool({
         kubeConfig: opts.kubeConfig,
         namespace: opts.namespace,
@@ -137,7 +141,9 @@ export class KubernetesBackend implements SandboxBackend {
         brokerAddress: opts.brokerAddress,
         broker: opts.broker,
         log: opts.log.child({ component: "sandbox-pool" }),
-        demand: () => ({ waiting: this.coldInFlight, requests: this.requests }),
+        // Waiting: requests each of which wants a sandbox as soon as a slot frees. Not cold
+        // conversions under way: they have a sandbox, and the rate counted them already.
+        demand: () => ({ waiting: queued?.() ?? 0, requests: this.requests }),
         ...(opts.pool?.reportIntervalMs ? { reportIntervalMs: opts.pool.reportIntervalMs } : {}),
       });
       this.pool.start();
@@ -177,6 +183,7 @@ export class KubernetesBackend implements SandboxBackend {
       document: input.document,
       format: input.format,
       maxPages: input.maxPages,
+      ...(input.pages ? { pages: input.pages } : {}),
       timeoutMs: input.timeoutMs,
       maxOutputBytes: this.opts.maxOutputBytes,
       ...(input.traceparent ? { traceparent: input.traceparent } : {}),
@@ -198,7 +205,7 @@ export class KubernetesBackend implements SandboxBackend {
       // A warm pod has no ConversionSandbox status: the broker's hand-in to result is the compute time.
       const computeMillis = Math.max(1, result.submittedAtMs - warm.handedInAtMs);
       log.info({ pageCount: result.pageCount, computeMillis, attempt }, "warm sandbox finished");
-      return { pages: result.pages, pageCount: result.pageCount, computeMillis };
+      return { pages: result.pages, pageCount: result.pageCount, documentPageCount: result.documentPageCount, computeMillis };
     } catch (err) {
       if (!(err instanceof WarmPodLostError) || signal?.aborted) throw err;
       if (attempt === 2) throw new FolioError("conversion_failed", "the sandbox went away twice before returning a result for this document");
@@ -214,14 +221,9 @@ export class KubernetesBackend implements SandboxBackend {
   }
 
   /** One ConversionSandbox for the document (the module comment's steps 1–4). */
-  private async convertCold(input: SandboxInput, signal?: AbortSignal): Promise<SandboxResult> {
-    this.coldInFlight++;
+  private convertCold(input: SandboxInput, signal?: AbortSignal): Promise<SandboxResult> {
     this.poolMetrics.handIns.inc({ path: "cold" });
-    try {
-      return await this.convertOwnSandbox(input, signal);
-    } finally {
-      this.coldInFlight--;
-    }
+    return this.convertOwnSandbox(input, signal);
   }
 
   private async convertOwnSandbox(input: SandboxInput, signal?: AbortSignal): Promise<SandboxResult> {
@@ -273,7 +275,7 @@ export class KubernetesBackend implements SandboxBackend {
       const computeMillis = await this.computeMillis(watch, result);
       outcome = "ok";
       log.info({ job: registration.id, pageCount: result.pageCount, computeMillis: computeMillis.value, computeMillisFrom: computeMillis.from }, "sandbox finished");
-      return { pages: result.pages, pageCount: result.pageCount, computeMillis: computeMillis.value };
+      return { pages: result.pages, pageCount: result.pageCount, documentPageCount: result.documentPageCount, computeMillis: computeMillis.value };
     } catch (err) {
       outcome = err instanceof FolioError ? err.code : "internal_error";
       throw err;
@@ -419,8 +421,7 @@ export function statusError(status: ConversionSandboxStatus, spec: Pick<Conversi
 
 /** The error for a result whose outcome is not ok (what the program inside reported). */
 function outcomeError(result: BrokerResult): FolioError {
-  const message = (result.outcome.errorMessage || "the conversion failed").slice(0, 500);
-  return new FolioError(result.outcome.errorCode === "timeout" ? "timeout" : "conversion_failed", message);
+  return jobError(result.outcome.errorCode, result.outcome.errorMessage);
 }
 
 function createError(err: unknown, namespace: string): FolioError {

@@ -35,6 +35,7 @@
  */
 import { createHash, randomBytes, randomUUID } from "node:crypto";
 import { PAGE_DPI, hasPngSignature, type ConversionFormat } from "../../formats/index.ts";
+import { formatPages, type PageSelection } from "../../formats/pages.ts";
 import type { ProtoGrpcType } from "../../gen/proto/conversion.ts";
 import type { JobChunk } from "../../gen/proto/folio/conversion/v1/JobChunk.ts";
 import type { FetchJobRequest__Output } from "../../gen/proto/folio/conversion/v1/FetchJobRequest.ts";
@@ -62,6 +63,8 @@ export interface BrokerJobInput {
   document: Buffer;
   format: ConversionFormat;
   maxPages: number;
+  /** Only these pages (the header's `pages`); absent: every page. */
+  pages?: PageSelection;
   /** ms the program may spend converting */
   timeoutMs: number;
   maxOutputBytes: number;
@@ -83,6 +86,8 @@ export interface BrokerResult {
   /** The pages, checked: numbered 1..pageCount in order, each a PNG, within the byte limit. */
   pages: Buffer[];
   pageCount: number;
+  /** The document's pages as the sandbox counted them (the conversion service checks them against the selection). */
+  documentPageCount: number;
   outcome: BrokerOutcome;
   /** Epoch ms when the sandbox fetched its job. */
   fetchedAtMs: number;
@@ -388,6 +393,7 @@ export class SandboxBroker {
         max_output_bytes: job.maxOutputBytes,
         document_bytes: job.document.length,
         traceparent: job.traceparent ?? "",
+        pages: job.pages ? formatPages(job.pages) : "",
       },
     });
     for (let offset = 0; offset < job.document.length; offset += this.chunkBytes) {
@@ -413,6 +419,7 @@ export class SandboxBroker {
     let bytes = 0;
     let outcome: BrokerOutcome | undefined;
     let pageCount = 0;
+    let documentPageCount = 0;
     let submittedAtMs = 0;
     try {
       for await (const chunk of call as AsyncIterable<ResultChunk__Output>) {
@@ -443,6 +450,8 @@ export class SandboxBroker {
           if (!r.ok && pages.length > 0) throw returned("pages for a failed conversion");
           submittedAtMs = Date.now();
           pageCount = r.page_count;
+          // Older sandbox programs do not say: then every page was converted.
+          documentPageCount = r.document_page_count || r.page_count;
           outcome = {
             ok: r.ok,
             ...(r.ok ? {} : { errorCode: r.error_code || "conversion_failed", errorMessage: (r.error_message || "the conversion failed").slice(0, 1000) }),
@@ -457,7 +466,7 @@ export class SandboxBroker {
       if (!outcome) throw returned("no result: its stream ended without an outcome");
       const { reg, hash } = claimed;
       this.log.info({ job: reg.id, ok: outcome.ok, pageCount, bytes, errorCode: outcome.errorCode }, "sandbox submitted its result");
-      this.settle(hash, reg, { pages, pageCount, outcome, fetchedAtMs: reg.fetchedAtMs ?? submittedAtMs, submittedAtMs });
+      this.settle(hash, reg, { pages, pageCount, documentPageCount, outcome, fetchedAtMs: reg.fetchedAtMs ?? submittedAtMs, submittedAtMs });
       answer(null);
     } catch (err) {
       // A cancelled or broken stream is a stream without an outcome.

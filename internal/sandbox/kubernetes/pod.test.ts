@@ -3,7 +3,8 @@
  * loopback, with real LibreOffice (no sandbox around it: what is tested is
  * the exchange): the embedded service description matches the .proto, a
  * document converts and its pages arrive at the broker, a conversion failure
- * is a submitted result (exit 0), a refused token or an unreachable broker is
+ * is a submitted result (exit 0), a page selection goes to the converter and
+ * the document's page count comes back, a refused token or an unreachable broker is
  * exit 1, and the esbuild bundle of `cmd/sandbox` does the same in broker mode.
  */
 import { spawn } from "node:child_process";
@@ -21,7 +22,7 @@ import { prepareProfile } from "../profile.ts";
 import { conversionDescriptor } from "../../gen/proto/descriptors.ts";
 import { PROTO_LOAD_OPTIONS } from "../../platform/grpc/load-options.ts";
 import { runBrokerMode, type BrokerModeOptions } from "./pod.ts";
-import { pngInfo } from "../testdocs.ts";
+import { pagedDocx, pngInfo } from "../testdocs.ts";
 
 const FIXTURES = join(PROJECT_ROOT, "test", "fixtures", "convert");
 const work = mkdtempSync(join(tmpdir(), "folio-remote-test-"));
@@ -87,6 +88,17 @@ describe("runBrokerMode", () => {
     expect(result.pageCount).toBe(2);
     for (const page of result.pages) expect(pngInfo(page)).toMatchObject({ width: 1654, height: 2339, phys: { x: 7874, y: 7874, unit: 1 } });
     expect(JSON.stringify(lines)).not.toContain(reg.token);
+  }, 90_000);
+
+  it("carries the page selection both ways: only the selected pages come back, with the document's page count", async () => {
+    const reg = broker.register(job(pagedDocx(4), { pages: [{ first: 2 }] }));
+    const { exitCode, message } = await runBrokerMode(options(reg.token, "pages"));
+    expect({ exitCode, ok: message.ok, pageCount: message.pageCount }).toEqual({ exitCode: 0, ok: true, pageCount: 3 });
+    const result = await reg.result;
+    expect({ pageCount: result.pageCount, documentPageCount: result.documentPageCount, pages: result.pages.length }).toEqual({ pageCount: 3, documentPageCount: 4, pages: 3 });
+    const beyond = broker.register(job(pagedDocx(2), { pages: [{ first: 3, last: 3 }] }));
+    await runBrokerMode(options(beyond.token, "beyond"));
+    expect((await beyond.result).outcome).toMatchObject({ ok: false, errorCode: "invalid_pages", errorMessage: 'the document has 2 pages; "pages": "3" asks for page 3' });
   }, 90_000);
 
   it("submits a conversion failure as a result and exits 0", async () => {

@@ -44,6 +44,7 @@ import type { SandboxBrokerClient } from "../../gen/proto/folio/conversion/v1/Sa
 // types.ts, not the operator's index.ts: the bundle must not pull in the Kubernetes client.
 import { SANDBOX_ENV, type TerminationMessage } from "../../operator/types.ts";
 import { FORMAT_EXTENSIONS, PAGE_DPI, pngSize } from "../../formats/index.ts";
+import { parsePages, type PageSelection } from "../../formats/pages.ts";
 import { conversionDescriptor } from "../../gen/proto/descriptors.ts";
 import { MAX_MESSAGE_BYTES, PROTO_LOAD_OPTIONS } from "../../platform/grpc/load-options.ts";
 import { PRESTART_FILE, runJob } from "../converter.ts";
@@ -360,6 +361,7 @@ function checkHeader(header: JobHeader__Output): void {
   if (header.dpi !== PAGE_DPI) throw new BrokerExchangeError(`the broker asked for ${header.dpi} DPI; this program renders ${PAGE_DPI}`);
   if (!(header.max_pages >= 1)) throw new BrokerExchangeError("the broker's job has no page limit");
   if (!(header.document_bytes >= 1)) throw new BrokerExchangeError("the broker's job has an empty document");
+  headerSelection(header);
 }
 
 /** Runs the converter on a job folder in `work`; conversion problems come back in the result. */
@@ -392,11 +394,19 @@ async function writeHeaderJob(
   const maxOutputBytes = header.max_output_bytes || undefined;
   await writeJob(
     jobDir,
-    { document, format, maxPages: header.max_pages, timeoutMs: header.timeout_ms, ...(traceparent ? { traceparent } : {}) },
+    { document, format, maxPages: header.max_pages, ...headerSelection(header), timeoutMs: header.timeout_ms, ...(traceparent ? { traceparent } : {}) },
     { profileDir: options.profileDir, ...(header.timeout_ms ? { timeoutMs: header.timeout_ms } : {}), ...(maxOutputBytes ? { maxOutputBytes } : {}) },
     { chownOutput: false },
   );
   return maxOutputBytes;
+}
+
+/** The header's page selection as the job's input takes it (none: every page). */
+function headerSelection(header: JobHeader__Output): { pages?: PageSelection } {
+  if (!header.pages) return {};
+  const parsed = parsePages(header.pages);
+  if (!parsed.ok) throw new BrokerExchangeError(`the broker's job has no usable page selection: ${parsed.problem}`);
+  return { pages: parsed.selection };
 }
 
 /** The pages of a finished job; pages that cannot be read turn the result into a failure. */
@@ -439,6 +449,7 @@ async function submitResult(client: SandboxBrokerClient, token: string, pages: B
     result: {
       ok: result.ok,
       page_count: result.ok ? pages.length : 0,
+      document_page_count: result.ok ? (result.documentPageCount ?? pages.length) : 0,
       error_code: result.error?.code ?? "",
       error_message: result.error?.message.slice(0, MESSAGE_CHARS) ?? "",
       timings,

@@ -7,7 +7,7 @@
  *   so the broker can tell a warm pod from anyone else without asking the
  *   API server when the pod calls;
  * - demand: every {@link DEFAULT_REPORT_INTERVAL_MS} this replica merges
- *   its report (broker address, documents waiting, hand-in rate, idle and
+ *   its report (broker address, requests queued for a slot, hand-in rate, idle and
  *   busy warm pods, overdue Jobs) into the pool's `status.replicas[<replica>]`;
  *   the operator sizes the pool from these reports. Unchanged reports are
  *   written again only every {@link KEEPALIVE_MS}, well inside the
@@ -69,7 +69,7 @@ export interface WarmPoolOptions {
   brokerAddress: string;
   broker: SandboxBroker;
   log: Logger;
-  /** Documents waiting for a sandbox at this replica, and documents asked for so far (for the rate). */
+  /** Requests queued at this replica for a sandbox slot, and documents asked for so far (for the rate). */
   demand: () => { waiting: number; requests: number };
   reportIntervalMs?: number;
 }

@@ -23,6 +23,12 @@ export interface ConvertRequest {
    * The edge's request id, for logs and traces.
    */
   'request_id'?: (string);
+  /**
+   * Only these pages, as the canonical text of the request's `pages` option
+   * ("1-20,25,30-"; docs/conversion.md "Pages"); empty: every page. The
+   * reply's pages keep their numbers in the document.
+   */
+  'pages'?: (string);
 }
 
 export interface ConvertRequest__Output {
@@ -47,4 +53,10 @@ export interface ConvertRequest__Output {
    * The edge's request id, for logs and traces.
    */
   'request_id': (string);
+  /**
+   * Only these pages, as the canonical text of the request's `pages` option
+   * ("1-20,25,30-"; docs/conversion.md "Pages"); empty: every page. The
+   * reply's pages keep their numbers in the document.
+   */
+  'pages': (string);
 }

@@ -19,6 +19,11 @@ export interface JobHeader {
   'max_output_bytes'?: (number | string | Long);
   'document_bytes'?: (number | string | Long);
   'traceparent'?: (string);
+  /**
+   * Only these pages (ConvertRequest.pages); empty: every page. The sandbox
+   * still submits them numbered 1..n, in document order.
+   */
+  'pages'?: (string);
 }
 
 export interface JobHeader__Output {
@@ -38,4 +43,9 @@ export interface JobHeader__Output {
   'max_output_bytes': (number);
   'document_bytes': (number);
   'traceparent': (string);
+  /**
+   * Only these pages (ConvertRequest.pages); empty: every page. The sandbox
+   * still submits them numbered 1..n, in document order.
+   */
+  'pages': (string);
 }

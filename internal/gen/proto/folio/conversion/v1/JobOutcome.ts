@@ -6,7 +6,7 @@ export interface JobOutcome {
   'ok'?: (boolean);
   'page_count'?: (number);
   /**
-   * conversion_failed | timeout, when !ok
+   * conversion_failed | timeout | invalid_pages, when !ok
    */
   'error_code'?: (string);
   'error_message'?: (string);
@@ -14,13 +14,17 @@ export interface JobOutcome {
    * Milliseconds per step inside the sandbox (informational).
    */
   'timings'?: ({[key: string]: number | string | Long});
+  /**
+   * The document's pages (page_count of them were converted), when ok.
+   */
+  'document_page_count'?: (number);
 }
 
 export interface JobOutcome__Output {
   'ok': (boolean);
   'page_count': (number);
   /**
-   * conversion_failed | timeout, when !ok
+   * conversion_failed | timeout | invalid_pages, when !ok
    */
   'error_code': (string);
   'error_message': (string);
@@ -28,4 +32,8 @@ export interface JobOutcome__Output {
    * Milliseconds per step inside the sandbox (informational).
    */
   'timings': ({[key: string]: number});
+  /**
+   * The document's pages (page_count of them were converted), when ok.
+   */
+  'document_page_count': (number);
 }

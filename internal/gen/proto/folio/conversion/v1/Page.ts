@@ -3,7 +3,7 @@
 
 export interface Page {
   /**
-   * from 1
+   * from 1; Convert: the page's number in the document, SubmitResult: its position (1..n)
    */
   'page_number'?: (number);
   /**
@@ -22,7 +22,7 @@ export interface Page {
 
 export interface Page__Output {
   /**
-   * from 1
+   * from 1; Convert: the page's number in the document, SubmitResult: its position (1..n)
    */
   'page_number': (number);
   /**

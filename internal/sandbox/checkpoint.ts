@@ -1,0 +1,126 @@
+/**
+ * Checkpoint images of a waiting sandbox, for the runsc backend's
+ * `restore` option: where they are kept, what they are keyed on, and the
+ * counters of restores and of their fallbacks.
+ *
+ * An image is a `runsc checkpoint` of a sandbox whose program has started
+ * LibreOffice and waits for its hand-in. It is only valid for what that
+ * sandbox was made of, so it is kept under a key hashed from all of it (the
+ * LibreOffice install, the profile, the program bundle, the Node binary, the
+ * OCI configuration with the job folder left out, runsc and its flags); a
+ * change of any of them gives a new key, and the image is made again. One
+ * image is kept: making a new one removes the others.
+ */
+import { execFile } from "node:child_process";
+import { createHash } from "node:crypto";
+import { mkdir, readFile, readdir, rename, rm, stat, writeFile } from "node:fs/promises";
+import { dirname, join } from "node:path";
+import { promisify } from "node:util";
+import { Metrics } from "../platform/metrics/index.ts";
+import { SOFFICE_BIN } from "./profile.ts";
+
+const run = promisify(execFile);
+
+/** Bump when what an image holds changes in a way none of the key's inputs show. */
+const IMAGE_FORMAT = "1";
+/** Written into an image folder once the checkpoint in it is complete. */
+const COMPLETE_MARKER = "complete";
+
+/** What an image depends on; each part is hashed into its key. */
+export interface ImageInputs {
+  /** The runsc binary and the global flags sandboxes get (platform, tuning). */
+  runsc: string;
+  runscFlags: readonly string[];
+  /** The OCI configuration of a sandbox with its job folder replaced by a placeholder. */
+  config: unknown;
+  programFile: string;
+  nodeBinary: string;
+  profileDir: string;
+}
+
+/** The key of an image made from `inputs`: a hex digest, also the name of its folder. */
+export async function imageKey(inputs: ImageInputs): Promise<string> {
+  const hash = createHash("sha256").update(`format ${IMAGE_FORMAT}\n`);
+  const part = (name: string, value: string | Buffer) => hash.update(`${name} ${value.length}\n`).update(value);
+  const { stdout: runscVersion } = await run(inputs.runsc, ["--version"]);
+  part("runsc", runscVersion);
+  part("flags", JSON.stringify(inputs.runscFlags));
+  part("config", JSON.stringify(inputs.config));
+  part("program", await readFile(inputs.programFile));
+  // The Node binary is large; its identity (path, size, change time) stands for its content.
+  part("node", await identity(inputs.nodeBinary));
+  for (const file of await filesUnder(inputs.profileDir)) part(`profile/${file}`, await readFile(join(inputs.profileDir, file)));
+  const office = dirname(SOFFICE_BIN);
+  part("office", await readFile(join(office, "versionrc")).catch(() => ""));
+  for (const file of [SOFFICE_BIN, join(office, "libmergedlo.so")]) part(file, await identity(file));
+  return hash.digest("hex").slice(0, 32);
+}
+
+/** Path, size and change time of a file; "missing" when there is none. */
+async function identity(file: string): Promise<string> {
+  const info = await stat(file).catch(() => undefined);
+  return info ? `${file} ${info.size} ${info.ctimeMs}` : `${file} missing`;
+}
+
+/** Files under `dir`, relative, sorted. */
+async function filesUnder(dir: string): Promise<string[]> {
+  const entries = await readdir(dir, { withFileTypes: true, recursive: true });
+  return entries
+    .filter((e) => e.isFile())
+    .map((e) => join(e.parentPath, e.name).slice(dir.length + 1))
+    .sort();
+}
+
+/**
+ * The folder of the complete image with this key under `store`, made by
+ * `make` (into an empty folder) when there is none. Made beside and renamed
+ * into place; older images are removed once the new one is complete.
+ */
+export async function ensureImage(store: string, key: string, make: (dir: string) => Promise<void>): Promise<string> {
+  const dir = join(store, key);
+  if (await isComplete(dir)) return dir;
+  await mkdir(store, { recursive: true, mode: 0o700 });
+  const building = `${dir}.building-${process.pid}`;
+  await rm(building, { recursive: true, force: true });
+  await mkdir(building, { mode: 0o700 });
+  try {
+    await make(building);
+    await writeFile(join(building, COMPLETE_MARKER), key);
+    await rm(dir, { recursive: true, force: true });
+    await rename(building, dir);
+  } catch (err) {
+    await rm(building, { recursive: true, force: true });
+    throw err;
+  }
+  for (const other of await readdir(store)) {
+    if (other !== key) await rm(join(store, other), { recursive: true, force: true });
+  }
+  return dir;
+}
+
+/** Removes an image that failed to restore, so that the next {@link ensureImage} makes it again. */
+export async function discardImage(dir: string): Promise<void> {
+  await rm(dir, { recursive: true, force: true });
+}
+
+async function isComplete(dir: string): Promise<boolean> {
+  return stat(join(dir, COMPLETE_MARKER)).then(
+    (s) => s.isFile(),
+    () => false,
+  );
+}
+
+/** Counters of the restore path, in the conversion process's registry. */
+export class RestoreMetrics {
+  readonly restores;
+  readonly fallbacks;
+
+  constructor(metrics: Metrics = new Metrics("conversion", false)) {
+    this.restores = metrics.counter("sandbox_restores_total", "runsc sandboxes restored from the checkpoint image (runsc backend, FOLIO_RUNSC_RESTORE).");
+    this.fallbacks = metrics.counter(
+      "sandbox_restore_fallbacks_total",
+      "runsc sandboxes started without the checkpoint image although restore is on, by reason (image: no image could be made; restore: runsc restore failed, the image is made again).",
+      ["reason"],
+    );
+  }
+}
