@@ -15,8 +15,9 @@ export interface BrokerServer {
   close(): Promise<void>;
 }
 
-export async function startBrokerServer(broker: SandboxBroker): Promise<BrokerServer> {
-  const server = await startGrpcServer("127.0.0.1", 0, (s) => {
+/** `host`: the loopback address to listen on, `::1` for sandboxes that reach the broker over IPv6. */
+export async function startBrokerServer(broker: SandboxBroker, host = "127.0.0.1"): Promise<BrokerServer> {
+  const server = await startGrpcServer(host, 0, (s) => {
     registerBroker(s, broker);
     return [];
   });
@@ -33,10 +34,10 @@ export async function startBrokerServer(broker: SandboxBroker): Promise<BrokerSe
 }
 
 /** Serves `broker` for the calling test file: started before its tests, closed after them. */
-export function serveBrokerForTests(broker: SandboxBroker): Pick<BrokerServer, "address" | "client"> {
+export function serveBrokerForTests(broker: SandboxBroker, host?: string): Pick<BrokerServer, "address" | "client"> {
   let running: BrokerServer | undefined;
   beforeAll(async () => {
-    running = await startBrokerServer(broker);
+    running = await startBrokerServer(broker, host);
   });
   afterAll(async () => {
     await running?.close();

@@ -105,22 +105,26 @@ afterAll(async () => {
   await upstream?.close();
 });
 
+type HealthClient = grpc.Client & {
+  Check(req: { service: string }, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res?: { status: string }) => void): grpc.ClientUnaryCall;
+};
+function healthClient(address: string): HealthClient {
+  const def = protoLoader.loadSync(healthProtoPath, { keepCase: true, enums: String, defaults: true, oneofs: true });
+  const pkg = grpc.loadPackageDefinition(def) as unknown as { grpc: { health: { v1: { Health: grpc.ServiceClientConstructor } } } };
+  return new pkg.grpc.health.v1.Health(address, grpc.credentials.createInsecure()) as unknown as HealthClient;
+}
+const healthCheck = (health: HealthClient, service: string) =>
+  new Promise<{ status?: string; code?: grpc.status }>((resolve) =>
+    health.Check({ service }, { deadline: Date.now() + 5000 }, (err, res) => resolve(err ? { code: err.code } : { status: res?.status })),
+  );
+
 describe("grpc.health.v1 on the extraction server", () => {
-  type HealthClient = grpc.Client & {
-    Check(req: { service: string }, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res?: { status: string }) => void): grpc.ClientUnaryCall;
-  };
   let health: HealthClient;
   beforeAll(() => {
-    const def = protoLoader.loadSync(healthProtoPath, { keepCase: true, enums: String, defaults: true, oneofs: true });
-    const pkg = grpc.loadPackageDefinition(def) as unknown as { grpc: { health: { v1: { Health: grpc.ServiceClientConstructor } } } };
-    health = new pkg.grpc.health.v1.Health(extraction.grpc.address, grpc.credentials.createInsecure()) as unknown as HealthClient;
+    health = healthClient(extraction.grpc.address);
   });
   afterAll(() => health?.close());
-
-  const check = (service: string) =>
-    new Promise<{ status?: string; code?: grpc.status }>((resolve) =>
-      health.Check({ service }, { deadline: Date.now() + 5000 }, (err, res) => resolve(err ? { code: err.code } : { status: res?.status })),
-    );
+  const check = (service: string) => healthCheck(health, service);
 
   it("answers SERVING for the server as a whole and for the extraction service", async () => {
     expect(await check("")).toEqual({ status: "SERVING" });
@@ -130,6 +134,22 @@ describe("grpc.health.v1 on the extraction server", () => {
 
   it("answers NOT_FOUND for a service it does not serve", async () => {
     expect(await check("folio.nothing.v1.Nothing")).toEqual({ code: grpc.status.NOT_FOUND });
+  });
+});
+
+describe("servers on IPv6", () => {
+  // "::" is what FOLIO_BROKER_HOST (or any listener) is set to on an IPv6 cluster; the host must be bracketed to bind.
+  it.each(["::1", "::"])("listens on %s and gives a bracketed address that answers", async (host) => {
+    const srv = await startGrpcServer(host, 0, () => []);
+    const port = srv.address.slice(srv.address.lastIndexOf(":") + 1);
+    expect(srv.address).toBe(`[${host}]:${port}`);
+    const health = healthClient(`[::1]:${port}`);
+    try {
+      expect(await healthCheck(health, "")).toEqual({ status: "SERVING" });
+    } finally {
+      health.close();
+      await srv.close();
+    }
   });
 });
 

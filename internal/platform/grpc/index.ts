@@ -139,12 +139,14 @@ export async function startGrpcServer(
   const names = register(server);
   const health = new HealthImplementation(Object.fromEntries([["", "SERVING"], ...names.map((n) => [n, "SERVING"])]));
   health.addToServer(server);
+  // An IPv6 host ("::", "::1") goes in brackets, or its last group would be read as the port.
+  const hostPart = host.includes(":") && !host.startsWith("[") ? `[${host}]` : host;
   const bound = await new Promise<number>((resolve, reject) =>
-    server.bindAsync(`${host}:${port}`, grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
+    server.bindAsync(`${hostPart}:${port}`, grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
   );
   return {
     server,
-    address: `${host.includes(":") ? `[${host}]` : host}:${bound}`,
+    address: `${hostPart}:${bound}`,
     health,
     close: () =>
       new Promise<void>((resolve) => {

@@ -6,7 +6,8 @@
  * (test/fake-kubelet.ts: kubelet + gVisor stand-in, runs the bundled sandbox
  * program as a local, unsandboxed process with real LibreOffice) runs them.
  * The KubernetesBackend reports demand, learns the warm pods' seats from the
- * pool Jobs and hands documents to them over the real broker.
+ * pool Jobs and hands documents to them over the real broker, which listens
+ * on IPv6 loopback (the machine must have `::1`).
  */
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -30,7 +31,8 @@ const POOL = "folio-sandbox";
 const fixture = (name: string) => readFileSync(join(PROJECT_ROOT, "test", "fixtures", "convert", name));
 const log = createLogger(process.env.FOLIO_TEST_LOG ?? "silent");
 const broker = new SandboxBroker({ log });
-const brokerServer = serveBrokerForTests(broker);
+// Over IPv6: warm pods dial the bracketed address ("[::1]:port") the pool's status carries and the CRD's pattern accepts.
+const brokerServer = serveBrokerForTests(broker, "::1");
 
 /** The documents each pod said it received ("sandbox received its document" lines). */
 const received = new Map<string, number>();
@@ -128,6 +130,7 @@ describe("KubernetesBackend with a warm ConversionSandboxPool: real operator, fa
     await vi.waitFor(() => expect(broker.warmStats().idle).toBe(2), { timeout: 90_000, interval: 100 });
     const jobsBefore = poolJobs().map((j) => j.metadata.name);
     expect(jobsBefore).toHaveLength(2);
+    expect(brokerServer.address).toMatch(/^\[::1\]:\d+$/);
     expect(pool()?.status?.replicas?.["conversion-0"]?.brokerAddress).toBe(brokerServer.address);
 
     const before = api.requests.length;
