@@ -218,6 +218,19 @@ describe("the playground page (/playground on folio dev)", { timeout: 180_000 },
     });
   });
 
+  it("reads only the pages asked for: page 2 of a two-page DOCX, shown under its own number", async () => {
+    await withPage(1024, async (o) => {
+      await o.page.getByLabel(/^Pages/).fill("2");
+      await fillAndRun(o, devKey, fixture("convert/two-pages.docx"));
+      await o.page.getByRole("heading", { name: "Result" }).waitFor({ timeout: 120_000 });
+      expect(await o.page.locator("#pages img").count()).toBe(1);
+      expect(await o.page.locator("#pages h3").allTextContents()).toEqual(["Page 2"]);
+      const pageText = (await text(o.page, "#pages pre")).toLowerCase();
+      expect(pageText, pageText).toMatch(/page two/);
+      expect(pageText).not.toMatch(/quick brown fox/);
+    });
+  });
+
   it("shows a 402 in plain words, with its code", async () => {
     await withPage(1280, async (o) => {
       await fillAndRun(o, poorKey, fixture("ocr/english.png"));

@@ -15,6 +15,8 @@ export interface ProcessRequest {
   strategy?: string;
   extractTables: boolean;
   language?: string;
+  /** Only these pages (`"1-3,5"`, docs/conversion.md "Pages"); all when absent. */
+  pages?: string;
   outputFormat: "text" | "json" | "markdown";
 }
 
@@ -114,6 +116,7 @@ function body(req: ProcessRequest): FormData | string {
     if (req.strategy) form.append("strategy", req.strategy);
     if (req.extractTables) form.append("extract_tables", "true");
     if (req.language) form.append("language", req.language);
+    if (req.pages) form.append("pages", req.pages);
     form.append("output_format", req.outputFormat);
     return form;
   }
@@ -121,6 +124,7 @@ function body(req: ProcessRequest): FormData | string {
     url: req.url,
     ...(req.model ? { model: req.model } : {}),
     ...(req.strategy ? { strategy: req.strategy } : {}),
+    ...(req.pages ? { pages: req.pages } : {}),
     options: { extract_tables: req.extractTables, output_format: req.outputFormat, ...(req.language ? { language: req.language } : {}) },
   });
 }

@@ -27,6 +27,7 @@ const modelSelect = $<HTMLSelectElement>("model");
 const modelInfo = $<HTMLParagraphElement>("model-info");
 const tablesInput = $<HTMLInputElement>("tables");
 const languageInput = $<HTMLInputElement>("language");
+const pagesInput = $<HTMLInputElement>("page-selection");
 const formatSelect = $<HTMLSelectElement>("format");
 const runButton = $<HTMLButtonElement>("run");
 const cancelButton = $<HTMLButtonElement>("cancel");
@@ -153,6 +154,7 @@ form.addEventListener("submit", (e) => {
   if (!file && !url) return invalid("Choose a file, drop one, or enter a URL.", fileInput);
   if (!file && !/^https?:\/\//i.test(url)) return invalid("The URL must start with http:// or https://.", urlInput);
   if (!languageInput.checkValidity()) return invalid("The language is a short code such as en or de.", languageInput);
+  if (!pagesInput.checkValidity()) return invalid("Pages are numbers and ranges separated by commas, such as 1-3,5 or 2- (page 2 to the end).", pagesInput);
   const [kind, id] = modelSelect.value.split(/:(.*)/s) as [string, string];
 
   resultSection.hidden = true;
@@ -166,6 +168,7 @@ form.addEventListener("submit", (e) => {
       ...(kind === "model" ? { model: id } : { strategy: id }),
       extractTables: tablesInput.checked,
       ...(languageInput.value.trim() ? { language: languageInput.value.trim() } : {}),
+      ...(pagesInput.value.trim() ? { pages: pagesInput.value.trim() } : {}),
       outputFormat: formatSelect.value as "text" | "json" | "markdown",
     },
     {

@@ -37,14 +37,17 @@ export function renderSummary(dl: HTMLDListElement, r: PlaygroundResult): void {
 const SAFE_IMAGE = /^data:image\/(png|jpeg|webp|gif|bmp);base64,[A-Za-z0-9+/=]+$/;
 
 export function renderPages(list: HTMLOListElement, r: PlaygroundResult): void {
-  list.replaceChildren(...r.result.pages.map((p) => renderPage(p, r.result.pages.length)));
+  const pages = r.result.pages;
+  // "Page 2 of 5" only when every page came back; a selection ("pages") shows the document's numbers alone.
+  const whole = pages.every((p, i) => p.page_number === i + 1);
+  list.replaceChildren(...pages.map((p) => renderPage(p, whole ? `Page ${p.page_number} of ${pages.length}` : `Page ${p.page_number}`)));
 }
 
-function renderPage(p: ResultPage, of: number): HTMLLIElement {
+function renderPage(p: ResultPage, name: string): HTMLLIElement {
   const headingId = `page-${p.page_number}-heading`;
   const figure = el("figure", { className: "page-image" });
   if (p.image && SAFE_IMAGE.test(p.image.url)) {
-    figure.append(el("img", { src: p.image.url, alt: `Page ${p.page_number} of ${of}, as the model read it`, loading: "lazy", decoding: "async" }));
+    figure.append(el("img", { src: p.image.url, alt: `${name}, as the model read it`, loading: "lazy", decoding: "async" }));
   } else {
     figure.append(el("p", { className: "help", textContent: p.image_omitted === "response_image_limit" ? "Image left out: the response reached its image size limit." : "No image." }));
   }
@@ -54,7 +57,7 @@ function renderPage(p: ResultPage, of: number): HTMLLIElement {
   pre.setAttribute("aria-label", `Text of page ${p.page_number}`);
   text.append(pre);
   p.tables.forEach((t, i) => text.append(renderTable(t, i + 1)));
-  const li = el("li", { className: "page" }, el("h3", { id: headingId, textContent: `Page ${p.page_number} of ${of}` }), el("div", { className: "page-grid" }, figure, text));
+  const li = el("li", { className: "page" }, el("h3", { id: headingId, textContent: name }), el("div", { className: "page-grid" }, figure, text));
   li.setAttribute("aria-labelledby", headingId);
   return li;
 }
