@@ -52,6 +52,7 @@ describe("POST /v1/convert", () => {
     expect(r.body.id).toMatch(/^req_/);
     expect(r.body.created).toBeGreaterThan(1_700_000_000);
     expect(r.body.result.page_count).toBe(manifest.pdfPages["two-pages.docx"]);
+    expect(r.body.result.document_page_count).toBe(r.body.result.page_count);
     expect(r.body.result.images).toHaveLength(r.body.result.page_count);
     for (const [i, image] of (r.body.result.images as { page_number: number; base64: string; mime_type: string; width: number; height: number }[]).entries()) {
       expect(image.page_number).toBe(i + 1);

@@ -41,7 +41,11 @@ describe("POST /v1/convert with pages", () => {
     const r = await convert(acc.adminKey, { pages: "5, 2-3" });
     expect(r.status, JSON.stringify(r.body).slice(0, 500)).toBe(200);
     const images = r.body.result.images as { page_number: number; base64: string }[];
-    expect({ page_count: r.body.result.page_count, numbers: images.map((i) => i.page_number) }).toEqual({ page_count: 3, numbers: [2, 3, 5] });
+    expect({ page_count: r.body.result.page_count, document_page_count: r.body.result.document_page_count, numbers: images.map((i) => i.page_number) }).toEqual({
+      page_count: 3,
+      document_page_count: 5,
+      numbers: [2, 3, 5],
+    });
     expect(await Promise.all(images.map((i) => heading(Buffer.from(i.base64, "base64"))))).toEqual(["Page 2", "Page 3", "Page 5"]);
     expect(r.body.usage.total_cost_cents).toBe(1);
     expect(await balanceOf(stack.edge, acc.adminKey)).toEqual({ balance_cents: 49, held_cents: 0 });

@@ -36,6 +36,8 @@ export interface Conversion {
   pages: ConvertedPage[];
   /** Pages converted (`pages.length`). */
   pageCount: number;
+  /** The document's pages (more than {@link pageCount} with a `pages` selection). */
+  documentPageCount: number;
   computeMillis: number;
   format: ConversionFormat;
   backend: BackendName;

@@ -93,7 +93,9 @@ export class ConversionClient {
         signal?.removeEventListener("abort", cancel);
         if (failed) return;
         const cost = summary ? parseDecimal(summary.provider_cost_cents) : undefined;
-        if (!summary || summary.page_count !== pages.length || !cost) {
+        // A conversion service older than document_page_count sends 0: the pages converted are then all that is known.
+        const documentPageCount = summary?.document_page_count || pages.length;
+        if (!summary || summary.page_count !== pages.length || documentPageCount < pages.length || !cost) {
           failed = true;
           reject(new FolioError("internal_error", `${WHAT} ended the stream without a consistent summary (${pages.length} pages received)`));
           return;
@@ -101,6 +103,7 @@ export class ConversionClient {
         resolve({
           pages,
           pageCount: pages.length,
+          documentPageCount,
           computeMillis: summary.compute_millis,
           format: summary.format as ConversionFormat,
           backend: summary.backend as BackendName,

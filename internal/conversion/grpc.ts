@@ -80,6 +80,7 @@ async function streamConversion(svc: ConversionService, call: grpc.ServerWritabl
   call.write({
     summary: {
       page_count: result.pageCount,
+      document_page_count: result.documentPageCount,
       compute_millis: result.computeMillis,
       format: result.format,
       backend: result.backend,

@@ -94,6 +94,7 @@ export class ConversionService {
       return {
         pages,
         pageCount: pages.length,
+        documentPageCount: result.documentPageCount,
         computeMillis: result.computeMillis,
         format,
         backend: this.o.backendName,

@@ -33,6 +33,7 @@ const ConversionResult = Type.Object({
   mime_type: Type.String(),
   result: Type.Object({
     page_count: Type.Integer({ description: "Pages converted: the document's, or those `pages` selected." }),
+    document_page_count: Type.Integer({ description: "The document's pages; more than page_count when `pages` selected some." }),
     images: Type.Array(
       Type.Object({
         page_number: Type.Integer({ description: "The page's number in the document (with `pages`, not necessarily 1, 2, …)." }),
@@ -90,6 +91,7 @@ export default function register(app: App, deps: EdgeDeps): void {
             mime_type: mimeType,
             result: {
               page_count: o.result.pageCount,
+              document_page_count: o.result.documentPageCount,
               images: o.result.pages.map((p) => ({ page_number: p.pageNumber, base64: p.png.toString("base64"), mime_type: "image/png" as const, width: p.width, height: p.height })),
             },
             usage: {

@@ -95,6 +95,10 @@ export const conversionDescriptor = {
                     "provider_cost_cents": {
                       "type": "string",
                       "id": 5
+                    },
+                    "document_page_count": {
+                      "type": "uint32",
+                      "id": 6
                     }
                   }
                 },

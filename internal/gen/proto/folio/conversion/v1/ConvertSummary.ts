@@ -21,6 +21,10 @@ export interface ConvertSummary {
    * fee), decimal string; the edge bills it through its pricing module.
    */
   'provider_cost_cents'?: (string);
+  /**
+   * The document's pages; page_count of them were converted (fewer with a `pages` selection).
+   */
+  'document_page_count'?: (number);
 }
 
 export interface ConvertSummary__Output {
@@ -42,4 +46,8 @@ export interface ConvertSummary__Output {
    * fee), decimal string; the edge bills it through its pricing module.
    */
   'provider_cost_cents': (string);
+  /**
+   * The document's pages; page_count of them were converted (fewer with a `pages` selection).
+   */
+  'document_page_count': (number);
 }
