@@ -15,6 +15,7 @@ import { folioFailure } from "../../test/support.ts";
 import { PROJECT_ROOT } from "./assets.ts";
 import type { ConversionFormat } from "./interface.ts";
 import { RunscBackend } from "./runsc.ts";
+import { containers as containersOf, onlyThePoolIsLeft as onlyPoolOf, poolHolds } from "./runsc.testkit.ts";
 import { linkedImageDocx, pngInfo, startCanaryServer, type CanaryServer } from "./testdocs.ts";
 
 const FIXTURES = join(PROJECT_ROOT, "test", "fixtures", "convert");
@@ -32,30 +33,13 @@ const logger = {
   error: () => undefined,
 };
 const backend = new RunscBackend({ workDir: join(work, "backend"), prestart: true, prestartPool: POOL, logger: logger as never });
+const containers = (b: RunscBackend = backend) => containersOf(b);
+/** Waits until the pool holds `size` sandboxes whose LibreOffice listens. */
+const poolReady = (b: RunscBackend = backend, size = POOL) => poolHolds(b, size);
+const onlyThePoolIsLeft = () => onlyPoolOf(backend, POOL);
 
 function fixture(name: string): Buffer {
   return readFileSync(join(FIXTURES, name));
-}
-
-function containers(b: RunscBackend = backend): string[] {
-  return execFileSync("runsc", [`--root=${b.stateDir}`, "list", "-quiet"], { encoding: "utf8" }).split("\n").filter(Boolean).sort();
-}
-
-/** Waits until the pool holds `size` sandboxes whose LibreOffice listens. */
-async function poolReady(b: RunscBackend = backend, size = POOL): Promise<void> {
-  const until = Date.now() + 60_000;
-  while (!(b.idleSandboxes().length === size && b.idleSandboxes().every((s) => s.ready))) {
-    if (Date.now() > until) throw new Error(`pool not ready: ${JSON.stringify(b.idleSandboxes())}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
-/** Only the idle pool is left: its sandboxes are the only live ones and the only job folders. */
-async function onlyThePoolIsLeft(): Promise<void> {
-  await poolReady();
-  const idle = backend.idleSandboxes().map((s) => s.id).sort();
-  expect(containers()).toEqual(idle);
-  expect(readdirSync(join(backend.workDir, "jobs")).sort()).toEqual(idle);
 }
 
 beforeAll(async () => {

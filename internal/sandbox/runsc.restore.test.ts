@@ -8,7 +8,6 @@
  * and is made again, and a change of what the image is made of makes a new
  * one.
  */
-import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -17,6 +16,7 @@ import { folioFailure } from "../../test/support.ts";
 import { PROJECT_ROOT, buildSandboxProgram } from "./assets.ts";
 import type { ConversionFormat } from "./interface.ts";
 import { RunscBackend, type RunscBackendOptions } from "./runsc.ts";
+import { containers, onlyThePoolIsLeft as onlyPoolOf, poolHolds } from "./runsc.testkit.ts";
 import { pngInfo } from "./testdocs.ts";
 
 const FIXTURES = join(PROJECT_ROOT, "test", "fixtures", "convert");
@@ -50,30 +50,13 @@ function recordingLogger() {
 
 const pool = recordingLogger();
 const backend = new RunscBackend({ workDir: join(work, "pool"), restore: true, prestart: true, prestartPool: POOL, logger: pool.logger });
+const isRestored = (s: { ready: boolean; restored: boolean }) => s.ready && s.restored;
+/** Waits until the pool holds `POOL` restored sandboxes. */
+const poolRestored = () => poolHolds(backend, POOL, isRestored);
+const onlyThePoolIsLeft = () => onlyPoolOf(backend, POOL, isRestored);
 
 function fixture(name: string): Buffer {
   return readFileSync(join(FIXTURES, name));
-}
-
-function containers(b: RunscBackend): string[] {
-  return execFileSync("runsc", [`--root=${b.stateDir}`, "list", "-quiet"], { encoding: "utf8" }).split("\n").filter(Boolean).sort();
-}
-
-/** Waits until the pool holds `POOL` restored sandboxes. */
-async function poolRestored(): Promise<void> {
-  const until = Date.now() + 60_000;
-  while (!(backend.idleSandboxes().length === POOL && backend.idleSandboxes().every((s) => s.ready && s.restored))) {
-    if (Date.now() > until) throw new Error(`pool not restored: ${JSON.stringify(backend.idleSandboxes())}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
-/** Only the idle pool is left: its sandboxes are the only live ones and the only job folders. */
-async function onlyThePoolIsLeft(): Promise<void> {
-  await poolRestored();
-  const idle = backend.idleSandboxes().map((s) => s.id).sort();
-  expect(containers(backend)).toEqual(idle);
-  expect(readdirSync(join(backend.workDir, "jobs")).sort()).toEqual(idle);
 }
 
 async function counter(b: RunscBackend, name: "restores" | "fallbacks", reason?: string): Promise<number> {
