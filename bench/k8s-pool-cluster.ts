@@ -3,13 +3,14 @@
  * real cluster, where the API server, the operator and the nodes are not in
  * the conversion service's process): the fake API server
  * (test/fake-kube-api.ts, a test double), the real operator, and the test
- * kubelet running the real sandbox program, each sandbox at niceness 10
- * until it has its document and 19 after (bench/k8s-pool.ts says why).
+ * kubelet running the real sandbox program, each sandbox left only the CPU
+ * nobody else wants once it has its document (bench/k8s-pool.ts says why).
  * Talks to its parent over IPC:
  *
  *   → {type: "ready", url}                  the API server's URL
  *   → {type: "job", name, at}               a Job was stored (epoch ms)
  *   → {type: "line", pod, line, at}         a sandbox's log line of interest
+ *   → {type: "demoted", cgroup, nice, none} how the pods were demoted (at close)
  *   ← {type: "close"}                       stop everything and exit
  *
  * Run by bench/k8s-pool.ts; not on its own.
@@ -26,8 +27,8 @@ import { buildSandboxProgram, resolveNodeBinary } from "../internal/sandbox/asse
 import { prepareProfile } from "../internal/sandbox/profile.ts";
 
 const send = (message: unknown) => process.send?.(message);
-/** Niceness of a sandbox until it has its document, and after (see bench/k8s-pool.ts). */
-const NICENESS = { waiting: 10, converting: 19 } as const;
+/** How converting pods were given the leftover CPU (see bench/k8s-pool.ts), counted for the report. */
+const demoted = { cgroup: 0, nice: 0, none: 0 };
 const work = mkdtempSync(join(tmpdir(), "folio-bench-cluster-"));
 const log = createLogger("silent");
 
@@ -43,13 +44,17 @@ const kubelet = startFakeKubelet({
   nodeBinary,
   profileDir,
   workDir: work,
-  // A cluster gives every sandbox pod CPUs of its own; here two CPUs host them all (see bench/k8s-pool.ts).
-  nice: NICENESS.waiting,
+  // A cluster gives every sandbox pod CPUs of its own; here two host them all. A pod's start and its
+  // conversion run on the CPU nobody else wants, as on a node of its own; while it waits at the broker
+  // (idle) and takes its document (the claim), it is an ordinary process.
+  startDemoted: true,
   onLine: (run, line) => {
     const received = line.includes('"sandbox received its document"');
-    if (received || line.includes('"warm sandbox ready"')) send({ type: "line", pod: run.pod, line, at: Date.now() });
-    // Its document is in (the claim ends there): its conversion runs on what CPU is left, as on CPUs of its own.
-    if (received) kubelet.renice(run.pod, NICENESS.converting);
+    const ready = line.includes('"warm sandbox ready"');
+    if (received || ready) send({ type: "line", pod: run.pod, line, at: Date.now() });
+    if (ready) kubelet.promote(run.pod);
+    // Its document is in: the claim ends there.
+    if (received) demoted[kubelet.demote(run.pod)]++;
   },
 });
 const config = parseConfig(operatorSchema, { LOG_LEVEL: "silent", FOLIO_METRICS_ENABLED: "false", FOLIO_OPERATOR_NAMESPACE: "default", FOLIO_OPERATOR_IDENTITY: "bench" });
@@ -59,6 +64,7 @@ send({ type: "ready", url: api.url });
 
 process.on("message", (message: { type?: string }) => {
   if (message?.type !== "close") return;
+  send({ type: "demoted", ...demoted });
   void (async () => {
     await operator.close();
     await kubelet.close();

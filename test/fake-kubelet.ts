@@ -29,12 +29,14 @@
  * answers nothing and never exits until it is deleted or its deadline passes.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmdirSync, rmSync, writeFileSync } from "node:fs";
 import { setPriority } from "node:os";
 import { join } from "node:path";
 import type { FakeKubeApi, KubeObject } from "./fake-kube-api.ts";
 
 export type PodBehaviour = "run" | "oom" | "never-start";
+/** How {@link FakeKubelet.demote} and `promote` moved a pod: by cgroup, by niceness, or not at all (it runs nothing). */
+export type CpuShare = "cgroup" | "nice" | "none";
 
 export interface FakeKubeletOptions {
   api: FakeKubeApi;
@@ -49,12 +51,10 @@ export interface FakeKubeletOptions {
   /** What happens to a new pod; default: run it. */
   behaviour?: (pod: KubeObject) => PodBehaviour;
   /**
-   * Run the programs at this niceness (`nice -n`): on a real cluster every
-   * sandbox pod has CPUs of its own (Guaranteed QoS) and does not take them
-   * from the conversion service; on one machine the benchmark uses this to
-   * keep a few dozen sandboxes from starving the process it measures.
+   * Start every pod demoted ({@link FakeKubelet.demote}): the benchmark's
+   * stand-in for pods starting on nodes of their own.
    */
-  nice?: number;
+  startDemoted?: boolean;
   /** Every whole line the program writes on stderr (its JSON log lines), as it comes. */
   onLine?: (run: PodRun, line: string) => void;
 }
@@ -88,11 +88,20 @@ export interface FakeKubelet {
    */
   freeze(pod: string, namespace?: string): number[];
   /**
-   * Sets the niceness of every thread of a running pod's processes (what
-   * they start later inherits it from the thread that starts it). Raising a
-   * priority needs privilege (CAP_SYS_NICE): without it, it is left as it is.
+   * Leaves a running pod only the CPU nobody else wants, as if it ran on a
+   * node of its own (the benchmark's stand-in for other nodes' CPUs): its
+   * processes move into a CPU cgroup of the lowest weight (cgroup v2
+   * `cpu.weight` 1, or v1 `cpu.shares` 2), which the kubelet makes on first
+   * use and removes at close; what they start later stays in it. Niceness
+   * alone does not do this: with autogroup scheduling every session (and
+   * LibreOffice starts one of its own) competes at full weight whatever its
+   * niceness. Where no CPU cgroup can be made (no privilege), every thread
+   * is set to niceness 19 instead. Says which it did; "none" when the pod
+   * runs nothing.
    */
-  renice(pod: string, niceness: number, namespace?: string): void;
+  demote(pod: string, namespace?: string): CpuShare;
+  /** Undoes {@link demote}: the pod's processes go back to the kubelet's own cgroup (or niceness 0). */
+  promote(pod: string, namespace?: string): CpuShare;
   /** Kills what still runs and stops reacting to pods. */
   close(): Promise<void>;
 }
@@ -165,9 +174,93 @@ function reniceThreads(pids: number[], niceness: number): void {
   }
 }
 
+/**
+ * A CPU cgroup of the lowest weight under the machine's cgroup root (v2, or
+ * v1's `cpu` hierarchy), or undefined when none can be made.
+ */
+function makeLowCpuGroup(name: string): { path: string; version: 1 | 2 } | undefined {
+  const candidates: { path: string; version: 1 | 2; file: string; value: string }[] = [
+    { path: join("/sys/fs/cgroup", name), version: 2, file: "cpu.weight", value: "1" },
+    { path: join("/sys/fs/cgroup/cpu", name), version: 1, file: "cpu.shares", value: "2" },
+  ];
+  for (const c of candidates) {
+    // v2 only where the root hands the cpu controller down; v1 only where its cpu hierarchy is mounted.
+    const usable = c.version === 2 ? readText("/sys/fs/cgroup/cgroup.subtree_control").split(/\s+/).includes("cpu") : existsSync("/sys/fs/cgroup/cpu/cpu.shares");
+    if (!usable) continue;
+    try {
+      mkdirSync(c.path);
+      writeFileSync(join(c.path, c.file), c.value);
+      return { path: c.path, version: c.version };
+    } catch {
+      try {
+        rmdirSync(c.path);
+      } catch {
+        // never made
+      }
+    }
+  }
+  return undefined;
+}
+
+/** Removes the cgroup once its processes are gone (they were just killed: a few tries). */
+async function removeCpuGroup(path: string): Promise<void> {
+  for (let attempt = 0; attempt < 20; attempt++) {
+    try {
+      rmdirSync(path);
+      return;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "ENOENT") return;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+}
+
+/** The folder of the cgroup this process is in (v2, or v1's cpu hierarchy), where promoted pods go back to. */
+function ownCpuGroup(version: 1 | 2): string {
+  const lines = readText("/proc/self/cgroup").split("\n");
+  const line = version === 2 ? lines.find((l) => l.startsWith("0::")) : lines.find((l) => l.split(":")[1]?.split(",").includes("cpu"));
+  const path = line?.split(":").slice(2).join(":") ?? "/";
+  return join(version === 2 ? "/sys/fs/cgroup" : "/sys/fs/cgroup/cpu", path);
+}
+
+function readText(path: string): string {
+  try {
+    return readFileSync(path, "utf8");
+  } catch {
+    return "";
+  }
+}
+
 export function startFakeKubelet(options: FakeKubeletOptions): FakeKubelet {
   const { api } = options;
   const runs: PodRun[] = [];
+  /** The low-weight CPU cgroup of {@link FakeKubelet.demote}: null until first asked for, undefined when none could be made. */
+  let lowCpu: { path: string; version: 1 | 2 } | undefined | null = null;
+  /** Moves a running pod's processes into the low-weight cgroup (`low`) or back to the kubelet's own; niceness 19 / 0 without cgroups. */
+  const share = (pod: string, namespace: string, low: boolean): CpuShare => {
+    const pid = children.get(`${namespace}/${pod}`)?.pid;
+    if (!pid) return "none";
+    const pids = [pid, ...descendants(pid)];
+    if (lowCpu === null) lowCpu = makeLowCpuGroup(`folio-test-kubelet-${process.pid}`);
+    if (lowCpu) {
+      const target = low ? lowCpu.path : ownCpuGroup(lowCpu.version);
+      try {
+        // One pid at a time: a write to cgroup.procs moves one whole process (every thread).
+        for (const p of pids) {
+          try {
+            writeFileSync(join(target, "cgroup.procs"), String(p));
+          } catch (err) {
+            if ((err as NodeJS.ErrnoException).code !== "ESRCH") throw err; // ended meanwhile
+          }
+        }
+        return "cgroup";
+      } catch {
+        // not allowed after all: niceness below
+      }
+    }
+    reniceThreads(pids, low ? 19 : 0);
+    return "nice";
+  };
   const children = new Map<string, ChildProcess>();
   let closed = false;
 
@@ -288,8 +381,7 @@ export function startFakeKubelet(options: FakeKubeletOptions): FakeKubelet {
 
     const dir = mkdtempSync(join(options.workDir, `${pod.metadata.name}-`));
     const terminationLog = join(dir, "termination-log");
-    const [command, args] = options.nice ? ["nice", ["-n", String(options.nice), options.nodeBinary, options.program]] : [options.nodeBinary, [options.program]];
-    const child = spawn(command, args, {
+    const child = spawn(options.nodeBinary, [options.program], {
       env: {
         ...env,
         PATH: "/usr/bin:/bin",
@@ -302,6 +394,7 @@ export function startFakeKubelet(options: FakeKubeletOptions): FakeKubelet {
       stdio: ["ignore", "ignore", "pipe"],
     });
     children.set(key(pod), child);
+    if (options.startDemoted) share(pod.metadata.name, pod.metadata.namespace ?? "default", true);
     run.startedAtMs = Date.now();
     const deadlineSeconds = deadlineOf(pod);
     const deadline = deadlineSeconds
@@ -360,16 +453,15 @@ export function startFakeKubelet(options: FakeKubeletOptions): FakeKubelet {
       const child = children.get(`${namespace}/${pod}`);
       return child ? signalTree(child, "SIGSTOP") : [];
     },
-    renice: (pod, niceness, namespace = "default") => {
-      const pid = children.get(`${namespace}/${pod}`)?.pid;
-      if (pid) reniceThreads([pid, ...descendants(pid)], niceness);
-    },
+    demote: (pod, namespace = "default") => share(pod, namespace, true),
+    promote: (pod, namespace = "default") => share(pod, namespace, false),
     close: async () => {
       closed = true;
       unsubscribe();
       const exits = [...children.values()].map((c) => new Promise((resolve) => c.once("close", resolve)));
       for (const c of children.values()) killTree(c);
       await Promise.all(exits);
+      if (lowCpu) await removeCpuGroup(lowCpu.path);
     },
   };
 }
