@@ -7,11 +7,12 @@
  * page tree, not pdfinfo; a page selection renders exactly its pages, and
  * the limits name the `pages` option.
  */
-import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runJob, type ConverterOptions } from "./converter.ts";
+import { PRESTART_FILE, runJob, type ConverterOptions } from "./converter.ts";
 import type { JobResult, JobSpec } from "./interface.ts";
 import { prepareProfile } from "./profile.ts";
 import { pngInfo } from "./testdocs.ts";
@@ -28,13 +29,28 @@ beforeAll(async () => {
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
 let jobs = 0;
-async function convert(spec: Partial<JobSpec>, options: ConverterOptions = {}): Promise<{ result: JobResult; pages: Buffer[] }> {
+/**
+ * Converts the 5-page text. `prestarted`: in pre-started mode (LibreOffice
+ * and the page-1 pdftoppm started before the job is handed in).
+ */
+async function convert(spec: Partial<JobSpec>, options: ConverterOptions = {}, prestarted = false): Promise<{ result: JobResult; pages: Buffer[] }> {
   const jobDir = join(work, `job-${++jobs}`);
   mkdirSync(join(jobDir, "input"), { recursive: true });
-  writeFileSync(join(jobDir, "input", "document.txt"), LINES);
   const full: JobSpec = { format: "TXT", dpi: 200, maxPages: 10, profileDir: profile, timeoutMs: 60_000, ...spec };
-  writeFileSync(join(jobDir, "job.json"), JSON.stringify(full));
-  const result = await runJob(jobDir, { scratchDir: work, ...options });
+  const handIn = () => {
+    writeFileSync(join(jobDir, "input", "document.txt"), LINES);
+    writeFileSync(join(jobDir, "job.json"), JSON.stringify(full));
+  };
+  let result: JobResult;
+  if (prestarted) {
+    writeFileSync(join(jobDir, PRESTART_FILE), JSON.stringify({ profileDir: profile }));
+    const ready = Promise.withResolvers<void>();
+    const running = runJob(jobDir, { scratchDir: work, ...options, onReady: () => ready.resolve(), handIn: async () => (await ready.promise, handIn(), true) });
+    result = await running;
+  } else {
+    handIn();
+    result = await runJob(jobDir, { scratchDir: work, ...options });
+  }
   const names = readdirSync(join(jobDir, "output")).filter((n) => n.endsWith(".png"));
   if (!result.ok) return { result, pages: [] };
   expect(names.sort(), "output/ holds page-1.png … page-N.png").toEqual(Array.from({ length: result.pageCount }, (_, i) => `page-${i + 1}.png`).sort());
@@ -104,6 +120,36 @@ describe("the page step", () => {
   ])("a selection %j the document cannot meet: invalid_pages, nothing rendered", async (pages, maxPages, message) => {
     const { result } = await convert({ pages, maxPages });
     expect(result.error).toEqual({ code: "invalid_pages", message });
+  }, 60_000);
+
+  /** pdftoppm processes whose stdout is a file under this test's folder (the pre-started one writes page 1 there). */
+  const renderers = () => {
+    let pids: string[];
+    try {
+      pids = execFileSync("pgrep", ["-x", "pdftoppm"], { encoding: "utf8" }).split("\n").filter(Boolean);
+    } catch {
+      return [];
+    }
+    return pids.filter((pid) => {
+      try {
+        return readlinkSync(`/proc/${pid}/fd/1`).startsWith(work);
+      } catch {
+        return false; // ended meanwhile
+      }
+    });
+  };
+
+  it.each([
+    [undefined, 1, [1, 2, 3, 4, 5]],
+    [undefined, 2, [1, 2, 3, 4, 5]],
+    ["1,3-", 2, [1, 3, 4, 5]],
+    ["2-4", 2, [2, 3, 4]],
+  ])("pre-started (pdftoppm waiting for page 1 on its stdin), pages %j with %d renderers: the same pages, no renderer left", async (pages, cpus, wanted) => {
+    const { result, pages: got } = await convert({ cpus, ...(pages ? { pages } : {}) }, {}, true);
+    expect(result, JSON.stringify(result)).toMatchObject({ ok: true, pageCount: wanted.length, documentPageCount: PAGES });
+    expect(result.timings?.warmRenderer, "page 1 from the pre-started pdftoppm").toBe(wanted[0] === 1 ? 1 : 0);
+    got.forEach((p, i) => expect(Buffer.compare(p, single[wanted[i]! - 1] as Buffer), `page-${i + 1}.png is page ${wanted[i]}`).toBe(0));
+    expect(renderers()).toEqual([]);
   }, 60_000);
 
   it("stops at the output limit: conversion_failed naming it", async () => {

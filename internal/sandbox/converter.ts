@@ -43,7 +43,7 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { createHash } from "node:crypto";
-import { cp, mkdir, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { cp, mkdir, mkdtemp, open, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { availableParallelism } from "node:os";
 import { createConnection } from "node:net";
 import { basename, join } from "node:path";
@@ -52,7 +52,7 @@ import { FORMAT_EXTENSIONS, PAGE_DPI, readText, type ConversionFormat } from "..
 import { parsePages, planPages } from "../formats/pages.ts";
 import type { JobErrorCode, JobResult, JobSpec } from "./interface.ts";
 import { quickPdfPageCount } from "./pdfpages.ts";
-import { PnmSplitter, encodePage, type RawImage } from "./png.ts";
+import { PnmSplitter, encodePage, readPnms, type RawImage } from "./png.ts";
 import { runProbe } from "./probe.ts";
 import { SEED_BYTES, reseedMathRandom } from "./reseed.ts";
 import { SOFFICE_BIN, fileUrl } from "./profile.ts";
@@ -212,10 +212,12 @@ async function readPrestartSpec(jobDir: string): Promise<PrestartSpec | undefine
 async function runPrestartedJob(jobDir: string, prestart: PrestartSpec, options: ConverterOptions): Promise<JobResult> {
   const scratch = await mkdtemp(join(options.scratchDir ?? "/tmp", "folio-job-"));
   let office: WarmOffice | undefined;
+  let renderer: WarmRenderer | undefined;
   try {
     const profile = join(scratch, "profile");
     await cp(prestart.profileDir, profile, { recursive: true });
     office = startOffice(profile, scratch, options);
+    renderer = await startRenderer(scratch, options);
     void office.listening.then((socket) => {
       if (socket) (options.onReady ?? (() => process.stdout.write(`${READY_LINE}\n`)))();
     });
@@ -232,12 +234,13 @@ async function runPrestartedJob(jobDir: string, prestart: PrestartSpec, options:
     const restored = prestart.handIn === "signal" ? { scratch: basename(jobScratch), random: Math.random() } : undefined;
     const result: JobResult = spec.probe
       ? { ok: true, pageCount: 0, probe: await runProbe(spec.probe) }
-      : await convertJob(jobDir, spec, options, { scratch: jobScratch, profile, office });
+      : await convertJob(jobDir, spec, options, { scratch: jobScratch, profile, office, renderer });
     if (restored) result.restored = restored;
     await writeFile(join(outputDir, "result.json"), JSON.stringify(result));
     return result;
   } finally {
     office?.kill();
+    renderer?.tool.kill();
     await rm(scratch, { recursive: true, force: true }).catch(() => undefined);
   }
 }
@@ -302,6 +305,8 @@ interface Prestarted {
   scratch: string;
   profile: string;
   office: WarmOffice;
+  /** A pdftoppm waiting for the PDF on its stdin, to render page 1 ({@link startRenderer}). */
+  renderer?: WarmRenderer;
 }
 
 async function convertJob(jobDir: string, spec: JobSpec, options: ConverterOptions, prestarted?: Prestarted): Promise<JobResult> {
@@ -353,9 +358,11 @@ async function convertJob(jobDir: string, spec: JobSpec, options: ConverterOptio
     t = Date.now();
     // Whole CPUs: a fractional limit (1.5) gets the whole part in processes, at least one.
     const workers = Math.max(1, Math.floor(spec.cpus ?? (await cgroupCpus()) ?? Math.min(availableParallelism(), DEFAULT_MAX_WORKERS)));
-    const rendered = await renderPages(pdf, plan.pages, join(jobDir, "output"), { maxOutputBytes: spec.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES, workers }, deadline, options);
+    const rendered = await renderPages(pdf, plan.pages, join(jobDir, "output"), { maxOutputBytes: spec.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES, workers }, deadline, { ...options, scratch }, prestarted?.renderer);
     lap("pdftoppm", t);
     timings.greyPages = rendered.greyPages;
+    // 1 when page 1 came from the pre-started pdftoppm.
+    timings.warmRenderer = rendered.warmRenderer;
     timings.pngBytes = rendered.pngBytes;
     timings.total = Date.now() - started;
     return { ok: true, pageCount: plan.pages.length, documentPageCount: counted.pages, timings };
@@ -482,12 +489,15 @@ async function countPages(pdf: string, deadline: number, options: ConverterOptio
  * Renders `pages` (ascending page numbers: every page, or a selection's) to
  * raw pixels and encodes each as a PNG the moment its pixels are complete,
  * writing `output/page-K.png` for the K-th of them as soon as it is ready
- * (pages of different workers finish out of order). Up to `workers` workers
- * render consecutive shares of the list at once, each with one pdftoppm
- * process per run of consecutive page numbers in its share, writing PPM to
- * a pipe; the PNG encoding runs on libuv's thread pool beside them. A
- * worker's pipe is paused while two of its pages wait to be encoded, so at
- * most a few raw pages are held in memory.
+ * (pages of different workers finish out of order). Page 1, when asked
+ * for and a pre-started pdftoppm waits (`warm`), is that one's; up to
+ * `workers` workers render consecutive shares of the rest at once, each
+ * with one pdftoppm process per run of consecutive page numbers in its
+ * share. A short run ({@link FILE_RUN_PAGES}) is written to files and read
+ * once its pdftoppm has exited; a longer one streams PPM through a pipe,
+ * paused while two of its pages wait to be encoded, so at most a few raw
+ * pages are held in memory either way. The PNG encoding runs on libuv's
+ * thread pool beside the renderers.
  */
 async function renderPages(
   pdf: string,
@@ -495,28 +505,45 @@ async function renderPages(
   outputDir: string,
   limits: { maxOutputBytes: number; workers: number },
   deadline: number,
-  options: ConverterOptions,
-): Promise<{ greyPages: number; pngBytes: number }> {
-  const workers = Math.max(1, Math.min(limits.workers, pages.length));
-  const per = Math.ceil(pages.length / workers);
+  options: ConverterOptions & { scratch: string },
+  warm?: WarmRenderer,
+): Promise<{ greyPages: number; pngBytes: number; warmRenderer: number }> {
+  // A pre-started pdftoppm that already ended (it should not) leaves page 1 to the others.
+  const useWarm = warm !== undefined && pages[0] === 1 && !warm.tool.ended();
+  if (!useWarm) warm?.tool.kill();
+  const rest = useWarm ? pages.slice(1) : pages;
+  const offset = pages.length - rest.length;
+  const workers = Math.max(1, Math.min(limits.workers, rest.length));
+  const per = Math.ceil(rest.length / workers);
   const shares: PageRun[][] = [];
-  for (let from = 0; from < pages.length; from += per) shares.push(pageRuns(pages, from, Math.min(pages.length, from + per)));
+  for (let from = 0; from < rest.length; from += per) shares.push(pageRuns(rest, from, Math.min(rest.length, from + per), offset));
   const stats = { greyPages: 0, pngBytes: 0 };
+  const page = { outputDir, maxOutputBytes: limits.maxOutputBytes, stats };
   // One failure stops the other workers at once.
   const stop = new AbortController();
   const onAbort = () => stop.abort();
   options.signal?.addEventListener("abort", onAbort, { once: true });
+  const stopping = { ...options, signal: stop.signal };
+  const work = async (render: () => Promise<void>) => {
+    try {
+      await render();
+    } catch (err) {
+      stop.abort();
+      throw err;
+    }
+  };
   try {
-    await Promise.all(
-      shares.map(async (runs) => {
-        try {
-          for (const run of runs) await renderRange(pdf, run, outputDir, limits.maxOutputBytes, stats, deadline, { ...options, signal: stop.signal });
-        } catch (err) {
-          stop.abort();
-          throw err;
-        }
-      }),
-    );
+    await Promise.all([
+      ...(useWarm ? [work(() => renderFileRun({ warm: warm!, pdf }, { first: 1, last: 1, outputs: new Map([[1, 1]]) }, page, deadline, stopping))] : []),
+      ...shares.map((runs) =>
+        work(async () => {
+          for (const run of runs) {
+            if (run.last - run.first < FILE_RUN_PAGES) await renderFileRun({ pdf, file: join(options.scratch, `pages-${run.first}.ppm`) }, run, page, deadline, stopping);
+            else await renderRange(pdf, run, page, deadline, stopping);
+          }
+        }),
+      ),
+    ]);
   } catch (err) {
     // A stop caused by the caller's signal is that signal's timeout, not the other worker's error.
     if (options.signal?.aborted) throw new JobError("timeout", "the conversion ran out of time");
@@ -524,8 +551,28 @@ async function renderPages(
   } finally {
     options.signal?.removeEventListener("abort", onAbort);
   }
-  return stats;
+  return { ...stats, warmRenderer: useWarm ? 1 : 0 };
 }
+
+/** Where rendered pages go: the output folder, its byte limit, and the running totals. */
+interface PageSink {
+  outputDir: string;
+  maxOutputBytes: number;
+  stats: { greyPages: number; pngBytes: number };
+}
+
+/**
+ * Runs of at most this many pages are rendered to a file in the sandbox's
+ * tmpfs (pdftoppm's stdout) and read once pdftoppm has exited, instead of
+ * through a pipe: a pipe carries 64 KiB at a time, and each of the 178
+ * round trips of an A4 page between pdftoppm and the program (a write, a
+ * wake-up, a read) passes through gVisor's sentry, about 230 ms a page
+ * under ptrace, against 30-90 ms to read the page's file back
+ * (docs/benchmarks.md). Longer runs keep the pipe: their pages stream out
+ * as they are rendered, with at most two raw pages held, where a file
+ * holds every page of the run at once.
+ */
+const FILE_RUN_PAGES = 3;
 
 /**
  * stdout buffer of pdftoppm, set by preloading coreutils' libstdbuf (what
@@ -575,43 +622,127 @@ interface PageRun {
   outputs: Map<number, number>;
 }
 
-/** Entries `from`…`to - 1` of `pages` as runs of nearly consecutive page numbers (gaps up to {@link MAX_SKIPPED_PAGES}). */
-function pageRuns(pages: readonly number[], from: number, to: number): PageRun[] {
+/**
+ * Entries `from`…`to - 1` of `pages` as runs of nearly consecutive page
+ * numbers (gaps up to {@link MAX_SKIPPED_PAGES}); the entry at `i` is output
+ * `offset + i + 1`.
+ */
+function pageRuns(pages: readonly number[], from: number, to: number, offset = 0): PageRun[] {
   const runs: PageRun[] = [];
   for (let i = from; i < to; i++) {
     const n = pages[i]!;
     let run = runs.at(-1);
     if (!run || n - run.last - 1 > MAX_SKIPPED_PAGES) runs.push((run = { first: n, last: n, outputs: new Map() }));
     run.last = n;
-    run.outputs.set(n, i + 1);
+    run.outputs.set(n, offset + i + 1);
   }
   return runs;
 }
 
-/** One pdftoppm process for a run of pages, its wanted pages encoded and written as they arrive. */
-async function renderRange(
-  pdf: string,
+/** The environment pdftoppm runs with: libstdbuf's large stdout buffer where it exists (see {@link STDOUT_BUFFER_BYTES}). */
+async function pdftoppmEnv(options: ConverterOptions): Promise<Record<string, string>> {
+  const libstdbuf = options.libstdbufPath ?? LIBSTDBUF;
+  // Without libstdbuf (not a Debian system) pdftoppm runs as it is, slower in gVisor.
+  return (await stat(libstdbuf).then(() => true, () => false)) ? { LD_PRELOAD: libstdbuf, _STDBUF_O: String(STDOUT_BUFFER_BYTES) } : {};
+}
+
+/** A pdftoppm started before its PDF exists, and the file it writes page 1 into. */
+interface WarmRenderer {
+  tool: StartedTool;
+  file: string;
+}
+
+/**
+ * Pre-started mode: `pdftoppm -r 200 -f 1 -l 1 -` reads the PDF from its
+ * stdin, so it waits there, loaded and linked (in the checkpoint image
+ * too), to render page 1 into a file. Starting a process in gVisor (the
+ * program's fork, the exec, the dynamic linker's system calls and page
+ * faults) took about 190 ms of a one-page document's 600 ms of rendering
+ * under ptrace (docs/benchmarks.md). Killed unused when page 1 is not asked
+ * for.
+ */
+async function startRenderer(scratch: string, options: ConverterOptions): Promise<WarmRenderer> {
+  const file = join(scratch, "page-1.ppm");
+  const args = ["-r", String(PAGE_DPI), "-f", "1", "-l", "1", "-"];
+  return { tool: await withOutputFile(file, async (fd) => startTool(options.pdftoppmPath ?? "/usr/bin/pdftoppm", args, await pdftoppmEnv(options), true, fd)), file };
+}
+
+/** Runs `start` with `file` opened for writing (created), closed here once `start` has handed it to a child. */
+async function withOutputFile<T>(file: string, start: (fd: number) => Promise<T>): Promise<T> {
+  const handle = await open(file, "w", 0o600);
+  try {
+    return await start(handle.fd);
+  } finally {
+    await handle.close();
+  }
+}
+
+/**
+ * A run of pages rendered to a file (pdftoppm's stdout: with its large
+ * buffer, one write system call a page, where pdftoppm's own files take
+ * one per 4 KiB) by a pdftoppm started for it, or by the pre-started one
+ * (page 1, given the PDF on its stdin); read back, encoded and removed once
+ * pdftoppm has exited.
+ */
+async function renderFileRun(
+  source: { pdf: string; file: string } | { pdf: string; warm: WarmRenderer },
   { first, last, outputs }: PageRun,
-  outputDir: string,
-  maxOutputBytes: number,
-  stats: { greyPages: number; pngBytes: number },
+  sink: PageSink,
   deadline: number,
   options: ConverterOptions,
 ): Promise<void> {
+  let run: ToolRun;
+  let file: string;
+  if ("warm" in source) {
+    file = source.warm.file;
+    if (deadline - Date.now() <= 0 || options.signal?.aborted) throw new JobError("timeout", "the conversion ran out of time");
+    const running = superviseTool(source.warm.tool, deadline, options.signal);
+    source.warm.tool.child.stdin!.end(await readFile(source.pdf));
+    run = await running;
+  } else {
+    file = source.file;
+    const args = ["-r", String(PAGE_DPI), "-f", String(first), "-l", String(last), source.pdf];
+    const env = await pdftoppmEnv(options);
+    if (deadline - Date.now() <= 0 || options.signal?.aborted) throw new JobError("timeout", "the conversion ran out of time");
+    const tool = await withOutputFile(file, async (fd) => startTool(options.pdftoppmPath ?? "/usr/bin/pdftoppm", args, env, false, fd));
+    run = await superviseTool(tool, deadline, options.signal);
+  }
+  if (run.code !== 0) throw new JobError("conversion_failed", `pdftoppm failed: ${run.output.trim().slice(0, 300)}`);
+  const bytes = await readFile(file);
+  await rm(file);
+  let images: RawImage[];
+  try {
+    images = readPnms(bytes, MAX_RAW_PAGE_BYTES);
+  } catch (err) {
+    throw new JobError("conversion_failed", `pages ${first}–${last}: ${(err as Error).message}`);
+  }
+  if (images.length !== last - first + 1) throw new JobError("conversion_failed", `pdftoppm rendered ${images.length} of pages ${first}–${last}`);
+  const writes: Promise<void>[] = [];
+  let failure: unknown;
+  images.forEach((image, i) => {
+    const output = outputs.get(first + i);
+    if (output !== undefined) writes.push(writePage(image, output, sink).catch((err: unknown) => void (failure ??= err)));
+  });
+  await Promise.all(writes);
+  if (failure) throw failure;
+}
+
+/**
+ * One pdftoppm process for a run of pages writing PPM to a pipe, its wanted
+ * pages encoded and written as they arrive.
+ */
+async function renderRange(pdf: string, { first, last, outputs }: PageRun, sink: PageSink, deadline: number, options: ConverterOptions): Promise<void> {
   const splitter = new PnmSplitter(MAX_RAW_PAGE_BYTES);
   const writes: Promise<void>[] = [];
   let next = first;
   let inFlight = 0;
   let failure: unknown;
-  const libstdbuf = options.libstdbufPath ?? LIBSTDBUF;
-  // See STDOUT_BUFFER_BYTES; without libstdbuf (not a Debian system) pdftoppm runs as it is, slower in gVisor.
-  const buffered: Record<string, string> = (await stat(libstdbuf).then(() => true, () => false)) ? { LD_PRELOAD: libstdbuf, _STDBUF_O: String(STDOUT_BUFFER_BYTES) } : {};
   const run = spawnTool(
     options.pdftoppmPath ?? "/usr/bin/pdftoppm",
     ["-r", String(PAGE_DPI), "-f", String(first), "-l", String(last), pdf],
     deadline,
     options.signal,
-    buffered,
+    await pdftoppmEnv(options),
     (child) => {
       // A paused pipe would keep the child's "close" from ever coming: once
       // the range has failed or been stopped, whatever is left is drained.
@@ -646,7 +777,7 @@ async function renderRange(
           inFlight++;
           if (inFlight >= PAGES_IN_FLIGHT && !options.signal?.aborted) child.stdout!.pause();
           writes.push(
-            writePage(image, output, outputDir, maxOutputBytes, stats)
+            writePage(image, output, sink)
               .catch(fail)
               .finally(() => {
                 splitter.release(image.pixels);
@@ -666,7 +797,7 @@ async function renderRange(
 }
 
 /** Encodes one page (grey when it is) and writes it as the `index`-th page; refuses pages past the output limit. */
-async function writePage(image: RawImage, index: number, outputDir: string, maxOutputBytes: number, stats: { greyPages: number; pngBytes: number }): Promise<void> {
+async function writePage(image: RawImage, index: number, { outputDir, maxOutputBytes, stats }: PageSink): Promise<void> {
   const { png, grey } = await encodePage(image, { dpi: PAGE_DPI });
   stats.pngBytes += png.length;
   if (grey) stats.greyPages++;
@@ -705,44 +836,72 @@ function spawnTool(
   env: Record<string, string>,
   onStdout?: (child: ChildProcess) => void,
 ): Promise<ToolRun> {
-  const remaining = deadline - Date.now();
-  if (remaining <= 0 || signal?.aborted) return Promise.reject(new JobError("timeout", "the conversion ran out of time"));
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, {
-      stdio: ["ignore", "pipe", "pipe"],
-      detached: true,
-      env: toolEnv(env),
-    });
-    let output = "";
-    let timedOut = false;
-    const keep = (chunk: Buffer) => {
-      if (output.length < MESSAGE_BYTES) output += chunk.toString("utf8");
-    };
-    const kill = () => {
-      timedOut = true;
-      try {
-        if (child.pid !== undefined) process.kill(-child.pid, "SIGKILL");
-      } catch {
-        child.kill("SIGKILL");
-      }
-    };
-    const timer = setTimeout(kill, remaining);
-    signal?.addEventListener("abort", kill, { once: true });
-    if (onStdout) onStdout(child);
-    else child.stdout.on("data", keep);
-    child.stderr.on("data", keep);
-    child.once("error", (err) => {
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", kill);
-      reject(new JobError("conversion_failed", `could not start ${command}: ${err.message}`));
-    });
-    child.once("close", (code) => {
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", kill);
-      if (timedOut) reject(new JobError("timeout", "the conversion ran out of time"));
-      else resolve({ code, output });
-    });
+  if (deadline - Date.now() <= 0 || signal?.aborted) return Promise.reject(new JobError("timeout", "the conversion ran out of time"));
+  return superviseTool(startTool(command, args, env, false), deadline, signal, onStdout);
+}
+
+/** A tool's process, started in a process group of its own; watched from its start. */
+interface StartedTool {
+  command: string;
+  child: ChildProcess;
+  /** Its end (or why it could not start), whenever that comes. */
+  closed: Promise<{ code: number | null } | Error>;
+  /** stderr (and stdout, unless it has a reader of its own), the first {@link MESSAGE_BYTES} or so. */
+  output(): string;
+  keep(chunk: Buffer): void;
+  /** SIGKILL to its whole process group (idempotent). */
+  kill(): void;
+  /** Whether it has ended (or could not start). */
+  ended(): boolean;
+}
+
+/** Starts a tool; with `stdin` its stdin is a pipe from here, with `stdout` a file descriptor its stdout is that file. */
+function startTool(command: string, args: string[], env: Record<string, string>, stdin: boolean, stdout?: number): StartedTool {
+  const child = spawn(command, args, { stdio: [stdin ? "pipe" : "ignore", stdout ?? "pipe", "pipe"], detached: true, env: toolEnv(env) });
+  // Written to after it may have ended: its end says what happened, not EPIPE.
+  child.stdin?.on("error", () => undefined);
+  let output = "";
+  const keep = (chunk: Buffer) => {
+    if (output.length < MESSAGE_BYTES) output += chunk.toString("utf8");
+  };
+  child.stderr!.on("data", keep);
+  let ended = false;
+  const closed = new Promise<{ code: number | null } | Error>((resolve) => {
+    child.once("error", (err) => resolve(err));
+    child.once("close", (code) => resolve({ code }));
   });
+  void closed.then(() => (ended = true));
+  const kill = () => {
+    try {
+      if (child.pid !== undefined) process.kill(-child.pid, "SIGKILL");
+    } catch {
+      child.kill("SIGKILL");
+    }
+  };
+  return { command, child, closed, output: () => output, keep, kill, ended: () => ended };
+}
+
+/** Waits for a started tool's end; kills it when the deadline passes or `signal` aborts (then throws `timeout`). */
+async function superviseTool(tool: StartedTool, deadline: number, signal: AbortSignal | undefined, onStdout?: (child: ChildProcess) => void): Promise<ToolRun> {
+  let timedOut = false;
+  const kill = () => {
+    timedOut = true;
+    tool.kill();
+  };
+  const timer = setTimeout(kill, Math.max(0, deadline - Date.now()));
+  signal?.addEventListener("abort", kill, { once: true });
+  if (signal?.aborted) kill();
+  if (onStdout) onStdout(tool.child);
+  else tool.child.stdout?.on("data", tool.keep);
+  try {
+    const end = await tool.closed;
+    if (timedOut) throw new JobError("timeout", "the conversion ran out of time");
+    if (end instanceof Error) throw new JobError("conversion_failed", `could not start ${tool.command}: ${end.message}`);
+    return { code: end.code, output: tool.output() };
+  } finally {
+    clearTimeout(timer);
+    signal?.removeEventListener("abort", kill);
+  }
 }
 
 /** A LibreOffice started ahead of its document (pre-started mode). */

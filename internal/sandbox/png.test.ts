@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { crc32 } from "node:zlib";
 import sharp from "sharp";
 import { afterAll, describe, expect, it } from "vitest";
-import { PnmSplitter, encodePage, pixelsPerMetre, scanlines, type RawImage } from "./png.ts";
+import { PnmSplitter, encodePage, pixelsPerMetre, readPnms, scanlines, type RawImage } from "./png.ts";
 import { pngInfo } from "./testdocs.ts";
 
 const work = mkdtempSync(join(tmpdir(), "folio-png-test-"));
@@ -157,5 +157,35 @@ describe("PnmSplitter", () => {
     ["an endless header", Buffer.from(`P6 ${"#".repeat(400)}`)],
   ])("refuses %s", (_what, bytes) => {
     expect(() => new PnmSplitter(64 * 1024 * 1024).push(bytes)).toThrow();
+  });
+});
+
+describe("readPnms", () => {
+  const ppm = (image: RawImage, header = `P6\n${image.width} ${image.height}\n255\n`) => Buffer.concat([Buffer.from(header, "latin1"), image.pixels]);
+
+  it("reads every page of a file pdftoppm wrote, as views of its bytes", () => {
+    const a = page(33, 21, true);
+    const b = page(17, 40, false);
+    const file = Buffer.concat([ppm(a), ppm(b, "P6 # comment\n17 40 255\n"), Buffer.from("P5\n5 2\n255\n"), Buffer.from([0, 1, 2, 3, 4, 5, 6, 7, 8, 9])]);
+    const images = readPnms(file, 1 << 20);
+    expect(images.map((i) => [i.width, i.height, i.channels])).toEqual([
+      [33, 21, 3],
+      [17, 40, 3],
+      [5, 2, 1],
+    ]);
+    expect(Buffer.compare(Buffer.from(images[0]!.pixels), Buffer.from(a.pixels))).toBe(0);
+    expect(Buffer.compare(Buffer.from(images[1]!.pixels), Buffer.from(b.pixels))).toBe(0);
+    expect([...images[2]!.pixels]).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    expect(images[0]!.pixels.buffer, "no copy").toBe(file.buffer);
+    expect(readPnms(Buffer.alloc(0), 1 << 20)).toEqual([]);
+  });
+
+  it.each([
+    ["a page cut short", Buffer.concat([Buffer.from("P6\n10 10\n255\n"), Buffer.alloc(299)]), /299 bytes of pixels for a 10×10 page \(300 expected\)/],
+    ["a header cut short", Buffer.from("P6\n10 1"), /truncated PNM header/],
+    ["not a PNM", Buffer.from("%PDF-1.7\n"), /not a PNM image/],
+    ["a page over the size limit", Buffer.from("P6\n100000 100000\n255\n"), /larger than/],
+  ])("refuses %s", (_what, bytes, message) => {
+    expect(() => readPnms(bytes, 64 * 1024 * 1024)).toThrow(message);
   });
 });

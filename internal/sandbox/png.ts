@@ -195,6 +195,28 @@ export class PnmSplitter {
   }
 }
 
+/**
+ * The binary PNM images of a whole stream pdftoppm wrote (a file: P6, or
+ * P5 for `-gray`; maxval 255), in order. The pixels are views of `bytes`,
+ * not copies. Throws on anything else, on a truncated image, and on one
+ * larger than `maxImageBytes`.
+ */
+export function readPnms(bytes: Buffer, maxImageBytes: number): RawImage[] {
+  const images: RawImage[] = [];
+  for (let at = 0; at < bytes.length; ) {
+    const parsed = parsePnmHeader(bytes.subarray(at, at + MAX_HEADER_BYTES));
+    if (parsed === "more") throw new Error("pdftoppm wrote a truncated PNM header");
+    const { width, height, channels, headerBytes } = parsed;
+    const size = width * height * channels;
+    if (size > maxImageBytes) throw new Error(`a page of ${width}×${height} pixels is larger than ${maxImageBytes} bytes`);
+    const end = at + headerBytes + size;
+    if (end > bytes.length) throw new Error(`pdftoppm wrote ${bytes.length - at - headerBytes} bytes of pixels for a ${width}×${height} page (${size} expected)`);
+    images.push({ width, height, channels, pixels: bytes.subarray(at + headerBytes, end) });
+    at = end;
+  }
+  return images;
+}
+
 /** "more" until `bytes` hold a whole P5/P6 header with maxval 255; throws when they cannot become one. */
 function parsePnmHeader(bytes: Buffer): { width: number; height: number; channels: 1 | 3; headerBytes: number } | "more" {
   if (bytes.length < 2) return "more";
