@@ -43,7 +43,7 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { createHash } from "node:crypto";
-import { cp, mkdir, mkdtemp, open, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { cp, mkdir, mkdtemp, open, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import { availableParallelism } from "node:os";
 import { createConnection } from "node:net";
 import { basename, join } from "node:path";
@@ -187,8 +187,19 @@ export async function runJob(jobDir: string, options: ConverterOptions = {}): Pr
   } else {
     result = await convertJob(jobDir, spec, options);
   }
-  await writeFile(join(outputDir, "result.json"), JSON.stringify(result));
+  await writeResult(outputDir, result);
   return result;
+}
+
+/**
+ * Writes `result.json` whole or not at all (written beside, then renamed):
+ * the host may take the result the moment the file is there, before the
+ * sandbox has ended (runsc.ts). It comes after every page.
+ */
+async function writeResult(outputDir: string, result: JobResult): Promise<void> {
+  const beside = join(outputDir, ".result.json");
+  await writeFile(beside, JSON.stringify(result));
+  await rename(beside, join(outputDir, "result.json"));
 }
 
 /** Reads `prestart.json` when the job folder has one. */
@@ -236,7 +247,7 @@ async function runPrestartedJob(jobDir: string, prestart: PrestartSpec, options:
       ? { ok: true, pageCount: 0, probe: await runProbe(spec.probe) }
       : await convertJob(jobDir, spec, options, { scratch: jobScratch, profile, office, renderer });
     if (restored) result.restored = restored;
-    await writeFile(join(outputDir, "result.json"), JSON.stringify(result));
+    await writeResult(outputDir, result);
     return result;
   } finally {
     office?.kill();

@@ -67,7 +67,8 @@ describe("RunscBackend with prestart", () => {
     expect(last?.prestarted).toBe(true);
     expect(idleBefore, "the sandbox came from the pool").toContain(last?.sandbox);
     expect(last?.timings?.warmOffice, JSON.stringify(last)).toBe(1);
-    // It served its one document and is gone; a replacement took its place.
+    // It served its one document and is gone (removed after the answer); a replacement took its place.
+    await backend.settled();
     expect(containers()).not.toContain(last?.sandbox);
     await onlyThePoolIsLeft();
   }, 90_000);
@@ -162,6 +163,7 @@ describe("RunscBackend.close with prestart", () => {
     expect(readdirSync(join(other.workDir, "jobs"))).toEqual([]);
     const result = await other.convert({ document: fixture("one-page.docx"), format: "DOCX", maxPages: 10, timeoutMs: 60_000 });
     expect(result.pageCount).toBe(1);
+    await other.settled();
     expect(other.idleSandboxes()).toEqual([]);
     expect(containers(other)).toEqual([]);
     expect(readdirSync(join(other.workDir, "jobs"))).toEqual([]);

@@ -95,6 +95,7 @@ describe("RunscBackend with restore", () => {
     expect(last?.restored, JSON.stringify(last)).toBe(true);
     expect(idleBefore, "the sandbox came from the pool").toContain(last?.sandbox);
     expect(last?.timings?.warmOffice, JSON.stringify(last)).toBe(1);
+    await backend.settled();
     expect(containers(backend)).not.toContain(last?.sandbox);
     await onlyThePoolIsLeft();
   }, 90_000);
@@ -151,6 +152,7 @@ describe("a checkpoint image that does not restore", () => {
     expect((await one(b)).pageCount).toBe(1);
     expect(log.finished.at(-1)?.restored).toBe(true);
     expect(await counter(b, "restores")).toBe(2);
+    await b.settled();
     expect(containers(b)).toEqual([]);
     expect(readdirSync(join(b.workDir, "jobs"))).toEqual([]);
   }, 180_000);

@@ -98,6 +98,7 @@ describe("RunscBackend refuses", () => {
       expect(err.code, `${label}: ${err.message}`).toBe("conversion_failed");
       expect(err.message).toMatch(/could not read the document/);
     }
+    await backend.settled();
     expect(containers()).toEqual([]);
   }, 90_000);
 

@@ -27,6 +27,7 @@ export async function poolHolds(b: RunscBackend, size: number, fit: (s: Idle) =>
 
 /** Only the idle pool is left: its sandboxes are the only live ones and the only job folders. */
 export async function onlyThePoolIsLeft(b: RunscBackend, size: number, fit?: (s: Idle) => boolean): Promise<void> {
+  await b.settled();
   await poolHolds(b, size, fit);
   const idle = b.idleSandboxes().map((s) => s.id).sort();
   expect(containers(b)).toEqual(idle);

@@ -6,7 +6,9 @@
  * --root <private state> run --bundle <bundle> <unique id>`. The wall-clock
  * limit covers the whole sandbox; on expiry it is killed (`runsc kill ID
  * KILL`, then `runsc delete --force ID`) and the answer is `timeout`. The
- * container is deleted and the job folder removed after every run.
+ * result is taken once the program has written result.json, and the
+ * container is deleted and the job folder removed after every run: after
+ * the answer, in the background ({@link RunscBackend.settled}).
  *
  * With `prestart`, a bounded pool of sandboxes is started ahead of demand:
  * each runs the sandbox program in its pre-started mode (`prestart.json`
@@ -106,6 +108,8 @@ const KILL_RETRY_MS = 10_000;
 const LOG_BYTES = 4000;
 /** How long `runsc run` gets to exit by itself after its sandbox was killed or told to stop. */
 const EXIT_GRACE_MS = 3000;
+/** How often the host looks for a running sandbox's result.json. */
+const RESULT_POLL_MS = 5;
 /** Default number of idle pre-started sandboxes (the service's default concurrency). */
 const DEFAULT_PRESTART_POOL = 2;
 /** The checkpoint's timings and retries. */
@@ -165,6 +169,8 @@ export class RunscBackend implements SandboxBackend {
   private readonly idle: Prestarted[] = [];
   /** Pre-started sandboxes being set up (not yet in {@link idle}). */
   private readonly starting = new Set<Promise<void>>();
+  /** Finished sandboxes being removed after their answer ({@link settled}). */
+  private readonly removals = new Set<Promise<void>>();
   private closed = false;
   /** Counters of restores and their fallbacks. */
   readonly restoreMetrics: RestoreMetrics;
@@ -217,18 +223,34 @@ export class RunscBackend implements SandboxBackend {
     // The replacement starts once this sandbox has exited, not now: a
     // conversion never shares the CPUs with the warm-up of its own
     // replacement (docs/benchmarks.md, "Conversion (issue 4)").
-    const refill = () => this.fillPool();
-    const { result, computeMillis, jobDir, cleanup } = sandbox
-      ? await this.handIn(sandbox, input, signal).finally(refill)
-      : await this.runJob(input, input.timeoutMs, signal, {}).finally(refill);
+    const run = await (sandbox ? this.handIn(sandbox, input, signal) : this.runJob(input, input.timeoutMs, signal, {})).catch((err: unknown) => {
+      this.fillPool();
+      throw err;
+    });
     try {
-      if (!result.ok) throw resultError(result);
-      const { pageCount, documentPageCount } = checkedPageCount(result, input.maxPages);
-      const pages = await readPages(jobDir, pageCount, this.maxOutputBytes);
-      return { pages, pageCount, documentPageCount, computeMillis };
+      if (!run.result.ok) throw resultError(run.result);
+      const { pageCount, documentPageCount } = checkedPageCount(run.result, input.maxPages);
+      const pages = await readPages(run.jobDir, pageCount, this.maxOutputBytes);
+      return { pages, pageCount, documentPageCount, computeMillis: run.computeMillis };
     } finally {
-      await cleanup();
+      // The answer does not wait for the sandbox to end and be removed (see finish()).
+      this.inBackground(run.cleanup().finally(() => this.fillPool()));
     }
+  }
+
+  /**
+   * Resolves once every sandbox that has given its result is removed (its
+   * container deleted, its folder gone): they are removed after the answer.
+   */
+  async settled(): Promise<void> {
+    while (this.removals.size > 0) await Promise.all(this.removals);
+  }
+
+  private inBackground(removal: Promise<void>): void {
+    const tracked = removal
+      .catch((err: unknown) => this.options.logger?.warn({ err }, "a finished sandbox could not be removed"))
+      .finally(() => this.removals.delete(tracked));
+    this.removals.add(tracked);
   }
 
   /**
@@ -239,7 +261,7 @@ export class RunscBackend implements SandboxBackend {
   async close(): Promise<void> {
     this.closed = true;
     const idle = this.idle.splice(0);
-    await Promise.all([...idle.map((s) => this.discard(s)), ...this.starting]);
+    await Promise.all([...idle.map((s) => this.discard(s)), ...this.starting, this.settled()]);
   }
 
   /** Container ids of the idle pre-started sandboxes (for tests and metrics). */
@@ -315,24 +337,32 @@ export class RunscBackend implements SandboxBackend {
       }
       await writeJob(jobDir, input, { profileDir, profileInPlace, timeoutMs, maxOutputBytes: this.maxOutputBytes, cpus: this.limits.cpus, ...extra }, { chownOutput: true });
     });
-    return this.finish(id, base, jobDir, async () => {
-      const launched = this.launch(id, ["run", "--bundle", bundleDir], false);
-      const outcome = await this.supervise(launched, timeoutMs, signal);
+    let launched: Launched | undefined;
+    return this.finish(id, base, jobDir, () => launched, async () => {
+      launched = this.launch(id, ["run", "--bundle", bundleDir], false);
+      const outcome = await this.supervise(launched, timeoutMs, signal, undefined, jobDir);
       return { outcome, result: await this.outcomeResult(id, input, jobDir, outcome, timeoutMs, signal, "cold") };
     });
   }
 
   /**
    * Runs a sandbox to its result; the container and its folder are removed
-   * by the returned `cleanup`, or at once when the run fails.
+   * by the returned `cleanup`, or at once when the run fails. The result can
+   * come before the sandbox has ended (its program wrote result.json and is
+   * exiting: LibreOffice and the sandbox's kernel going down take another
+   * 85–200 ms under ptrace); `cleanup` lets it end by itself for a moment
+   * and kills it if it does not.
    */
   private async finish(
     id: string,
     base: string,
     jobDir: string,
+    launched: () => Launched | undefined,
     run: () => Promise<{ outcome: RunOutcome; result: JobResult }>,
   ): Promise<{ result: JobResult; computeMillis: number; jobDir: string; cleanup: () => Promise<void> }> {
     const cleanup = async () => {
+      const sandbox = launched();
+      if (sandbox && !(await exitsWithin(sandbox, EXIT_GRACE_MS))) await this.killContainer(sandbox);
       await this.deleteContainer(id);
       await rm(base, { recursive: true, force: true });
     };
@@ -352,10 +382,10 @@ export class RunscBackend implements SandboxBackend {
     signal: AbortSignal | undefined,
   ): Promise<{ result: JobResult; computeMillis: number; jobDir: string; cleanup: () => Promise<void> }> {
     const { launched, base, jobDir } = sandbox;
-    return this.finish(launched.id, base, jobDir, async () => {
+    return this.finish(launched.id, base, jobDir, () => launched, async () => {
       await writeJob(jobDir, input, { profileDir: SANDBOX_PATHS.profile, timeoutMs: input.timeoutMs, maxOutputBytes: this.maxOutputBytes, cpus: this.limits.cpus }, { chownOutput: true });
       const start = sandbox.start === "restored" ? () => this.handInBySignal(launched, jobDir) : async () => void launched.child.stdin?.write("\n");
-      const outcome = await this.supervise(launched, input.timeoutMs, signal, start);
+      const outcome = await this.supervise(launched, input.timeoutMs, signal, start, jobDir);
       return { outcome, result: await this.outcomeResult(launched.id, input, jobDir, outcome, input.timeoutMs, signal, sandbox.start) };
     });
   }
@@ -428,10 +458,12 @@ export class RunscBackend implements SandboxBackend {
   }
 
   /**
-   * Waits for a launched sandbox to exit under the time limit and `signal`.
+   * Waits for a launched sandbox to exit under the time limit and `signal`,
+   * or, given its job folder, until its program has written result.json
+   * (whole: it is renamed into place), whichever comes first.
    * The clock (time limit and compute time) starts now, before `start` runs.
    */
-  private async supervise(launched: Launched, timeoutMs: number, signal: AbortSignal | undefined, start?: () => Promise<void>): Promise<RunOutcome> {
+  private async supervise(launched: Launched, timeoutMs: number, signal: AbortSignal | undefined, start?: () => Promise<void>, jobDir?: string): Promise<RunOutcome> {
     const started = performance.now();
     let timedOut = false;
     let aborted = false;
@@ -453,7 +485,12 @@ export class RunscBackend implements SandboxBackend {
         // Killed (time limit, caller) while being handed its document: that is the outcome.
         if (!timedOut && !aborted) throw err;
       });
-      const { code, signal: sig } = await launched.closed;
+      const watching = new AbortController();
+      const ended = await Promise.race([
+        launched.closed,
+        ...(jobDir && !timedOut && !aborted ? [resultWritten(join(jobDir, "output", "result.json"), watching.signal)] : []),
+      ]).finally(() => watching.abort());
+      const { code, signal: sig } = ended ?? { code: null, signal: null };
       return { code, signal: sig, output: launched.output(), computeMillis: Math.round(performance.now() - started), timedOut, aborted };
     } finally {
       clearTimeout(timer);
@@ -728,6 +765,19 @@ async function exitsWithin(launched: Launched, ms: number): Promise<boolean> {
   const answer = await Promise.race([exited, late]);
   timeUp.abort();
   return answer;
+}
+
+/**
+ * Resolves (undefined) once `file` exists; never while `stop` has not
+ * aborted and it does not. Looked for every {@link RESULT_POLL_MS}: a stat
+ * on the host, next to nothing against a conversion.
+ */
+async function resultWritten(file: string, stop: AbortSignal): Promise<undefined> {
+  while (!stop.aborted) {
+    if (await stat(file).then(() => true, () => false)) return undefined;
+    await sleep(RESULT_POLL_MS, undefined, { signal: stop }).catch(() => undefined);
+  }
+  return new Promise<undefined>(() => undefined);
 }
 
 /** The `status` of `runsc state`'s JSON answer, if it has one. */
