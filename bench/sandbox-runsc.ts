@@ -18,8 +18,8 @@
  *      direct-tuned - the same with the malloc settings the sandbox program
  *                 gives its tools (MALLOC_ENV), to show what the sandbox
  *                 itself costs apart from that tuning.
- *    Wall time per document as the caller sees it (pages read back,
- *    sandbox deleted). Reported: medians, runsc / direct per format (target
+ *    Wall time per document as the caller sees it (pages read back; the
+ *    sandbox is removed after the answer). Reported: medians, runsc / direct per format (target
  *    ≤ 1.5×), and the medians of the in-sandbox steps (`timings` of
  *    result.json) with the time outside them (sandbox creation, Node's start,
  *    exit, deletion).
