@@ -151,10 +151,16 @@ async function conversionStack(workDir: string, program?: string) {
 
 type Variant = "api" | "host" | "program-before" | "program-after";
 
-export async function runLongBenchmark(rounds = positiveInt("BENCH_LONG_ROUNDS", 3)): Promise<BenchmarkReport> {
+/** The Postgres and Redis the long document's /v1/convert runs against; throws, naming them, when they are not set. */
+export function longBenchmarkStores(): { base: string; redisUrl: string } {
   const base = process.env.DATABASE_URL;
   const redisUrl = process.env.REDIS_URL;
   if (!base || !redisUrl) throw new Error("convert-long needs DATABASE_URL and REDIS_URL (run `make bench`)");
+  return { base, redisUrl };
+}
+
+export async function runLongBenchmark(rounds = positiveInt("BENCH_LONG_ROUNDS", 3)): Promise<BenchmarkReport> {
+  const { base, redisUrl } = longBenchmarkStores();
   const before = process.env.BENCH_SANDBOX_PROGRAM_BEFORE;
   const loadAtStart = os.loadavg()[0] ?? 0;
   const work = await mkdtemp(join(tmpdir(), "folio-bench-long-"));
