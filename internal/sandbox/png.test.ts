@@ -111,25 +111,34 @@ describe("encodePage", () => {
   });
 });
 
-describe("PnmSplitter", () => {
-  const ppm = (image: RawImage, header = `P6\n${image.width} ${image.height}\n255\n`) => Buffer.concat([Buffer.from(header, "latin1"), image.pixels]);
+const ppm = (image: RawImage, header = `P6\n${image.width} ${image.height}\n255\n`) => Buffer.concat([Buffer.from(header, "latin1"), image.pixels]);
 
+/** Three pages as pdftoppm writes them one after another: RGB, RGB with a comment in its header, and a 5×2 grey one. */
+function threePages(): { stream: Buffer; check: (images: RawImage[], label?: string) => void } {
+  const a = page(33, 21, true);
+  const b = page(17, 40, false);
+  const stream = Buffer.concat([ppm(a), ppm(b, `P6 # comment\n17 40 255\n`), Buffer.from("P5\n5 2\n255\n"), Buffer.from([0, 1, 2, 3, 4, 5, 6, 7, 8, 9])]);
+  const check = (images: RawImage[], label?: string) => {
+    expect(images.map((i) => [i.width, i.height, i.channels]), label).toEqual([
+      [33, 21, 3],
+      [17, 40, 3],
+      [5, 2, 1],
+    ]);
+    expect(Buffer.compare(Buffer.from(images[0]!.pixels), Buffer.from(a.pixels))).toBe(0);
+    expect(Buffer.compare(Buffer.from(images[1]!.pixels), Buffer.from(b.pixels))).toBe(0);
+    expect([...images[2]!.pixels]).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+  };
+  return { stream, check };
+}
+
+describe("PnmSplitter", () => {
   it("cuts a stream of pages into images whatever the chunk sizes", () => {
-    const a = page(33, 21, true);
-    const b = page(17, 40, false);
-    const stream = Buffer.concat([ppm(a), ppm(b, `P6 # comment\n17 40 255\n`), Buffer.concat([Buffer.from("P5\n5 2\n255\n"), Buffer.from([0, 1, 2, 3, 4, 5, 6, 7, 8, 9])])]);
+    const { stream, check } = threePages();
     for (const size of [1, 2, 7, 64, 4096, stream.length]) {
       const splitter = new PnmSplitter(1 << 20);
       const images: RawImage[] = [];
       for (let at = 0; at < stream.length; at += size) images.push(...splitter.push(stream.subarray(at, at + size)));
-      expect(images.map((i) => [i.width, i.height, i.channels]), `chunks of ${size}`).toEqual([
-        [33, 21, 3],
-        [17, 40, 3],
-        [5, 2, 1],
-      ]);
-      expect(Buffer.compare(Buffer.from(images[0]!.pixels), Buffer.from(a.pixels))).toBe(0);
-      expect(Buffer.compare(Buffer.from(images[1]!.pixels), Buffer.from(b.pixels))).toBe(0);
-      expect([...images[2]!.pixels]).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+      check(images, `chunks of ${size}`);
       expect(splitter.atBoundary).toBe(true);
     }
   });
@@ -161,21 +170,10 @@ describe("PnmSplitter", () => {
 });
 
 describe("readPnms", () => {
-  const ppm = (image: RawImage, header = `P6\n${image.width} ${image.height}\n255\n`) => Buffer.concat([Buffer.from(header, "latin1"), image.pixels]);
-
   it("reads every page of a file pdftoppm wrote, as views of its bytes", () => {
-    const a = page(33, 21, true);
-    const b = page(17, 40, false);
-    const file = Buffer.concat([ppm(a), ppm(b, "P6 # comment\n17 40 255\n"), Buffer.from("P5\n5 2\n255\n"), Buffer.from([0, 1, 2, 3, 4, 5, 6, 7, 8, 9])]);
+    const { stream: file, check } = threePages();
     const images = readPnms(file, 1 << 20);
-    expect(images.map((i) => [i.width, i.height, i.channels])).toEqual([
-      [33, 21, 3],
-      [17, 40, 3],
-      [5, 2, 1],
-    ]);
-    expect(Buffer.compare(Buffer.from(images[0]!.pixels), Buffer.from(a.pixels))).toBe(0);
-    expect(Buffer.compare(Buffer.from(images[1]!.pixels), Buffer.from(b.pixels))).toBe(0);
-    expect([...images[2]!.pixels]).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    check(images);
     expect(images[0]!.pixels.buffer, "no copy").toBe(file.buffer);
     expect(readPnms(Buffer.alloc(0), 1 << 20)).toEqual([]);
   });
