@@ -504,7 +504,7 @@ async function countPages(pdf: string, deadline: number, options: ConverterOptio
  * for and a pre-started pdftoppm waits (`warm`), is that one's; up to
  * `workers` workers render consecutive shares of the rest at once, each
  * with one pdftoppm process per run of consecutive page numbers in its
- * share. A short run ({@link FILE_RUN_PAGES}) is written to files and read
+ * share. A short run ({@link FILE_RUN_PAGES}) is written to a file and read
  * once its pdftoppm has exited; a longer one streams PPM through a pipe,
  * paused while two of its pages wait to be encoded, so at most a few raw
  * pages are held in memory either way. The PNG encoding runs on libuv's
