@@ -702,11 +702,11 @@ async function renderFileRun(
   deadline: number,
   options: ConverterOptions,
 ): Promise<void> {
+  if (deadline - Date.now() <= 0 || options.signal?.aborted) throw new JobError("timeout", "the conversion ran out of time");
   let run: ToolRun;
   let file: string;
   if ("warm" in source) {
     file = source.warm.file;
-    if (deadline - Date.now() <= 0 || options.signal?.aborted) throw new JobError("timeout", "the conversion ran out of time");
     const running = superviseTool(source.warm.tool, deadline, options.signal);
     source.warm.tool.child.stdin!.end(await readFile(source.pdf));
     run = await running;
@@ -714,7 +714,6 @@ async function renderFileRun(
     file = source.file;
     const args = ["-r", String(PAGE_DPI), "-f", String(first), "-l", String(last), source.pdf];
     const env = await pdftoppmEnv(options);
-    if (deadline - Date.now() <= 0 || options.signal?.aborted) throw new JobError("timeout", "the conversion ran out of time");
     const tool = await withOutputFile(file, async (fd) => startTool(options.pdftoppmPath ?? "/usr/bin/pdftoppm", args, env, false, fd));
     run = await superviseTool(tool, deadline, options.signal);
   }
