@@ -500,15 +500,17 @@ async function countPages(pdf: string, deadline: number, options: ConverterOptio
  * Renders `pages` (ascending page numbers: every page, or a selection's) to
  * raw pixels and encodes each as a PNG the moment its pixels are complete,
  * writing `output/page-K.png` for the K-th of them as soon as it is ready
- * (pages of different workers finish out of order). Page 1, when asked
- * for and a pre-started pdftoppm waits (`warm`), is that one's; up to
- * `workers` workers render consecutive shares of the rest at once, each
- * with one pdftoppm process per run of consecutive page numbers in its
- * share. A short run ({@link FILE_RUN_PAGES}) is written to a file and read
- * once its pdftoppm has exited; a longer one streams PPM through a pipe,
- * paused while two of its pages wait to be encoded, so at most a few raw
- * pages are held in memory either way. The PNG encoding runs on libuv's
- * thread pool beside the renderers.
+ * (pages of different workers finish out of order). Up to `workers`
+ * workers render consecutive shares of the pages at once, each with one
+ * pdftoppm process per run of consecutive page numbers in its share.
+ *
+ * A short document (at most {@link FILE_RUN_PAGES} pages to render) has its
+ * page 1, when asked for and a pre-started pdftoppm waits (`warm`), rendered
+ * by that one, and every run written to a file and read once its pdftoppm
+ * has exited. A longer one streams PPM through pipes, each paused while two
+ * of its pages wait to be encoded, so at most a few raw pages are held in
+ * memory; its pre-started pdftoppm is killed unused. The PNG encoding runs
+ * on libuv's thread pool beside the renderers.
  */
 async function renderPages(
   pdf: string,
@@ -519,8 +521,10 @@ async function renderPages(
   options: ConverterOptions & { scratch: string },
   warm?: WarmRenderer,
 ): Promise<{ greyPages: number; pngBytes: number; warmRenderer: number }> {
-  // A pre-started pdftoppm that already ended (it should not) leaves page 1 to the others.
-  const useWarm = warm !== undefined && pages[0] === 1 && !warm.tool.ended();
+  // Only a short document uses the pre-started pdftoppm and page files (see
+  // FILE_RUN_PAGES); one that already ended (it should not) leaves page 1 to the others.
+  const short = pages.length <= FILE_RUN_PAGES;
+  const useWarm = short && warm !== undefined && pages[0] === 1 && !warm.tool.ended();
   if (!useWarm) warm?.tool.kill();
   const rest = useWarm ? pages.slice(1) : pages;
   const offset = pages.length - rest.length;
@@ -549,7 +553,7 @@ async function renderPages(
       ...shares.map((runs) =>
         work(async () => {
           for (const run of runs) {
-            if (run.last - run.first < FILE_RUN_PAGES) await renderFileRun({ pdf, file: join(options.scratch, `pages-${run.first}.ppm`) }, run, page, deadline, stopping);
+            if (short) await renderFileRun({ pdf, file: join(options.scratch, `pages-${run.first}.ppm`) }, run, page, deadline, stopping);
             else await renderRange(pdf, run, page, deadline, stopping);
           }
         }),
@@ -573,15 +577,18 @@ interface PageSink {
 }
 
 /**
- * Runs of at most this many pages are rendered to a file in the sandbox's
- * tmpfs (pdftoppm's stdout) and read once pdftoppm has exited, instead of
- * through a pipe: a pipe carries 64 KiB at a time, and each of the 178
- * round trips of an A4 page between pdftoppm and the program (a write, a
- * wake-up, a read) passes through gVisor's sentry, about 230 ms a page
- * under ptrace, against 30-90 ms to read the page's file back
- * (docs/benchmarks.md). Longer runs keep the pipe: their pages stream out
- * as they are rendered, with at most two raw pages held, where a file
- * holds every page of the run at once.
+ * A document with at most this many pages to render is rendered to files
+ * in the sandbox's tmpfs (pdftoppm's stdout) read once pdftoppm has exited,
+ * instead of through pipes, and uses the pre-started pdftoppm for page 1:
+ * a pipe carries 64 KiB at a time, and each of the 178 round trips of an A4
+ * page between pdftoppm and the program (a write, a wake-up, a read)
+ * passes through gVisor's sentry, about 230 ms a page under ptrace, against
+ * 30-90 ms to read the page's file back, and a process start costs about
+ * 190 ms (docs/benchmarks.md). Longer documents keep the pipes, whose pages
+ * are encoded while the next ones render, and their `workers` renderers
+ * alone: the pre-started one beside them made three renderers on two CPUs,
+ * and short file runs within a long document lost that overlap. Both made
+ * documents of 4 pages and more up to 19% slower.
  */
 const FILE_RUN_PAGES = 3;
 
