@@ -12,9 +12,10 @@ import { mkdirSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { PRESTART_FILE, runJob, type ConverterOptions } from "./converter.ts";
+import { HANDIN_FILE, PRESTART_FILE, runJob, type ConverterOptions } from "./converter.ts";
 import type { JobResult, JobSpec } from "./interface.ts";
 import { prepareProfile } from "./profile.ts";
+import { SEED_BYTES } from "./reseed.ts";
 import { pngInfo } from "./testdocs.ts";
 
 const work = mkdtempSync(join(tmpdir(), "folio-pages-test-"));
@@ -31,19 +32,22 @@ afterAll(() => rmSync(work, { recursive: true, force: true }));
 let jobs = 0;
 /**
  * Converts the 5-page text. `prestarted`: in pre-started mode (LibreOffice
- * and the page-1 pdftoppm started before the job is handed in).
+ * and the page-1 pdftoppm started before the job is handed in), as a
+ * pre-started sandbox runs it ("stdin") or one restored from the checkpoint
+ * ("signal": the hand-in file with its seed, the program reseeded).
  */
-async function convert(spec: Partial<JobSpec>, options: ConverterOptions = {}, prestarted = false): Promise<{ result: JobResult; pages: Buffer[] }> {
+async function convert(spec: Partial<JobSpec>, options: ConverterOptions = {}, prestarted: false | "stdin" | "signal" = false): Promise<{ result: JobResult; pages: Buffer[] }> {
   const jobDir = join(work, `job-${++jobs}`);
   mkdirSync(join(jobDir, "input"), { recursive: true });
   const full: JobSpec = { format: "TXT", dpi: 200, maxPages: 10, profileDir: profile, timeoutMs: 60_000, ...spec };
   const handIn = () => {
+    if (prestarted === "signal") writeFileSync(join(jobDir, HANDIN_FILE), JSON.stringify({ seed: "ab".repeat(SEED_BYTES) }));
     writeFileSync(join(jobDir, "input", "document.txt"), LINES);
     writeFileSync(join(jobDir, "job.json"), JSON.stringify(full));
   };
   let result: JobResult;
   if (prestarted) {
-    writeFileSync(join(jobDir, PRESTART_FILE), JSON.stringify({ profileDir: profile }));
+    writeFileSync(join(jobDir, PRESTART_FILE), JSON.stringify({ profileDir: profile, handIn: prestarted }));
     const ready = Promise.withResolvers<void>();
     const running = runJob(jobDir, { scratchDir: work, ...options, onReady: () => ready.resolve(), handIn: async () => (await ready.promise, handIn(), true) });
     result = await running;
@@ -141,15 +145,17 @@ describe("the page step", () => {
 
   // The pre-started pdftoppm renders page 1 of a short document (at most 3 pages to render) only.
   it.each([
-    ["1-3", 2, [1, 2, 3], 1],
-    ["1,4", 1, [1, 4], 1],
-    ["1", 2, [1], 1],
-    [undefined, 1, [1, 2, 3, 4, 5], 0],
-    [undefined, 2, [1, 2, 3, 4, 5], 0],
-    ["1,3-", 2, [1, 3, 4, 5], 0],
-    ["2-4", 2, [2, 3, 4], 0],
-  ])("pre-started (pdftoppm waiting for page 1 on its stdin), pages %j with %d renderers: the same pages, no renderer left", async (pages, cpus, wanted, warm) => {
-    const { result, pages: got } = await convert({ cpus, ...(pages ? { pages } : {}) }, {}, true);
+    ["stdin", "1-3", 2, [1, 2, 3], 1],
+    ["stdin", "1,4", 1, [1, 4], 1],
+    ["stdin", "1", 2, [1], 1],
+    ["stdin", undefined, 1, [1, 2, 3, 4, 5], 0],
+    ["stdin", undefined, 2, [1, 2, 3, 4, 5], 0],
+    ["stdin", "1,3-", 2, [1, 3, 4, 5], 0],
+    ["stdin", "2-4", 2, [2, 3, 4], 0],
+    ["signal", "1-3", 2, [1, 2, 3], 1],
+    ["signal", undefined, 2, [1, 2, 3, 4, 5], 0],
+  ] as const)("pre-started (%s hand-in; pdftoppm waiting for page 1 on its stdin), pages %j with %d renderers: the same pages, no renderer left", async (handIn, pages, cpus, wanted, warm) => {
+    const { result, pages: got } = await convert({ cpus, ...(pages ? { pages } : {}) }, {}, handIn);
     expect(result, JSON.stringify(result)).toMatchObject({ ok: true, pageCount: wanted.length, documentPageCount: PAGES });
     expect(result.timings?.warmRenderer, "page 1 from the pre-started pdftoppm").toBe(warm);
     got.forEach((p, i) => expect(Buffer.compare(p, single[wanted[i]! - 1] as Buffer), `page-${i + 1}.png is page ${wanted[i]}`).toBe(0));

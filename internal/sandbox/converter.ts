@@ -52,7 +52,7 @@ import { FORMAT_EXTENSIONS, PAGE_DPI, readText, type ConversionFormat } from "..
 import { parsePages, planPages } from "../formats/pages.ts";
 import type { JobErrorCode, JobResult, JobSpec } from "./interface.ts";
 import { quickPdfPageCount } from "./pdfpages.ts";
-import { PnmSplitter, encodePage, readPnms, type RawImage } from "./png.ts";
+import { PnmSplitter, encodePage, pnmsOfFile, type FileImage, type PageImage, type RawImage } from "./png.ts";
 import { runProbe } from "./probe.ts";
 import { SEED_BYTES, reseedMathRandom } from "./reseed.ts";
 import { SOFFICE_BIN, fileUrl } from "./profile.ts";
@@ -725,23 +725,28 @@ async function renderFileRun(
     run = await superviseTool(tool, deadline, options.signal);
   }
   if (run.code !== 0) throw new JobError("conversion_failed", `pdftoppm failed: ${run.output.trim().slice(0, 300)}`);
-  const bytes = await readFile(file);
-  await rm(file);
-  let images: RawImage[];
+  // The pages are encoded from the file, a band of rows at a time (see png.ts), never read whole.
+  const handle = await open(file, "r");
   try {
-    images = readPnms(bytes, MAX_RAW_PAGE_BYTES);
-  } catch (err) {
-    throw new JobError("conversion_failed", `pages ${first}–${last}: ${(err as Error).message}`);
+    let images: FileImage[];
+    try {
+      images = await pnmsOfFile(handle, MAX_RAW_PAGE_BYTES);
+    } catch (err) {
+      throw new JobError("conversion_failed", `pages ${first}–${last}: ${(err as Error).message}`);
+    }
+    if (images.length !== last - first + 1) throw new JobError("conversion_failed", `pdftoppm rendered ${images.length} of pages ${first}–${last}`);
+    const writes: Promise<void>[] = [];
+    let failure: unknown;
+    images.forEach((image, i) => {
+      const output = outputs.get(first + i);
+      if (output !== undefined) writes.push(writePage(image, output, sink).catch((err: unknown) => void (failure ??= err)));
+    });
+    await Promise.all(writes);
+    if (failure) throw failure;
+  } finally {
+    await handle.close();
+    await rm(file, { force: true });
   }
-  if (images.length !== last - first + 1) throw new JobError("conversion_failed", `pdftoppm rendered ${images.length} of pages ${first}–${last}`);
-  const writes: Promise<void>[] = [];
-  let failure: unknown;
-  images.forEach((image, i) => {
-    const output = outputs.get(first + i);
-    if (output !== undefined) writes.push(writePage(image, output, sink).catch((err: unknown) => void (failure ??= err)));
-  });
-  await Promise.all(writes);
-  if (failure) throw failure;
 }
 
 /**
@@ -814,7 +819,7 @@ async function renderRange(pdf: string, { first, last, outputs }: PageRun, sink:
 }
 
 /** Encodes one page (grey when it is) and writes it as the `index`-th page; refuses pages past the output limit. */
-async function writePage(image: RawImage, index: number, { outputDir, maxOutputBytes, stats }: PageSink): Promise<void> {
+async function writePage(image: PageImage, index: number, { outputDir, maxOutputBytes, stats }: PageSink): Promise<void> {
   const { png, grey } = await encodePage(image, { dpi: PAGE_DPI });
   stats.pngBytes += png.length;
   if (grey) stats.greyPages++;

@@ -7,12 +7,13 @@
  */
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { open } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { crc32 } from "node:zlib";
+import { crc32, deflateSync } from "node:zlib";
 import sharp from "sharp";
 import { afterAll, describe, expect, it } from "vitest";
-import { PnmSplitter, encodePage, pixelsPerMetre, readPnms, scanlines, type RawImage } from "./png.ts";
+import { PnmSplitter, encodePage, pixelsPerMetre, pnmsOfFile, type RawImage } from "./png.ts";
 import { pngInfo } from "./testdocs.ts";
 
 const work = mkdtempSync(join(tmpdir(), "folio-png-test-"));
@@ -107,7 +108,51 @@ describe("encodePage", () => {
 
   it("refuses pixel buffers smaller than the image", async () => {
     await expect(encodePage({ width: 10, height: 10, channels: 3, pixels: new Uint8Array(299) }, { dpi: 200 })).rejects.toThrow(/bytes of pixels/);
-    expect(() => scanlines({ width: 0, height: 10, channels: 1, pixels: new Uint8Array(0) })).toThrow(/bad image size/);
+    await expect(encodePage({ width: 0, height: 10, channels: 1, pixels: new Uint8Array(0) }, { dpi: 200 })).rejects.toThrow(/bad image size/);
+  });
+
+  /** The IDAT data of a PNG (one IDAT chunk, as encodePage writes). */
+  const idat = (png: Buffer) => {
+    for (let at = 8; at < png.length; ) {
+      const length = png.readUInt32BE(at);
+      if (png.toString("latin1", at + 4, at + 8) === "IDAT") return png.subarray(at + 8, at + 8 + length);
+      at += 12 + length;
+    }
+    throw new Error("no IDAT");
+  };
+
+  /** Every row prefixed by filter type 0, in one buffer: what one deflate over the whole page compresses. */
+  const wholeScanlines = (pixels: Uint8Array, width: number, height: number, channels: number) => {
+    const rows = Buffer.alloc((width * channels + 1) * height);
+    for (let y = 0; y < height; y++) rows.set(pixels.subarray(y * width * channels, (y + 1) * width * channels), y * (width * channels + 1) + 1);
+    return rows;
+  };
+
+  it.each([
+    ["coloured", true],
+    ["grey", false],
+  ])("compresses a real-size %s page a band at a time to the bytes of one deflate over all its scanlines", async (_kind, colour) => {
+    const rgb = page(1654, 2339, colour);
+    const { png, grey } = await encodePage(rgb, { dpi: 200 });
+    expect(grey).toBe(!colour);
+    const pixels = colour ? rgb.pixels : red(rgb);
+    const expected = deflateSync(wholeScanlines(pixels, 1654, 2339, colour ? 3 : 1), { level: 4 });
+    expect(Buffer.compare(idat(png), expected)).toBe(0);
+  });
+
+  it("encodes a page from pdftoppm's file (read a band at a time) to the same PNG as from memory, and refuses a file that ends inside it", async () => {
+    const rgb = page(1654, 900, true);
+    const file = join(work, "page.ppm");
+    writeFileSync(file, Buffer.concat([Buffer.from("P6\n1654 900\n255\n"), rgb.pixels]));
+    const handle = await open(file, "r");
+    try {
+      const [image, ...more] = await pnmsOfFile(handle, 1 << 24);
+      expect(more).toEqual([]);
+      expect(Buffer.compare((await encodePage(image!, { dpi: 200 })).png, (await encodePage(rgb, { dpi: 200 })).png)).toBe(0);
+      await expect(encodePage({ ...image!, height: 901 }, { dpi: 200 })).rejects.toThrow(/the page's file ends inside row 900 of 901/);
+    } finally {
+      await handle.close();
+    }
   });
 });
 
@@ -169,13 +214,24 @@ describe("PnmSplitter", () => {
   });
 });
 
-describe("readPnms", () => {
-  it("reads every page of a file pdftoppm wrote, as views of its bytes", () => {
-    const { stream: file, check } = threePages();
-    const images = readPnms(file, 1 << 20);
-    check(images);
-    expect(images[0]!.pixels.buffer, "no copy").toBe(file.buffer);
-    expect(readPnms(Buffer.alloc(0), 1 << 20)).toEqual([]);
+describe("pnmsOfFile", () => {
+  /** The images of `bytes` written to a file, and the file's bytes to compare their rows with. */
+  async function imagesOf(bytes: Buffer, maxImageBytes = 1 << 20) {
+    const file = join(work, "pages.ppm");
+    writeFileSync(file, bytes);
+    const handle = await open(file, "r");
+    try {
+      return await pnmsOfFile(handle, maxImageBytes);
+    } finally {
+      await handle.close();
+    }
+  }
+
+  it("finds every page of a file pdftoppm wrote, where its rows are in the file", async () => {
+    const { stream, check } = threePages();
+    const images = await imagesOf(stream);
+    check(images.map((i) => ({ width: i.width, height: i.height, channels: i.channels, pixels: stream.subarray(i.offset, i.offset + i.width * i.height * i.channels) })));
+    expect(await imagesOf(Buffer.alloc(0))).toEqual([]);
   });
 
   it.each([
@@ -183,7 +239,8 @@ describe("readPnms", () => {
     ["a header cut short", Buffer.from("P6\n10 1"), /truncated PNM header/],
     ["not a PNM", Buffer.from("%PDF-1.7\n"), /not a PNM image/],
     ["a page over the size limit", Buffer.from("P6\n100000 100000\n255\n"), /larger than/],
-  ])("refuses %s", (_what, bytes, message) => {
-    expect(() => readPnms(bytes, 64 * 1024 * 1024)).toThrow(message);
+  ])("refuses %s", async (_what, bytes, message) => {
+    await expect(imagesOf(bytes, 64 * 1024 * 1024)).rejects.toThrow(message);
   });
 });
+

@@ -17,15 +17,18 @@
  * of the pixels to compress; any coloured pixel keeps the page RGB (colour
  * type 2).
  *
- * Node's asynchronous zlib runs on libuv's thread pool, so pages encode in
- * parallel with each other and with pdftoppm rendering the next ones.
+ * A page is encoded a band of rows (about 1 MiB) at a time, from its
+ * pixels in memory (a pipe's pages) or straight from the file pdftoppm
+ * wrote (a short document's), through band buffers kept from page to page:
+ * no page-sized buffer is made for its scanlines or its file (see
+ * {@link BAND_BYTES}). Node's asynchronous zlib runs on libuv's thread
+ * pool, so pages encode in parallel with each other and with pdftoppm
+ * rendering the next ones.
  *
  * This module is bundled into the sandbox program: Node's built-ins only.
  */
-import { promisify } from "node:util";
-import { constants, crc32, deflate } from "node:zlib";
-
-const deflateAsync = promisify(deflate);
+import type { FileHandle } from "node:fs/promises";
+import { constants, crc32, createDeflate } from "node:zlib";
 
 /** Pixels per metre at `dpi` (pHYs unit 1), rounded as libpng and pdftoppm do: 200 DPI → 7874. */
 export function pixelsPerMetre(dpi: number): number {
@@ -40,6 +43,21 @@ export interface RawImage {
   pixels: Uint8Array;
 }
 
+/**
+ * A raw image left where pdftoppm wrote it: its rows, as in {@link RawImage},
+ * are the `width × height × channels` bytes of `file` from `offset` on.
+ */
+export interface FileImage {
+  width: number;
+  height: number;
+  channels: 1 | 3;
+  file: FileHandle;
+  offset: number;
+}
+
+/** What {@link encodePage} reads a page's rows from. */
+export type PageImage = RawImage | FileImage;
+
 export interface PngOptions {
   /** Written into the pHYs chunk (pixels per metre). */
   dpi: number;
@@ -51,53 +69,139 @@ export interface PngOptions {
 export const DEFAULT_PNG_LEVEL = 4;
 
 /**
- * The PNG scanlines of `image` (each row prefixed by its filter type, 0):
- * one grey channel when every pixel of an RGB image is grey (R = G = B),
- * found in the same pass that writes them; the RGB rows as soon as one
- * pixel is not. Exact: a page becomes grey only when nothing is lost.
+ * Bytes of one band: the encoder reads, filters and compresses a page a
+ * band of rows at a time, through buffers of this size kept from page to
+ * page ({@link takeBand}). A whole page's scanlines at once (an A4 page in
+ * RGB: 11.6 MB) were fresh memory on every page, paid in page faults: in
+ * a sandbox (each fault a round trip through gVisor's sentry under ptrace)
+ * that made scanlines and deflate of a colour A4 page 75–145 ms, against
+ * 42–47 ms in bands; reading its file whole 35–45 ms, in bands 1–3 ms
+ * (docs/benchmarks.md, "Page images in bands").
  */
-export function scanlines(image: RawImage): { rows: Buffer; channels: 1 | 3 } {
-  const { width, height, channels, pixels } = image;
+const BAND_BYTES = 1 << 20;
+/** Band buffers kept for reuse: two for each page encoded at once, a few pages at once. */
+const MAX_SPARE_BANDS = 8;
+const spareBands: Buffer[] = [];
+const NO_BYTES = Buffer.alloc(0);
+
+/** A buffer of at least `bytes`: a kept band when one is large enough, else a new one. */
+function takeBand(bytes: number): Buffer {
+  return bytes <= BAND_BYTES ? (spareBands.pop() ?? Buffer.allocUnsafe(BAND_BYTES)) : Buffer.allocUnsafe(bytes);
+}
+
+function giveBack(band: Buffer): void {
+  if (band.length === BAND_BYTES && spareBands.length < MAX_SPARE_BANDS) spareBands.push(band);
+}
+
+function checkSize({ width, height }: PageImage): void {
   if (!Number.isInteger(width) || !Number.isInteger(height) || width < 1 || height < 1) throw new RangeError(`bad image size ${width}×${height}`);
-  if (pixels.length < width * height * channels) throw new RangeError(`${pixels.length} bytes of pixels for a ${width}×${height}×${channels} image`);
-  if (channels === 3) {
-    const grey = Buffer.allocUnsafe((width + 1) * height);
-    let colour = false;
-    for (let y = 0, j = 0, to = 0; y < height && !colour; y++) {
-      grey[to++] = 0;
-      for (let x = 0; x < width; x++, j += 3) {
-        const r = pixels[j]!;
-        if (r !== pixels[j + 1] || r !== pixels[j + 2]) {
-          colour = true;
-          break;
-        }
-        grey[to++] = r;
-      }
+}
+
+/**
+ * Reads the raw rows `y`…`y + count - 1` of `image`: a view of its pixels,
+ * or for a {@link FileImage} the bytes read from its file into `into`.
+ */
+async function rawRows(image: PageImage, y: number, count: number, into: Buffer): Promise<Uint8Array> {
+  const stride = image.width * image.channels;
+  if ("pixels" in image) return image.pixels.subarray(y * stride, (y + count) * stride);
+  const bytes = count * stride;
+  const { bytesRead } = await image.file.read(into, 0, bytes, image.offset + y * stride);
+  if (bytesRead !== bytes) throw new RangeError(`the page's file ends inside row ${y + Math.floor(bytesRead / stride)} of ${image.height}`);
+  return into.subarray(0, bytes);
+}
+
+/** Rows of `stride` bytes in one band of at most {@link BAND_BYTES} (at least one row). */
+const bandRows = (stride: number) => Math.max(1, Math.floor(BAND_BYTES / stride));
+
+/** True when every pixel of an RGB image is grey (R = G = B); a one-channel image is. Stops at the first coloured pixel. */
+async function allGrey(image: PageImage, raw: Buffer): Promise<boolean> {
+  if (image.channels === 1) return true;
+  const per = bandRows(image.width * 3);
+  for (let y = 0; y < image.height; y += per) {
+    const rows = await rawRows(image, y, Math.min(per, image.height - y), raw);
+    for (let j = 0; j < rows.length; j += 3) {
+      const r = rows[j]!;
+      if (r !== rows[j + 1] || r !== rows[j + 2]) return false;
     }
-    if (!colour) return { rows: grey, channels: 1 };
   }
-  const stride = width * channels;
-  const rows = Buffer.allocUnsafe((stride + 1) * height);
-  for (let y = 0, from = 0, to = 0; y < height; y++, from += stride, to += stride + 1) {
-    rows[to] = 0;
-    rows.set(pixels.subarray(from, from + stride), to + 1);
+  return true;
+}
+
+/**
+ * The zlib stream (PNG's IDAT data) of `image`'s scanlines, each row
+ * prefixed by its filter type (0), with one channel when `grey` (an RGB
+ * image's R), built and compressed a band at a time. The bytes are those
+ * of one deflate over all the scanlines: zlib's output does not depend on
+ * how its input is cut when nothing is flushed in between.
+ */
+async function deflateScanlines(image: PageImage, grey: boolean, level: number, raw: Buffer): Promise<Buffer> {
+  const { width, height, channels } = image;
+  const outChannels = grey ? 1 : channels;
+  const line = width * outChannels + 1;
+  const per = Math.min(bandRows(width * channels), bandRows(line));
+  const band = takeBand(per * line);
+  const zlib = createDeflate({ level, strategy: constants.Z_DEFAULT_STRATEGY });
+  const parts: Buffer[] = [];
+  zlib.on("data", (part: Buffer) => parts.push(part));
+  const ended = new Promise<void>((resolve, reject) => {
+    zlib.once("end", resolve);
+    zlib.once("error", reject);
+  });
+  try {
+    for (let y = 0; y < height; y += per) {
+      const count = Math.min(per, height - y);
+      const rows = await rawRows(image, y, count, raw);
+      const stride = width * channels;
+      for (let i = 0, to = 0; i < count; i++) {
+        band[to++] = 0;
+        if (grey && channels === 3) {
+          for (let j = i * stride, rowEnd = j + stride; j < rowEnd; j += 3) band[to++] = rows[j]!;
+        } else {
+          band.set(rows.subarray(i * stride, (i + 1) * stride), to);
+          to += stride;
+        }
+      }
+      // The band is filled again only once zlib has taken all of it.
+      await new Promise<void>((resolve, reject) => zlib.write(band.subarray(0, count * line), (err) => (err ? reject(err) : resolve())));
+    }
+    zlib.end();
+    await ended;
+  } catch (err) {
+    zlib.destroy();
+    throw err;
+  } finally {
+    giveBack(band);
   }
-  return { rows, channels };
+  return Buffer.concat(parts);
 }
 
 /**
  * Encodes a page as an 8-bit PNG with a pHYs chunk for `options.dpi`:
  * greyscale (colour type 0) when all its pixels are grey, otherwise as it
  * is (colour type 2 for RGB). Non-interlaced, filter type 0 on every row.
+ * Exact: a page becomes grey only when nothing is lost.
  */
-export async function encodePage(image: RawImage, options: PngOptions): Promise<{ png: Buffer; grey: boolean }> {
-  const { rows, channels } = scanlines(image);
-  const compressed = await deflateAsync(rows, { level: options.level ?? DEFAULT_PNG_LEVEL, strategy: constants.Z_DEFAULT_STRATEGY });
+export async function encodePage(image: PageImage, options: PngOptions): Promise<{ png: Buffer; grey: boolean }> {
+  checkSize(image);
+  const { width, height, channels } = image;
+  if ("pixels" in image && image.pixels.length < width * height * channels) {
+    throw new RangeError(`${image.pixels.length} bytes of pixels for a ${width}×${height}×${channels} image`);
+  }
+  // Where a file's rows are read into (pixels in memory are read in place).
+  const raw = "file" in image ? takeBand(bandRows(width * channels) * width * channels) : NO_BYTES;
+  let grey: boolean;
+  let compressed: Buffer;
+  try {
+    grey = await allGrey(image, raw);
+    compressed = await deflateScanlines(image, grey, options.level ?? DEFAULT_PNG_LEVEL, raw);
+  } finally {
+    giveBack(raw);
+  }
   const ihdr = Buffer.alloc(13);
-  ihdr.writeUInt32BE(image.width, 0);
-  ihdr.writeUInt32BE(image.height, 4);
+  ihdr.writeUInt32BE(width, 0);
+  ihdr.writeUInt32BE(height, 4);
   ihdr[8] = 8; // bit depth
-  ihdr[9] = channels === 1 ? 0 : 2; // colour type: grey or RGB
+  ihdr[9] = grey ? 0 : 2; // colour type: grey or RGB
   ihdr[10] = 0; // compression: deflate
   ihdr[11] = 0; // filter method 0
   ihdr[12] = 0; // no interlace
@@ -107,7 +211,7 @@ export async function encodePage(image: RawImage, options: PngOptions): Promise<
   phys.writeUInt32BE(ppm, 4);
   phys[8] = 1; // unit: metre
   const png = Buffer.concat([SIGNATURE, chunk("IHDR", ihdr), chunk("pHYs", phys), chunk("IDAT", compressed), chunk("IEND", new Uint8Array(0))]);
-  return { png, grey: channels === 1 };
+  return { png, grey };
 }
 
 /** One PNG chunk: length, type, data, CRC of type + data. */
@@ -196,22 +300,25 @@ export class PnmSplitter {
 }
 
 /**
- * The binary PNM images of a whole stream pdftoppm wrote (a file: P6, or
- * P5 for `-gray`; maxval 255), in order. The pixels are views of `bytes`,
- * not copies. Throws on anything else, on a truncated image, and on one
- * larger than `maxImageBytes`.
+ * The binary PNM images of a file pdftoppm wrote (P6, or P5 for `-gray`;
+ * maxval 255), in order, left in the file: only the headers are read.
+ * Throws on anything else, on a truncated image, and on one larger than
+ * `maxImageBytes`.
  */
-export function readPnms(bytes: Buffer, maxImageBytes: number): RawImage[] {
-  const images: RawImage[] = [];
-  for (let at = 0; at < bytes.length; ) {
-    const parsed = parsePnmHeader(bytes.subarray(at, at + MAX_HEADER_BYTES));
+export async function pnmsOfFile(file: FileHandle, maxImageBytes: number): Promise<FileImage[]> {
+  const { size: fileBytes } = await file.stat();
+  const images: FileImage[] = [];
+  const header = Buffer.alloc(MAX_HEADER_BYTES);
+  for (let at = 0; at < fileBytes; ) {
+    const { bytesRead } = await file.read(header, 0, MAX_HEADER_BYTES, at);
+    const parsed = parsePnmHeader(header.subarray(0, bytesRead));
     if (parsed === "more") throw new Error("pdftoppm wrote a truncated PNM header");
     const { width, height, channels, headerBytes } = parsed;
     const size = width * height * channels;
     if (size > maxImageBytes) throw new Error(`a page of ${width}×${height} pixels is larger than ${maxImageBytes} bytes`);
     const end = at + headerBytes + size;
-    if (end > bytes.length) throw new Error(`pdftoppm wrote ${bytes.length - at - headerBytes} bytes of pixels for a ${width}×${height} page (${size} expected)`);
-    images.push({ width, height, channels, pixels: bytes.subarray(at + headerBytes, end) });
+    if (end > fileBytes) throw new Error(`pdftoppm wrote ${fileBytes - at - headerBytes} bytes of pixels for a ${width}×${height} page (${size} expected)`);
+    images.push({ width, height, channels, file, offset: at + headerBytes });
     at = end;
   }
   return images;
