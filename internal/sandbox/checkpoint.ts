@@ -7,9 +7,10 @@
  * LibreOffice and waits for its hand-in. It is only valid for what that
  * sandbox was made of, so it is kept under a key hashed from all of it (the
  * LibreOffice install, the profile, the program bundle, the Node binary, the
- * OCI configuration with the job folder left out, runsc and its flags); a
- * change of any of them gives a new key, and the image is made again. One
- * image is kept: making a new one removes the others.
+ * OCI configuration with the job folder left out, runsc and its flags, and
+ * the system's packages: see {@link SYSTEM_FILES}); a change of any of them
+ * gives a new key, and the image is made again. One image is kept: making
+ * a new one removes the others.
  */
 import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
@@ -36,7 +37,20 @@ export interface ImageInputs {
   programFile: string;
   nodeBinary: string;
   profileDir: string;
+  /** Files whose identity (path, size, change time) is part of the key; default {@link SYSTEM_FILES}. */
+  systemFiles?: readonly string[];
 }
+
+/**
+ * The image holds running processes mapping the host's binaries and
+ * libraries (LibreOffice, the pre-started pdftoppm, glibc, fontconfig…),
+ * bound read-only from /usr. Restored over other versions of those files,
+ * such a process would run code it was not loaded with. pdftoppm stands
+ * for poppler, and dpkg's status file, rewritten by every package
+ * installed, upgraded or removed, for all the rest on a Debian system
+ * (elsewhere it is "missing", and only the named binaries count).
+ */
+export const SYSTEM_FILES: readonly string[] = ["/usr/bin/pdftoppm", "/var/lib/dpkg/status"];
 
 /** The key of an image made from `inputs`: a hex digest, also the name of its folder. */
 export async function imageKey(inputs: ImageInputs): Promise<string> {
@@ -52,7 +66,7 @@ export async function imageKey(inputs: ImageInputs): Promise<string> {
   for (const file of await filesUnder(inputs.profileDir)) part(`profile/${file}`, await readFile(join(inputs.profileDir, file)));
   const office = dirname(SOFFICE_BIN);
   part("office", await readFile(join(office, "versionrc")).catch(() => ""));
-  for (const file of [SOFFICE_BIN, join(office, "libmergedlo.so")]) part(file, await identity(file));
+  for (const file of [SOFFICE_BIN, join(office, "libmergedlo.so"), ...(inputs.systemFiles ?? SYSTEM_FILES)]) part(file, await identity(file));
   return hash.digest("hex").slice(0, 32);
 }
 
