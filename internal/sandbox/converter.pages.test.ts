@@ -34,22 +34,34 @@ let jobs = 0;
  * Converts the 5-page text. `prestarted`: in pre-started mode (LibreOffice
  * and the page-1 pdftoppm started before the job is handed in), as a
  * pre-started sandbox runs it ("stdin") or one restored from the checkpoint
- * ("signal": the hand-in file with its seed, the program reseeded).
+ * ("signal": the hand-in file with its seed, the program reseeded; the
+ * pdftoppm started by the host's wake-up, or with "signal, not woken" not
+ * at all).
  */
-async function convert(spec: Partial<JobSpec>, options: ConverterOptions = {}, prestarted: false | "stdin" | "signal" = false): Promise<{ result: JobResult; pages: Buffer[] }> {
+async function convert(
+  spec: Partial<JobSpec>,
+  options: ConverterOptions = {},
+  prestarted: false | "stdin" | "signal" | "signal, not woken" = false,
+): Promise<{ result: JobResult; pages: Buffer[] }> {
   const jobDir = join(work, `job-${++jobs}`);
   mkdirSync(join(jobDir, "input"), { recursive: true });
   const full: JobSpec = { format: "TXT", dpi: 200, maxPages: 10, profileDir: profile, timeoutMs: 60_000, ...spec };
   const handIn = () => {
-    if (prestarted === "signal") writeFileSync(join(jobDir, HANDIN_FILE), JSON.stringify({ seed: "ab".repeat(SEED_BYTES) }));
+    if (prestarted !== "stdin") writeFileSync(join(jobDir, HANDIN_FILE), JSON.stringify({ seed: "ab".repeat(SEED_BYTES) }));
     writeFileSync(join(jobDir, "input", "document.txt"), LINES);
     writeFileSync(join(jobDir, "job.json"), JSON.stringify(full));
   };
   let result: JobResult;
   if (prestarted) {
-    writeFileSync(join(jobDir, PRESTART_FILE), JSON.stringify({ profileDir: profile, handIn: prestarted }));
+    writeFileSync(join(jobDir, PRESTART_FILE), JSON.stringify({ profileDir: profile, handIn: prestarted === "stdin" ? "stdin" : "signal" }));
     const ready = Promise.withResolvers<void>();
-    const running = runJob(jobDir, { scratchDir: work, ...options, onReady: () => ready.resolve(), handIn: async () => (await ready.promise, handIn(), true) });
+    const handedIn = async (wake: () => void) => {
+      await ready.promise;
+      if (prestarted === "signal") wake();
+      handIn();
+      return true;
+    };
+    const running = runJob(jobDir, { scratchDir: work, ...options, onReady: () => ready.resolve(), handIn: handedIn });
     result = await running;
   } else {
     handIn();
@@ -154,6 +166,7 @@ describe("the page step", () => {
     ["stdin", "2-4", 2, [2, 3, 4], 0],
     ["signal", "1-3", 2, [1, 2, 3], 1],
     ["signal", undefined, 2, [1, 2, 3, 4, 5], 0],
+    ["signal, not woken", "1-3", 2, [1, 2, 3], 0],
   ] as const)("pre-started (%s hand-in; pdftoppm waiting for page 1 on its stdin), pages %j with %d renderers: the same pages, no renderer left", async (handIn, pages, cpus, wanted, warm) => {
     const { result, pages: got } = await convert({ cpus, ...(pages ? { pages } : {}) }, {}, handIn);
     expect(result, JSON.stringify(result)).toMatchObject({ ok: true, pageCount: wanted.length, documentPageCount: PAGES });

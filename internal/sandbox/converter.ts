@@ -138,9 +138,10 @@ export interface ConverterOptions {
    * Pre-started mode: resolves true once the host has written `job.json`
    * and the document, false when it never will (the program then exits
    * without a result). Default: true on a line on stdin, false when stdin
-   * ends.
+   * ends. `wake` is what the host's wake-up of a restored sandbox does
+   * (start the page-1 pdftoppm).
    */
-  handIn?: () => Promise<boolean>;
+  handIn?: (wake: () => void) => Promise<boolean>;
   /** Pre-started mode: called once LibreOffice listens. Default: writes {@link READY_LINE} on stdout. */
   onReady?: () => void;
 }
@@ -223,16 +224,21 @@ async function readPrestartSpec(jobDir: string): Promise<PrestartSpec | undefine
 async function runPrestartedJob(jobDir: string, prestart: PrestartSpec, options: ConverterOptions): Promise<JobResult> {
   const scratch = await mkdtemp(join(options.scratchDir ?? "/tmp", "folio-job-"));
   let office: WarmOffice | undefined;
-  let renderer: WarmRenderer | undefined;
+  let renderer: Promise<WarmRenderer | undefined> | undefined;
   try {
     const profile = join(scratch, "profile");
     await cp(prestart.profileDir, profile, { recursive: true });
     office = startOffice(profile, scratch, options);
-    renderer = await startRenderer(scratch, options);
+    // A restored sandbox's pdftoppm is started once the host says the
+    // restore is done (the hand-in signal without its file): one kept in
+    // the checkpoint image renders slower after the restore than one
+    // started then (docs/benchmarks.md, "Page images in bands").
+    const wake = () => void (renderer ??= startRenderer(scratch, options).catch(() => undefined));
+    if (prestart.handIn !== "signal") wake();
     void office.listening.then((socket) => {
       if (socket) (options.onReady ?? (() => process.stdout.write(`${READY_LINE}\n`)))();
     });
-    const handedIn = await (options.handIn ?? (prestart.handIn === "signal" ? () => signalHandIn(jobDir) : stdinHandIn))();
+    const handedIn = await (options.handIn ?? (prestart.handIn === "signal" ? () => signalHandIn(jobDir, wake) : stdinHandIn))(wake);
     if (!handedIn) return { ok: false, pageCount: 0, error: { code: "conversion_failed", message: "no job was handed in" } };
     if (prestart.handIn === "signal") await reseed(jobDir);
     const spec = await readJobSpec(jobDir);
@@ -251,7 +257,7 @@ async function runPrestartedJob(jobDir: string, prestart: PrestartSpec, options:
     return result;
   } finally {
     office?.kill();
-    renderer?.tool.kill();
+    void renderer?.then((started) => started?.tool.kill());
     await rm(scratch, { recursive: true, force: true }).catch(() => undefined);
   }
 }
@@ -262,11 +268,14 @@ async function runPrestartedJob(jobDir: string, prestart: PrestartSpec, options:
  * restore are seen: gVisor revalidates the job folder's bind mount). The
  * handler is in place before LibreOffice is ready, so before any
  * checkpoint. Waiting costs nothing; looking for the file every 5 ms cost
- * an idle sandbox 14% of a CPU under ptrace. Never false: a sandbox that
- * is not used is killed.
+ * an idle sandbox 14% of a CPU under ptrace. The signal without the file
+ * is the host's word that the restore is done (`onWake`). Never false: a
+ * sandbox that is not used is killed.
  */
-function signalHandIn(jobDir: string): Promise<boolean> {
+function signalHandIn(jobDir: string, onWake: () => void): Promise<boolean> {
   const file = join(jobDir, HANDIN_FILE);
+  // Signals after the hand-in (a late wake-up) are ignored, not the default (the end of the program).
+  process.on(HANDIN_SIGNAL, () => undefined);
   return new Promise((resolve) => {
     const check = () =>
       void stat(file).then(
@@ -274,7 +283,7 @@ function signalHandIn(jobDir: string): Promise<boolean> {
           process.off(HANDIN_SIGNAL, check);
           resolve(true);
         },
-        () => undefined,
+        () => onWake(),
       );
     process.on(HANDIN_SIGNAL, check);
   });
@@ -316,8 +325,8 @@ interface Prestarted {
   scratch: string;
   profile: string;
   office: WarmOffice;
-  /** A pdftoppm waiting for the PDF on its stdin, to render page 1 ({@link startRenderer}). */
-  renderer?: WarmRenderer;
+  /** A pdftoppm waiting for the PDF on its stdin, to render page 1 ({@link startRenderer}), or starting. */
+  renderer?: Promise<WarmRenderer | undefined>;
 }
 
 async function convertJob(jobDir: string, spec: JobSpec, options: ConverterOptions, prestarted?: Prestarted): Promise<JobResult> {
@@ -369,7 +378,7 @@ async function convertJob(jobDir: string, spec: JobSpec, options: ConverterOptio
     t = Date.now();
     // Whole CPUs: a fractional limit (1.5) gets the whole part in processes, at least one.
     const workers = Math.max(1, Math.floor(spec.cpus ?? (await cgroupCpus()) ?? Math.min(availableParallelism(), DEFAULT_MAX_WORKERS)));
-    const rendered = await renderPages(pdf, plan.pages, join(jobDir, "output"), { maxOutputBytes: spec.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES, workers }, deadline, { ...options, scratch }, prestarted?.renderer);
+    const rendered = await renderPages(pdf, plan.pages, join(jobDir, "output"), { maxOutputBytes: spec.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES, workers }, deadline, { ...options, scratch }, await prestarted?.renderer);
     lap("pdftoppm", t);
     timings.greyPages = rendered.greyPages;
     // 1 when page 1 came from the pre-started pdftoppm.

@@ -95,6 +95,8 @@ describe("RunscBackend with restore", () => {
     expect(last?.restored, JSON.stringify(last)).toBe(true);
     expect(idleBefore, "the sandbox came from the pool").toContain(last?.sandbox);
     expect(last?.timings?.warmOffice, JSON.stringify(last)).toBe(1);
+    // The image has no pdftoppm; the host's wake-up after the restore started the one for page 1 (short documents only).
+    expect(last?.timings?.warmRenderer, "page 1 by the pdftoppm the wake-up started").toBe(pages <= 3 ? 1 : 0);
     await backend.settled();
     expect(containers(backend)).not.toContain(last?.sandbox);
     await onlyThePoolIsLeft();

@@ -529,7 +529,21 @@ export class RunscBackend implements SandboxBackend {
 
   /** A sandbox for the pool: restored from the image when it can be, else pre-started. */
   private async waitingSandbox(): Promise<Prestarted> {
-    return (await this.restored()) ?? (await this.prestartOne());
+    const restored = await this.restored();
+    if (restored) await this.wake(restored.launched);
+    return restored ?? (await this.prestartOne());
+  }
+
+  /**
+   * Tells a restored sandbox waiting in the pool that its restore is done:
+   * the hand-in signal before there is a hand-in file. Its program starts
+   * the page-1 pdftoppm then (converter.ts, runPrestartedJob). Not sent to
+   * a sandbox restored for a document already there: a process started
+   * beside LibreOffice's conversion slowed it by more than it gained.
+   */
+  private async wake(launched: Launched): Promise<void> {
+    const { code, output } = await this.runsc_(["kill", launched.id, HANDIN_SIGNAL]);
+    if (code !== 0) this.options.logger?.warn({ sandbox: launched.id, output: lastLine(output) }, "a restored sandbox could not be woken; its first page starts its own pdftoppm");
   }
 
   private async prestartOne(): Promise<Prestarted> {
