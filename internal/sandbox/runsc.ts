@@ -27,7 +27,8 @@
  * folder), ahead of demand with `prestart`, else when the document comes.
  * The job is handed in by a signal (`runsc kill ID SIGUSR2`) and a file
  * (`handin.json`, with a fresh seed the program reseeds from: a restored
- * sandbox's memory is the image's);
+ * sandbox's memory is the image's); a pool's sandbox gets the same signal
+ * once restored, before any file, to start its page-1 pdftoppm;
  * the rest is the pre-started sandbox's single-use lifecycle. When the
  * image cannot be made or a restore fails, sandboxes start as they would
  * without `restore` (counted in `folio_sandbox_restore_fallbacks_total`,
