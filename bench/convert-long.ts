@@ -3,7 +3,8 @@
  * edge → gRPC → conversion service → a runsc sandbox restored from a checkpoint, with auth
  * and billing, as `folio dev` runs it) against the host pipeline the issue
  * measured (LibreOffice + `pdftoppm -r 200 -png` on the host, a fresh copy of
- * the same prepared profile), in BENCH_LONG_ROUNDS interleaved rounds
+ * a profile prepared with LibreOffice's own start behaviour: profile.ts,
+ * skipRenderTests), in BENCH_LONG_ROUNDS interleaved rounds
  * (default 3; the order alternates each round). Reported: medians, the
  * ratio /v1/convert ÷ host (issue 14's goal: ≤ 0.35), the sandbox's own steps
  * (`timings` of result.json), and PNG bytes per page from pdftoppm's own
@@ -168,7 +169,8 @@ export async function runLongBenchmark(rounds = positiveInt("BENCH_LONG_ROUNDS",
   let ok = true;
   try {
     const profile = join(work, "profile");
-    await prepareProfile(profile);
+    // The issue's host pipeline: LibreOffice's own behaviour (render tests at each headless start: profile.ts).
+    await prepareProfile(profile, { skipRenderTests: false });
     const docx = await makeLongDocx(work, profile);
 
     const databaseUrl = await benchDatabaseUrl(base);

@@ -13,11 +13,15 @@
  *                 a pool of sandboxes restored from a checkpoint image, twice
  *                 the concurrency as in the conversion service;
  *      direct   - `soffice.bin --convert-to pdf` + `pdftoppm -r 200 -png` on
- *                 the host with a fresh copy of the same prepared profile and
- *                 LibreOffice's default environment (the issue's baseline);
- *      direct-tuned - the same with the malloc settings the sandbox program
- *                 gives its tools (MALLOC_ENV), to show what the sandbox
- *                 itself costs apart from that tuning.
+ *                 the host with a fresh copy of a profile prepared with
+ *                 LibreOffice's own behaviour (the security settings, but
+ *                 the graphics render tests at every start, as on any
+ *                 headless host: profile.ts) and LibreOffice's default
+ *                 environment (the issue's baseline);
+ *      direct-tuned - the same with the sandboxes' profile (no render
+ *                 tests) and the malloc settings the sandbox program gives
+ *                 its tools (MALLOC_ENV): the host pipeline with every
+ *                 tuning Folio knows, to show what the sandbox itself costs.
  *    Wall time per document as the caller sees it (pages read back; the
  *    sandbox is removed after the answer). Reported: medians, runsc / direct per format (target
  *    ≤ 1.5×), and the medians of the in-sandbox steps (`timings` of
@@ -101,9 +105,10 @@ function exec(command: string, args: string[], env?: Record<string, string>): Pr
  * each time (`tuned`: with the sandbox program's malloc settings). Returns
  * the page count and the time of each step.
  */
-async function direct(work: string, profile: string, file: string, tuned: boolean): Promise<{ pages: number; timings: Record<string, number> }> {
+async function direct(work: string, profiles: DirectProfiles, file: string, tuned: boolean): Promise<{ pages: number; timings: Record<string, number> }> {
   const dir = await mkdtemp(join(work, "direct-"));
   const env = tuned ? { ...MALLOC_ENV } : undefined;
+  const profile = tuned ? profiles.tuned : profiles.untuned;
   try {
     let t = performance.now();
     await cp(profile, join(dir, "profile"), { recursive: true });
@@ -120,6 +125,12 @@ async function direct(work: string, profile: string, file: string, tuned: boolea
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
+}
+
+/** The profiles of the host pipeline: LibreOffice's own behaviour, and the sandboxes' (profile.ts, skipRenderTests). */
+interface DirectProfiles {
+  untuned: string;
+  tuned: string;
 }
 
 /** CPU use of the whole machine between two readings of /proc/stat (0..1), or NaN where there is none. */
@@ -204,10 +215,11 @@ export async function runSandboxBenchmark(runs = positiveInt("BENCH_CONVERT_RUNS
   };
   let ok = true;
   try {
-    const profile = join(work, "profile");
+    const profile: DirectProfiles = { untuned: join(work, "profile-untuned"), tuned: join(work, "profile") };
     // One after another: each prepare starts LibreOffice at least once (the restore backend for its image).
     for (const backend of Object.values(backends)) await backend.prepare();
-    await prepareProfile(profile);
+    await prepareProfile(profile.untuned, { skipRenderTests: false });
+    await prepareProfile(profile.tuned);
     const documents = new Map<string, Buffer>();
     for (const f of [...LATENCY_FILES.map((f) => f.name), ...THROUGHPUT_FILES]) documents.set(f, await readFile(join(FIXTURES, f)));
 

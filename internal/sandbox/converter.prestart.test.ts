@@ -6,14 +6,17 @@
  * start, and leaving no LibreOffice behind.
  */
 import { execFileSync } from "node:child_process";
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { createServer, type Server, type Socket } from "node:net";
+import { randomBytes } from "node:crypto";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { createConnection, createServer, type Server, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PROJECT_ROOT } from "./assets.ts";
-import { officePipePath, officeRequest, PRESTART_FILE, runJob } from "./converter.ts";
-import { prepareProfile } from "./profile.ts";
+import { HANDIN_FILE, officePipePath, officeRequest, PRESTART_FILE, runJob, type PrestartSpec } from "./converter.ts";
+import { fileUrl, prepareProfile } from "./profile.ts";
+import { SEED_BYTES } from "./reseed.ts";
+import { WARM_UP_STEPS } from "./warmup.ts";
 import { pngInfo } from "./testdocs.ts";
 
 const FIXTURES = join(PROJECT_ROOT, "test", "fixtures", "convert");
@@ -93,25 +96,38 @@ describe("officeRequest against a fake LibreOffice", () => {
 });
 
 describe("runJob in pre-started mode", () => {
-  /** A job folder with prestart.json only; `handIn` writes the job and releases the program. */
-  function prestartedJob(name: string, file: string | Buffer, format: string) {
+  /**
+   * A job folder with prestart.json only (`spec` adds to it); `handIn`
+   * writes the job and releases the program, `wake` does what the host's
+   * wake-up of a restored sandbox does.
+   */
+  function prestartedJob(name: string, file: string | Buffer, format: string, spec: Partial<PrestartSpec> = {}) {
     const base = join(work, name);
     const jobDir = join(base, "job");
     mkdirSync(join(jobDir, "input"), { recursive: true });
     mkdirSync(join(jobDir, "output"));
-    writeFileSync(join(jobDir, PRESTART_FILE), JSON.stringify({ profileDir: profile }));
+    writeFileSync(join(jobDir, PRESTART_FILE), JSON.stringify({ profileDir: profile, ...spec }));
     let ready = false;
     let release: (handedIn: boolean) => void = () => undefined;
+    let wake: () => void = () => undefined;
     const handedIn = new Promise<boolean>((resolve) => (release = resolve));
-    const running = runJob(jobDir, { scratchDir: base, handIn: () => handedIn, onReady: () => (ready = true) });
+    const running = runJob(jobDir, {
+      scratchDir: base,
+      handIn: (onWake) => {
+        wake = onWake;
+        return handedIn;
+      },
+      onReady: () => (ready = true),
+    });
     const handIn = () => {
       const document = join(jobDir, "input", `document.${format.toLowerCase()}`);
       if (typeof file === "string") copyFileSync(join(FIXTURES, file), document);
       else writeFileSync(document, file);
       writeFileSync(join(jobDir, "job.json"), JSON.stringify({ format, dpi: 200, maxPages: 10, profileDir: "/unused", timeoutMs: 60_000 }));
+      if (spec.handIn === "signal") writeFileSync(join(jobDir, HANDIN_FILE), JSON.stringify({ seed: randomBytes(SEED_BYTES).toString("hex") }));
       release(true);
     };
-    return { base, jobDir, running, handIn, close: () => release(false), isReady: () => ready };
+    return { base, jobDir, running, handIn, wake: () => wake(), close: () => release(false), isReady: () => ready };
   }
 
   /** LibreOffice processes whose command line names this folder. */
@@ -121,6 +137,21 @@ describe("runJob in pre-started mode", () => {
     } catch {
       return [];
     }
+  }
+
+  /** The first message LibreOffice sends on a new connection to its pipe. */
+  function greeting(pipe: string): Promise<string> {
+    return new Promise((resolve, reject) => {
+      const socket = createConnection(pipe);
+      let text = "";
+      socket.on("data", (chunk: Buffer) => {
+        text += chunk.toString("utf8");
+        if (!text.includes("\0")) return;
+        socket.destroy();
+        resolve(text.slice(0, text.indexOf("\0")));
+      });
+      socket.once("error", reject);
+    });
   }
 
   async function until(what: () => boolean, ms = 30_000): Promise<void> {
@@ -172,6 +203,35 @@ describe("runJob in pre-started mode", () => {
     expect(result, JSON.stringify(result)).toMatchObject({ ok: true, pageCount: 1 });
     expect(result.timings?.warmOffice).toBe(0);
     expect(officesIn(job.base)).toEqual([]);
+  }, 60_000);
+
+  it("with warmUp, runs every warm-up conversion in the LibreOffice it started before it says ready, leaves none of their files, and converts the job in that same LibreOffice", async () => {
+    const job = prestartedJob("warm-up", "two-pages.docx", "DOCX", { warmUp: true });
+    await until(job.isReady, 60_000);
+    const offices = officesIn(job.base);
+    expect(offices.length, "LibreOffice outlived the warm-up conversions").toBeGreaterThan(0);
+    const scratch = readdirSync(job.base).filter((n) => n.startsWith("folio-job-"));
+    expect(scratch).toHaveLength(1);
+    expect(readdirSync(join(job.base, scratch[0]!)), "the warm-up's files are gone").not.toContain("warm-up");
+    job.handIn();
+    const result = await job.running;
+    expect(result, JSON.stringify(result)).toMatchObject({ ok: true, pageCount: 2 });
+    expect(result.timings?.warmOffice, "converted by the LibreOffice that ran the warm-up").toBe(1);
+    expect(result.timings?.warmUp).toBe(WARM_UP_STEPS.length);
+    expect(officesIn(job.base)).toEqual([]);
+  }, 90_000);
+
+  it("with the signal hand-in, holds LibreOffice's request thread on a greeted connection until the wake-up (another client is greeted only then)", async () => {
+    const job = prestartedJob("held", "one-page.docx", "DOCX", { handIn: "signal" });
+    await until(job.isReady);
+    const pipe = officePipePath(fileUrl(join(job.base, readdirSync(job.base).find((n) => n.startsWith("folio-job-"))!, "profile")), process.getuid!());
+    const greeted = greeting(pipe);
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(await Promise.race([greeted, Promise.resolve("not yet")]), "no greeting while the connection is held").toBe("not yet");
+    job.wake();
+    expect(await greeted).toBe("InternalIPC::SendArguments");
+    job.handIn();
+    expect(await job.running, "the job still converts").toMatchObject({ ok: true, pageCount: 1 });
   }, 60_000);
 
   it("ends without a result and without LibreOffice when the job is never handed in", async () => {

@@ -28,13 +28,16 @@
  * Pre-started mode: when the job folder holds `prestart.json`
  * ({@link PrestartSpec}) instead of `job.json`, the sandbox was started before
  * its document existed. The program then copies the profile, starts
- * LibreOffice (headless, no document) and waits for the host to hand the job
- * in (a line on stdin, by default); the conversion is then sent to the
- * running LibreOffice over its own single-instance pipe ({@link officeRequest})
- * instead of starting it. Still one document per program, and LibreOffice is
- * killed afterwards. A sandbox restored from a checkpoint of this waiting
- * state is handed its job by a signal instead ({@link HANDIN_SIGNAL}), and
- * reseeds what its image fixed (`reseed.ts`) before it converts.
+ * LibreOffice (headless, with an empty Writer document so that it outlives
+ * a conversion) and waits for the host to hand the job in (a line on stdin,
+ * by default); the conversion is then sent to the running LibreOffice over
+ * its own single-instance pipe ({@link officeRequest}) instead of starting
+ * it. Still one document per program, and LibreOffice is killed afterwards.
+ * A sandbox restored from a checkpoint of this waiting state is handed its
+ * job by a signal instead ({@link HANDIN_SIGNAL}), and reseeds what its
+ * image fixed (`reseed.ts`) before it converts; the one that is
+ * checkpointed first runs the warm-up conversions (`warmup.ts`), so every
+ * restored sandbox converts with a warm LibreOffice.
  *
  * This module is bundled into the sandbox program: it may import only Node's
  * built-ins, types, its own folder's Node-only modules (`png.ts`, `probe.ts`,
@@ -45,7 +48,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { createHash } from "node:crypto";
 import { cp, mkdir, mkdtemp, open, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import { availableParallelism } from "node:os";
-import { createConnection } from "node:net";
+import { createConnection, type Socket } from "node:net";
 import { basename, join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { FORMAT_EXTENSIONS, PAGE_DPI, readText, type ConversionFormat } from "../formats/index.ts";
@@ -56,6 +59,7 @@ import { PnmSplitter, encodePage, pnmsOfFile, type FileImage, type PageImage, ty
 import { runProbe } from "./probe.ts";
 import { SEED_BYTES, reseedMathRandom } from "./reseed.ts";
 import { SOFFICE_BIN, fileUrl } from "./profile.ts";
+import { WARM_UP_STEPS, warmUpSources } from "./warmup.ts";
 
 /** Default limits when job.json names none. */
 const DEFAULT_TIMEOUT_MS = 120_000;
@@ -108,6 +112,13 @@ export interface PrestartSpec {
    * becomes readable.
    */
   handIn?: "stdin" | "signal";
+  /**
+   * Run the warm-up conversions (`warmup.ts`) once LibreOffice listens and
+   * before saying it is ready: for the sandbox that is checkpointed, so
+   * that every sandbox restored from its image converts with a warm
+   * LibreOffice.
+   */
+  warmUp?: boolean;
 }
 
 /** The file the host writes into the job folder before it signals the hand-in ({@link PrestartSpec.handIn} `signal`). */
@@ -213,6 +224,7 @@ async function readPrestartSpec(jobDir: string): Promise<PrestartSpec | undefine
   const spec = JSON.parse(text) as Partial<PrestartSpec>;
   if (typeof spec.profileDir !== "string" || !spec.profileDir.startsWith("/")) throw new Error(`${PRESTART_FILE}: profileDir must be an absolute path`);
   if (spec.handIn !== undefined && spec.handIn !== "stdin" && spec.handIn !== "signal") throw new Error(`${PRESTART_FILE}: handIn must be "stdin" or "signal"`);
+  if (spec.warmUp !== undefined && typeof spec.warmUp !== "boolean") throw new Error(`${PRESTART_FILE}: warmUp must be a boolean`);
   return spec as PrestartSpec;
 }
 
@@ -233,12 +245,37 @@ async function runPrestartedJob(jobDir: string, prestart: PrestartSpec, options:
     // restore is done (the hand-in signal without its file): one kept in
     // the checkpoint image renders slower after the restore than one
     // started then (docs/benchmarks.md, "Page images in bands").
-    const wake = () => void (renderer ??= startRenderer(scratch, options).catch(() => undefined));
+    // A sandbox to be checkpointed holds a connection LibreOffice has
+    // greeted, so that its request thread waits in a read, not in accept():
+    // an accept() under way when the sandbox is checkpointed fails after
+    // the restore, and LibreOffice then sleeps a second before it accepts
+    // again (PipeIpcThread::execute), which every document handed to a
+    // sandbox in its first second waited for. The connection is let go
+    // when the host wakes the sandbox or hands the job in; LibreOffice
+    // reads the end of it and goes back to accept() at once.
+    let held: Promise<Socket | undefined> | undefined;
+    const letGo = () => void held?.then((socket) => socket?.destroy());
+    const wake = () => {
+      letGo();
+      renderer ??= startRenderer(scratch, options).catch(() => undefined);
+    };
     if (prestart.handIn !== "signal") wake();
-    void office.listening.then((socket) => {
-      if (socket) (options.onReady ?? (() => process.stdout.write(`${READY_LINE}\n`)))();
-    });
+    const warm = office;
+    // Warm-up conversions done (for the result's timings), when asked for.
+    let warmedUp: number | undefined;
+    void office.listening
+      .then(async (socket) => {
+        if (!socket || !prestart.warmUp) return socket;
+        warmedUp = await warmUpOffice(warm, socket, scratch, options);
+        return warmedUp === undefined ? undefined : socket;
+      })
+      .then(async (socket) => {
+        if (!socket) return;
+        if (prestart.handIn === "signal") await (held = holdOffice(socket, Date.now() + OFFICE_START_MS));
+        (options.onReady ?? (() => process.stdout.write(`${READY_LINE}\n`)))();
+      });
     const handedIn = await (options.handIn ?? (prestart.handIn === "signal" ? () => signalHandIn(jobDir, wake) : stdinHandIn))(wake);
+    letGo();
     if (!handedIn) return { ok: false, pageCount: 0, error: { code: "conversion_failed", message: "no job was handed in" } };
     if (prestart.handIn === "signal") await reseed(jobDir);
     const spec = await readJobSpec(jobDir);
@@ -253,6 +290,8 @@ async function runPrestartedJob(jobDir: string, prestart: PrestartSpec, options:
       ? { ok: true, pageCount: 0, probe: await runProbe(spec.probe) }
       : await convertJob(jobDir, spec, options, { scratch: jobScratch, profile, office, renderer });
     if (restored) result.restored = restored;
+    // How many warm-up conversions the LibreOffice that converted had run (in a restored sandbox: before the checkpoint).
+    if (warmedUp !== undefined) result.timings = { ...result.timings, warmUp: warmedUp };
     await writeResult(outputDir, result);
     return result;
   } finally {
@@ -413,13 +452,52 @@ async function utf8Copy(document: string, dir: string): Promise<string> {
   return copy;
 }
 
-/** The arguments of a conversion to PDF (after the profile and the start options). */
-function conversionArgs(document: string, format: ConversionFormat, pdfDir: string): string[] {
+/**
+ * The arguments of a conversion (after the profile and the start options):
+ * to PDF, or to `target` (`--convert-to`'s `ext[:filter]`) for the warm-up.
+ */
+function conversionArgs(document: string, format: ConversionFormat | undefined, outDir: string, target = "pdf"): string[] {
   const args: string[] = [];
   // Plain text was turned into UTF-8 (utf8Copy); say so rather than let LibreOffice guess.
   if (format === "TXT") args.push("--infilter=Text (encoded):UTF8,LF,,,");
-  args.push("--convert-to", "pdf", "--outdir", pdfDir, document);
+  args.push("--convert-to", target, "--outdir", outDir, document);
   return args;
+}
+
+/** How long the warm-up conversions may take in all (about 1 s on the host, a few under gVisor). */
+const WARM_UP_MS = 60_000;
+
+/**
+ * Runs the warm-up conversions (`warmup.ts`) through the running
+ * LibreOffice, in a folder of the scratch space removed afterwards. A step
+ * that fails is written to stderr. Resolves to the number of steps that
+ * made their file, or undefined when LibreOffice no longer answers
+ * afterwards (it is killed then, and the program never says it is ready:
+ * a sandbox to checkpoint is not checkpointed).
+ */
+async function warmUpOffice(office: WarmOffice, socket: string, scratch: string, options: ConverterOptions): Promise<number | undefined> {
+  const dir = join(scratch, "warm-up");
+  const deadline = Date.now() + WARM_UP_MS;
+  let made = 0;
+  await mkdir(dir, { recursive: true });
+  try {
+    for (const [name, content] of Object.entries(warmUpSources())) await writeFile(join(dir, name), content);
+    for (const step of WARM_UP_STEPS) {
+      const answer = await officeRequest(socket, fileUrl(scratch), conversionArgs(join(dir, step.source), step.format, dir, step.target), deadline, options.signal, () => office.kill());
+      const output = join(dir, step.source.replace(/\.[^.]+$/, `.${step.target.split(":")[0]!}`));
+      if (answer === "done" && (await stat(output).then((s) => s.size > 0, () => false))) made++;
+      else process.stderr.write(`${JSON.stringify({ msg: "a warm-up conversion failed", source: step.source, target: step.target, answer, output: office.output().slice(0, 300) })}\n`);
+      if (answer !== "done") break;
+    }
+    if (await officeGreets(socket, deadline)) return made;
+  } catch (err) {
+    process.stderr.write(`${JSON.stringify({ msg: "the warm-up failed", error: (err as Error).message })}\n`);
+  } finally {
+    office.clearOutput();
+    await rm(dir, { recursive: true, force: true }).catch(() => undefined);
+  }
+  office.kill();
+  return undefined;
 }
 
 /** LibreOffice's options for every start: no window, no recovery, no first-start dialog, no lock. */
@@ -963,7 +1041,11 @@ export function officePipePath(profileUrl: string, uid: number, dir = "/tmp"): s
 function startOffice(profile: string, home: string, options: ConverterOptions): WarmOffice {
   const url = fileUrl(profile);
   const pipe = officePipePath(url, process.getuid?.() ?? 0);
-  const child = spawn(options.sofficePath ?? SOFFICE_BIN, [`-env:UserInstallation=${url}`, ...OFFICE_FLAGS], {
+  // An empty Writer document, opened by LibreOffice's own command line: a
+  // request handed over the pipe ends LibreOffice once no document is open
+  // (DispatchWatcher), and one on the pipe cannot open one (ignored when
+  // headless). With it the warm-up conversions leave LibreOffice running.
+  const child = spawn(options.sofficePath ?? SOFFICE_BIN, [`-env:UserInstallation=${url}`, ...OFFICE_FLAGS, "private:factory/swriter"], {
     stdio: ["ignore", "pipe", "pipe"],
     detached: true,
     env: toolEnv({ HOME: home }),
@@ -1023,6 +1105,34 @@ function officeGreets(socketPath: string, until: number): Promise<boolean> {
       if (text.includes("\0")) finish(text.startsWith(`${IPC.sendArguments}\0`));
     });
     socket.once("error", () => finish(false));
+    socket.once("close", () => finish(false));
+  });
+}
+
+/**
+ * A connection to LibreOffice's pipe, held open once LibreOffice has
+ * greeted it (its request thread then waits for the arguments); undefined
+ * when there is no greeting by `until`. Closing it without arguments is
+ * LibreOffice's ignored "lookup message".
+ */
+function holdOffice(socketPath: string, until: number): Promise<Socket | undefined> {
+  return new Promise((resolve) => {
+    const socket = createConnection(socketPath);
+    let text = "";
+    const finish = (greeted: boolean) => {
+      clearTimeout(timer);
+      socket.off("data", onData);
+      if (!greeted) socket.destroy();
+      resolve(greeted ? socket : undefined);
+    };
+    const onData = (chunk: Buffer) => {
+      text += chunk.toString("utf8");
+      if (text.includes("\0")) finish(text.startsWith(`${IPC.sendArguments}\0`));
+    };
+    const timer = setTimeout(() => finish(false), Math.max(0, until - Date.now()));
+    socket.on("data", onData);
+    // Errors after the greeting (LibreOffice killed) end nothing here.
+    socket.on("error", () => finish(false));
     socket.once("close", () => finish(false));
   });
 }

@@ -27,14 +27,25 @@
  *   key and ignores it, so it costs nothing and holds when LibreOffice moves.
  * - `Setup/L10N/ooSetupSystemLocale = en-GB`: documents that name no paper
  *   size (plain text) are laid out on A4 rather than the en-US Letter default.
+ * - `Setup/Product/ooSetupLastVersion` = the installation's own version
+ *   (`ooSetupVersion`, "7.4"): not a security setting but the largest cost
+ *   of a start. LibreOffice runs its graphics render tests (vcl's
+ *   `GraphicsRenderTests`: 16 drawings on 4096×4096 bitmaps of 64 MiB each)
+ *   at every start whose profile has not recorded the running version as
+ *   seen (`utl::isProductVersionUpgraded`), and only a start with a user
+ *   interface records it. A profile used only headless, as every server
+ *   uses it, therefore pays for them at each start: on this machine a start
+ *   took 750–900 ms and 285,000 page faults with them, 90–100 ms and 6,900
+ *   without (docs/benchmarks.md, "LibreOffice's start"). The results only
+ *   go to a log file in the profile.
  *
  * Inside a sandbox there is no network and nothing of the host to link to,
  * so these settings are the second line of defence there; in the
  * `unsandboxed` development backend they are the only one.
  */
 import { spawn } from "node:child_process";
-import { chmod, readFile, readdir, stat, writeFile } from "node:fs/promises";
-import { join } from "node:path";
+import { chmod, readFile, readdir, writeFile } from "node:fs/promises";
+import { dirname, join } from "node:path";
 
 export const SOFFICE_BIN = "/usr/lib/libreoffice/program/soffice.bin";
 
@@ -53,6 +64,13 @@ export const PROFILE_SETTINGS: readonly { path: string; name: string; type: "int
 const RESTART_EXIT_CODE = 81;
 /** Marker written last, so a half-prepared folder is never taken for a prepared one. */
 const READY_MARKER = ".folio-profile-ready";
+/**
+ * What the marker says: bump it when the prepared profile changes, so that
+ * a profile prepared by an earlier release is prepared again.
+ */
+const PROFILE_FORMAT = "2: settings, last version";
+/** The installation's configuration, where `ooSetupVersion` is set (relative to soffice.bin's folder). */
+const MAIN_XCD = ["..", "share", "registry", "main.xcd"] as const;
 
 /** The `<item>` lines for {@link PROFILE_SETTINGS}. */
 export function settingsXcuItems(): string {
@@ -82,29 +100,57 @@ export function applySettings(xcu: string): string {
   return text.replace("</oor:items>", `${settingsXcuItems()}\n</oor:items>`);
 }
 
-/** Whether `dir` holds a profile that {@link prepareProfile} finished. */
-export async function isPreparedProfile(dir: string): Promise<boolean> {
-  return stat(join(dir, READY_MARKER)).then(
-    () => true,
-    () => false,
-  );
+/** What the marker of a profile prepared with `options` says. */
+function markerText(options: PrepareProfileOptions): string {
+  return `${PROFILE_FORMAT}${options.skipRenderTests === false ? " (render tests kept)" : ""}`;
+}
+
+/** Whether `dir` holds a profile that {@link prepareProfile} of this release finished with the same options. */
+export async function isPreparedProfile(dir: string, options: PrepareProfileOptions = {}): Promise<boolean> {
+  return (await readFile(join(dir, READY_MARKER), "utf8").catch(() => "")) === markerText(options);
+}
+
+/**
+ * The version LibreOffice calls its own (`/org.openoffice.Setup/Product/
+ * ooSetupVersion` in the installation's main.xcd, "7.4" for 7.4.7), or
+ * undefined when it cannot be read.
+ */
+export async function installedOfficeVersion(soffice = SOFFICE_BIN): Promise<string | undefined> {
+  const xcd = await readFile(join(dirname(soffice), ...MAIN_XCD), "utf8").catch(() => "");
+  return /<prop oor:name="ooSetupVersion">\s*<value>(\d+\.\d+)<\/value>/.exec(xcd)?.[1];
+}
+
+/**
+ * The `<item>` that records `version` as already seen, so that a start does
+ * not run the graphics render tests (see the module comment).
+ */
+export function lastVersionXcuItem(version: string): string {
+  return `<item oor:path="/org.openoffice.Setup/Product"><prop oor:name="ooSetupLastVersion" oor:op="fuse"><value>${version}</value></prop></item>`;
 }
 
 export interface PrepareProfileOptions {
   sofficePath?: string;
   /** Per start of LibreOffice; default 60 s. */
   timeoutMs?: number;
+  /**
+   * Record the installed version as seen, so that no start runs the
+   * graphics render tests (see the module comment). Default true; false
+   * gives the profile LibreOffice itself makes for a headless-only user,
+   * which benchmarks use as the untuned baseline.
+   */
+  skipRenderTests?: boolean;
 }
 
 /**
  * Creates a LibreOffice profile in `dir` (which should be empty or absent)
  * by starting LibreOffice headless until it stops asking for a restart, then
- * writes the security settings and makes the folder readable by everyone
+ * writes the settings above and makes the folder readable by everyone
  * (sandboxes run as `nobody` and only read it). Idempotent: a folder already
- * prepared is left as it is.
+ * prepared (by this release, with the same options) is left as it is; one
+ * prepared by an earlier release gets the settings again.
  */
 export async function prepareProfile(dir: string, options: PrepareProfileOptions = {}): Promise<void> {
-  if (await isPreparedProfile(dir)) return;
+  if (await isPreparedProfile(dir, options)) return;
   const soffice = options.sofficePath ?? SOFFICE_BIN;
   const timeoutMs = options.timeoutMs ?? 60_000;
   let code: number | null = RESTART_EXIT_CODE;
@@ -125,9 +171,12 @@ export async function prepareProfile(dir: string, options: PrepareProfileOptions
   }
   const xcuPath = join(dir, "user", "registrymodifications.xcu");
   const existing = await readFile(xcuPath, "utf8").catch(() => EMPTY_XCU);
-  await writeFile(xcuPath, applySettings(existing));
+  let xcu = applySettings(existing).replace(/<item oor:path="\/org\.openoffice\.Setup\/Product"><prop oor:name="ooSetupLastVersion"[^]*?<\/item>\n?/g, "");
+  const version = options.skipRenderTests === false ? undefined : await installedOfficeVersion(soffice);
+  if (version) xcu = xcu.replace("</oor:items>", `${lastVersionXcuItem(version)}\n</oor:items>`);
+  await writeFile(xcuPath, xcu);
   await makeWorldReadable(dir);
-  await writeFile(join(dir, READY_MARKER), new Date().toISOString());
+  await writeFile(join(dir, READY_MARKER), markerText(options));
 }
 
 /** `file://` URL of an absolute path, as `-env:UserInstallation` wants it. */

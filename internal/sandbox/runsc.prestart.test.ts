@@ -16,7 +16,7 @@ import { PROJECT_ROOT } from "./assets.ts";
 import type { ConversionFormat } from "./interface.ts";
 import { RunscBackend } from "./runsc.ts";
 import { containers as containersOf, onlyThePoolIsLeft as onlyPoolOf, poolHolds } from "./runsc.testkit.ts";
-import { linkedImageDocx, pngInfo, startCanaryServer, type CanaryServer } from "./testdocs.ts";
+import { linkedImageDocx, pagedDocx, pngInfo, startCanaryServer, type CanaryServer } from "./testdocs.ts";
 
 const FIXTURES = join(PROJECT_ROOT, "test", "fixtures", "convert");
 const POOL = 2;
@@ -99,7 +99,8 @@ describe("RunscBackend with prestart", () => {
   it.each([1, 500])("kills a pre-started sandbox %d ms after the hand-in: timeout, and only the pool is left", async (timeoutMs) => {
     await poolReady();
     const started = Date.now();
-    const err = await folioFailure(backend.convert({ document: fixture("two-pages.docx"), format: "DOCX", maxPages: 10, timeoutMs }));
+    // 30 pages take seconds to render: the limit falls inside the conversion, whatever the machine.
+    const err = await folioFailure(backend.convert({ document: pagedDocx(30), format: "DOCX", maxPages: 40, timeoutMs }));
     expect(err.code, err.message).toBe("timeout");
     expect(Date.now() - started).toBeLessThan(15_000);
     await onlyThePoolIsLeft();
@@ -109,7 +110,7 @@ describe("RunscBackend with prestart", () => {
     await poolReady();
     const controller = new AbortController();
     setTimeout(() => controller.abort(new Error("caller went away")), 200);
-    const err = await backend.convert({ document: fixture("two-pages.docx"), format: "DOCX", maxPages: 10, timeoutMs: 60_000 }, controller.signal).catch((e: unknown) => e);
+    const err = await backend.convert({ document: pagedDocx(30), format: "DOCX", maxPages: 40, timeoutMs: 60_000 }, controller.signal).catch((e: unknown) => e);
     expect((err as Error).message).toBe("caller went away");
     await onlyThePoolIsLeft();
   }, 90_000);

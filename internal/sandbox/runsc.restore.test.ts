@@ -18,6 +18,7 @@ import type { ConversionFormat } from "./interface.ts";
 import { RunscBackend, type RunscBackendOptions } from "./runsc.ts";
 import { containers, onlyThePoolIsLeft as onlyPoolOf, poolHolds } from "./runsc.testkit.ts";
 import { pngInfo } from "./testdocs.ts";
+import { WARM_UP_STEPS } from "./warmup.ts";
 
 const FIXTURES = join(PROJECT_ROOT, "test", "fixtures", "convert");
 /** Pages of each fixture as LibreOffice's own PDF has them. */
@@ -95,6 +96,7 @@ describe("RunscBackend with restore", () => {
     expect(last?.restored, JSON.stringify(last)).toBe(true);
     expect(idleBefore, "the sandbox came from the pool").toContain(last?.sandbox);
     expect(last?.timings?.warmOffice, JSON.stringify(last)).toBe(1);
+    expect(last?.timings?.warmUp, "the image's LibreOffice ran every warm-up conversion before the checkpoint").toBe(WARM_UP_STEPS.length);
     // The image has no pdftoppm; the host's wake-up after the restore started the one for page 1 (short documents only).
     expect(last?.timings?.warmRenderer, "page 1 by the pdftoppm the wake-up started").toBe(pages <= 3 ? 1 : 0);
     await backend.settled();

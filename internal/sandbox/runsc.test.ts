@@ -16,7 +16,7 @@ import { PROJECT_ROOT } from "./assets.ts";
 import type { ConversionFormat, SandboxResult } from "./interface.ts";
 import { fileUrl, SOFFICE_BIN } from "./profile.ts";
 import { RunscBackend } from "./runsc.ts";
-import { canarySvg, linkedImageDocx, linkedImageOdt, pngInfo, startCanaryServer, type CanaryServer } from "./testdocs.ts";
+import { canarySvg, linkedImageDocx, linkedImageOdt, pagedDocx, pngInfo, startCanaryServer, type CanaryServer } from "./testdocs.ts";
 import { folioFailure } from "../../test/support.ts";
 
 const FIXTURES = join(PROJECT_ROOT, "test", "fixtures", "convert");
@@ -122,7 +122,8 @@ describe("RunscBackend resource limits", () => {
 describe("RunscBackend time limit", () => {
   it.each([1, 500])("kills the sandbox after %d ms: timeout, and nothing left behind", async (timeoutMs) => {
     const started = Date.now();
-    const err = await folioFailure(backend.convert({ document: fixture("two-pages.docx"), format: "DOCX", maxPages: 10, timeoutMs }));
+    // 30 pages take seconds to render: the limit falls inside the conversion, whatever the machine.
+    const err = await folioFailure(backend.convert({ document: pagedDocx(30), format: "DOCX", maxPages: 40, timeoutMs }));
     expect(err.code, err.message).toBe("timeout");
     expect(Date.now() - started).toBeLessThan(15_000);
     expect(containers()).toEqual([]);

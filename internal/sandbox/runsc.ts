@@ -642,7 +642,7 @@ export class RunscBackend implements SandboxBackend {
    * kinds a restore has: none for stdin, pipes for stdout and stderr.
    */
   private async checkpoint(assets: PreparedAssets, dir: string): Promise<void> {
-    const { id, base, bundleDir } = await this.makeBundle(assets, {}, (jobDir) => waitingJobDir(jobDir, "signal"));
+    const { id, base, bundleDir } = await this.makeBundle(assets, {}, (jobDir) => waitingJobDir(jobDir, "signal", true));
     const launched = this.launch(id, ["run", "--bundle", bundleDir], false);
     const late = setTimeout(() => void this.killContainer(launched), CHECKPOINT.imageReadyMs);
     try {
@@ -825,12 +825,16 @@ function saysReady(launched: Launched): Promise<boolean> {
   });
 }
 
-/** The job folder of a sandbox that waits for its document: prestart.json, input/, and output/ (nobody's). */
-async function waitingJobDir(jobDir: string, handIn: PrestartSpec["handIn"]): Promise<void> {
+/**
+ * The job folder of a sandbox that waits for its document: prestart.json,
+ * input/, and output/ (nobody's). `warmUp` for the sandbox that is
+ * checkpointed (converter.ts, PrestartSpec).
+ */
+async function waitingJobDir(jobDir: string, handIn: PrestartSpec["handIn"], warmUp = false): Promise<void> {
   await mkdir(join(jobDir, "input"), { recursive: true, mode: 0o755 });
   await mkdir(join(jobDir, "output"), { recursive: true, mode: 0o700 });
   await chown(join(jobDir, "output"), NOBODY, NOBODY);
-  const spec: PrestartSpec = { profileDir: SANDBOX_PATHS.profile, handIn };
+  const spec: PrestartSpec = { profileDir: SANDBOX_PATHS.profile, handIn, ...(warmUp ? { warmUp } : {}) };
   await writeFile(join(jobDir, PRESTART_FILE), JSON.stringify(spec), { mode: 0o644 });
 }
 
