@@ -40,9 +40,10 @@
  */
 import { spawn, type ChildProcessByStdio } from "node:child_process";
 import { randomBytes, randomUUID } from "node:crypto";
+import { watch, type FSWatcher } from "node:fs";
 import { chown, cp, mkdir, readdir, rename, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { basename, dirname, join } from "node:path";
 import type { Readable, Writable } from "node:stream";
 import { setTimeout as sleep } from "node:timers/promises";
 import { FolioError } from "../platform/errors/index.ts";
@@ -109,7 +110,7 @@ const KILL_RETRY_MS = 10_000;
 const LOG_BYTES = 4000;
 /** How long `runsc run` gets to exit by itself after its sandbox was killed or told to stop. */
 const EXIT_GRACE_MS = 3000;
-/** How often the host looks for a running sandbox's result.json. */
+/** How often the host looks for a running sandbox's result.json when its folder cannot be watched. */
 const RESULT_POLL_MS = 5;
 /** Default number of idle pre-started sandboxes (the service's default concurrency). */
 const DEFAULT_PRESTART_POOL = 2;
@@ -117,8 +118,6 @@ const DEFAULT_PRESTART_POOL = 2;
 const CHECKPOINT = {
   /** How long the sandbox to checkpoint may take until LibreOffice listens (about 1.5 s). */
   imageReadyMs: 60_000,
-  /** How often the pid file of a sandbox being restored is looked for (it comes after 100–400 ms). */
-  restorePollMs: 10,
   /** Images made again in a row after restores from them failed, before restoring is given up. */
   maxImageRemakes: 1,
 } as const;
@@ -220,7 +219,7 @@ export class RunscBackend implements SandboxBackend {
     checkInput(input);
     signal?.throwIfAborted();
     // An empty pool (or none) still restores rather than starts, when it can.
-    const sandbox = this.takeIdle() ?? (await this.restored());
+    const sandbox = this.takeIdle() ?? (await this.restored({ wake: false }));
     // The replacement starts once this sandbox has exited, not now: a
     // conversion never shares the CPUs with the warm-up of its own
     // replacement (docs/benchmarks.md, "Conversion (issue 4)").
@@ -363,8 +362,11 @@ export class RunscBackend implements SandboxBackend {
   ): Promise<{ result: JobResult; computeMillis: number; jobDir: string; cleanup: () => Promise<void> }> {
     const cleanup = async () => {
       const sandbox = launched();
-      if (sandbox && !(await exitsWithin(sandbox, EXIT_GRACE_MS))) await this.killContainer(sandbox);
-      await this.deleteContainer(id);
+      const ended = sandbox && (await exitsWithin(sandbox, EXIT_GRACE_MS)) ? await sandbox.closed.catch(() => undefined) : undefined;
+      if (sandbox && !ended) await this.killContainer(sandbox);
+      // `runsc run` and `runsc restore` (attached) remove their container
+      // when its program ends by itself; only what was killed or failed is deleted here.
+      if (!(ended?.code === 0 && ended.signal === null)) await this.deleteContainer(id);
       await rm(base, { recursive: true, force: true });
     };
     try {
@@ -528,23 +530,9 @@ export class RunscBackend implements SandboxBackend {
     }
   }
 
-  /** A sandbox for the pool: restored from the image when it can be, else pre-started. */
+  /** A sandbox for the pool: restored from the image (and woken) when it can be, else pre-started. */
   private async waitingSandbox(): Promise<Prestarted> {
-    const restored = await this.restored();
-    if (restored) await this.wake(restored.launched);
-    return restored ?? (await this.prestartOne());
-  }
-
-  /**
-   * Tells a restored sandbox waiting in the pool that its restore is done:
-   * the hand-in signal before there is a hand-in file. Its program starts
-   * the page-1 pdftoppm then (converter.ts, runPrestartedJob). Not sent to
-   * a sandbox restored for a document already there: a process started
-   * beside LibreOffice's conversion slowed it by more than it gained.
-   */
-  private async wake(launched: Launched): Promise<void> {
-    const { code, output } = await this.runsc_(["kill", launched.id, HANDIN_SIGNAL]);
-    if (code !== 0) this.options.logger?.warn({ sandbox: launched.id, output: lastLine(output) }, "a restored sandbox could not be woken; its first page starts its own pdftoppm");
+    return (await this.restored({ wake: true })) ?? (await this.prestartOne());
   }
 
   private async prestartOne(): Promise<Prestarted> {
@@ -568,9 +556,15 @@ export class RunscBackend implements SandboxBackend {
   /**
    * A sandbox restored from the image, waiting for its hand-in signal.
    * Undefined without `restore`, without an image, or when the restore
-   * failed; each of the last two is a counted fallback.
+   * failed; each of the last two is a counted fallback. With `wake` (the
+   * pool's sandboxes) it is woken once restored: the hand-in signal before
+   * there is a hand-in file, on which its program starts the page-1
+   * pdftoppm and lets LibreOffice's request thread go (converter.ts,
+   * runPrestartedJob). A sandbox restored for a document already there is
+   * not: a process started beside LibreOffice's conversion slowed it by
+   * more than it gained.
    */
-  private async restored(): Promise<Prestarted | undefined> {
+  private async restored({ wake }: { wake: boolean }): Promise<Prestarted | undefined> {
     if (!this.options.restore) return undefined;
     const assets = await this.prepare();
     const image = await this.image;
@@ -580,7 +574,7 @@ export class RunscBackend implements SandboxBackend {
     }
     const { id, base, jobDir, bundleDir } = await this.makeBundle(assets, {}, (jobDir) => waitingJobDir(jobDir, "signal"));
     const launched = this.launch(id, ["restore", `--image-path=${image}`, "--bundle", bundleDir, `--pid-file=${join(base, "pid")}`], false);
-    const failure = await this.restoreFailure(launched, join(base, "pid"));
+    const failure = await this.restoreFailure(launched, join(base, "pid"), wake);
     if (failure) {
       this.fallback("restore", new Error(`runsc restore failed: ${failure}`));
       if (!launched.exited()) await this.killContainer(launched);
@@ -603,12 +597,17 @@ export class RunscBackend implements SandboxBackend {
    * program's status and removes the container (a detached restore's
    * container takes `runsc delete` 1.5 s). Restoring holds the container's
    * lock from after the pid file is written until it is done, so the first
-   * `runsc state` after the pid file returns once the restore is over.
+   * runsc command on the container after the pid file returns once the
+   * restore is over: `runsc kill ID SIGUSR2` when the sandbox is to be
+   * woken (one command for both), else `runsc state`.
    */
-  private async restoreFailure(launched: Launched, pidFile: string): Promise<string | undefined> {
-    while (!(await stat(pidFile).then(() => true, () => false))) {
-      if (launched.exited()) return `it exited: ${lastLine(launched.output())}`;
-      await sleep(CHECKPOINT.restorePollMs);
+  private async restoreFailure(launched: Launched, pidFile: string, wake: boolean): Promise<string | undefined> {
+    const exited = new AbortController();
+    void launched.closed.finally(() => exited.abort()).catch(() => undefined);
+    if (!(await fileAppears(pidFile, exited.signal))) return `it exited: ${lastLine(launched.output())}`;
+    if (wake) {
+      const { code, output } = await this.runsc_(["kill", launched.id, HANDIN_SIGNAL]);
+      return code === 0 ? undefined : `it could not be woken: ${lastLine(launched.output() || output)}`;
     }
     const { code, output } = await this.runsc_(["state", launched.id]);
     const status = code === 0 ? stateStatus(output) : undefined;
@@ -784,15 +783,52 @@ async function exitsWithin(launched: Launched, ms: number): Promise<boolean> {
 
 /**
  * Resolves (undefined) once `file` exists; never while `stop` has not
- * aborted and it does not. Looked for every {@link RESULT_POLL_MS}: a stat
- * on the host, next to nothing against a conversion.
+ * aborted and it does not. Told by inotify (`fs.watch` on its folder: the
+ * file is written on the host by the sandbox's file server), and looked for
+ * every {@link FILE_POLL_MS} besides in case an event is missed: polling
+ * every 5 ms instead cost the service a stat on its main thread 200 times a
+ * second per sandbox.
  */
 async function resultWritten(file: string, stop: AbortSignal): Promise<undefined> {
-  while (!stop.aborted) {
-    if (await stat(file).then(() => true, () => false)) return undefined;
-    await sleep(RESULT_POLL_MS, undefined, { signal: stop }).catch(() => undefined);
-  }
+  if (await fileAppears(file, stop)) return undefined;
   return new Promise<undefined>(() => undefined);
+}
+
+/** How often {@link fileAppears} looks for its file besides inotify's word. */
+const FILE_POLL_MS = 100;
+
+/**
+ * True once `file` exists, false when `stop` aborts first (or at once when
+ * it already has). Watches the file's folder (inotify), with a slower poll
+ * besides; a folder that cannot be watched is polled at {@link RESULT_POLL_MS}.
+ */
+async function fileAppears(file: string, stop: AbortSignal): Promise<boolean> {
+  const exists = () => stat(file).then(() => true, () => false);
+  if (stop.aborted) return false;
+  let poke: () => void = () => undefined;
+  let watcher: FSWatcher | undefined;
+  try {
+    watcher = watch(dirname(file), { persistent: false }, (_event, name) => {
+      if (name === basename(file)) poke();
+    });
+    watcher.on("error", () => undefined);
+  } catch {
+    watcher = undefined;
+  }
+  try {
+    while (!stop.aborted) {
+      if (await exists()) return true;
+      const pause = new AbortController();
+      const onStop = () => pause.abort();
+      stop.addEventListener("abort", onStop, { once: true });
+      poke = () => pause.abort();
+      await sleep(watcher ? FILE_POLL_MS : RESULT_POLL_MS, undefined, { signal: pause.signal }).catch(() => undefined);
+      stop.removeEventListener("abort", onStop);
+    }
+    return false;
+  } finally {
+    watcher?.close();
+  }
 }
 
 /** The `status` of `runsc state`'s JSON answer, if it has one. */
