@@ -23,7 +23,7 @@ import { SOFFICE_BIN } from "./profile.ts";
 const run = promisify(execFile);
 
 /** Bump when what an image holds changes in a way none of the key's inputs show. */
-const IMAGE_FORMAT = "1";
+const IMAGE_FORMAT = "2: state stored uncompressed";
 /** Written into an image folder once the checkpoint in it is complete. */
 const COMPLETE_MARKER = "complete";
 

@@ -78,6 +78,11 @@ describe("RunscBackend with restore", () => {
     expect(readdirSync(image!)).toContain("complete");
     expect(backend.idleSandboxes().every((s) => s.restored)).toBe(true);
     expect(await counter(backend, "fallbacks")).toBe(0);
+    // Stored uncompressed (imagefile.ts): the first chunk's first deflate block is a stored one (type 0).
+    const state = readFileSync(join(image!, "checkpoint.img"));
+    const firstChunk = 16 + Number(state.readBigUInt64BE(8)) + 32 + 4 + 4;
+    expect(state.subarray(0, 8).toString("latin1")).toBe("gVisorSF");
+    expect((state[firstChunk]! >> 1) & 3, "deflate block type of the first chunk").toBe(0);
   });
 
   it.each([

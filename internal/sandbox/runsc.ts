@@ -51,6 +51,7 @@ import type { Logger } from "../platform/log/index.ts";
 import type { Metrics } from "../platform/metrics/index.ts";
 import { prepareAssets, type PreparedAssets } from "./assets.ts";
 import { RestoreMetrics, discardImage, ensureImage, imageKey } from "./checkpoint.ts";
+import { storeUncompressed } from "./imagefile.ts";
 import { HANDIN_FILE, HANDIN_SIGNAL, PRESTART_FILE, READY_LINE, type HandInFile, type PrestartSpec } from "./converter.ts";
 import type { JobResult, ProbeSpec, SandboxBackend, SandboxInput, SandboxResult } from "./interface.ts";
 import { checkInput, checkedPageCount, readPages, readResult, resultError, writeJob, DEFAULT_MAX_OUTPUT_BYTES } from "./jobdir.ts";
@@ -114,6 +115,8 @@ const EXIT_GRACE_MS = 3000;
 const RESULT_POLL_MS = 5;
 /** Default number of idle pre-started sandboxes (the service's default concurrency). */
 const DEFAULT_PRESTART_POOL = 2;
+/** The state file `runsc checkpoint` writes into the image folder (this runsc: one file). */
+const IMAGE_STATE_FILE = "checkpoint.img";
 /** The checkpoint's timings and retries. */
 const CHECKPOINT = {
   /** How long the sandbox to checkpoint may take until LibreOffice listens (about 1.5 s). */
@@ -649,12 +652,25 @@ export class RunscBackend implements SandboxBackend {
       const { code, output } = await this.runsc_(["checkpoint", `--image-path=${dir}`, id]);
       if (code !== 0) throw new Error(`runsc checkpoint failed: ${lastLine(output)}`);
       await launched.closed;
+      await this.storeImageUncompressed(dir);
     } finally {
       clearTimeout(late);
       if (!launched.exited()) await this.killContainer(launched);
       await this.deleteContainer(id);
       await rm(base, { recursive: true, force: true });
     }
+  }
+
+  /**
+   * Rewrites the new image's state file without compression (imagefile.ts):
+   * every restore then copies it instead of inflating it. An image in a
+   * format this does not know stays compressed (logged): slower, not wrong.
+   */
+  private async storeImageUncompressed(dir: string): Promise<void> {
+    const file = join(dir, IMAGE_STATE_FILE);
+    const outcome = await storeUncompressed(file).catch((err: unknown) => ({ stored: false as const, reason: (err as Error).message }));
+    if (outcome.stored) this.options.logger?.info({ image: dir, ...outcome }, "checkpoint image stored uncompressed");
+    else this.options.logger?.warn({ image: dir, reason: outcome.reason }, "the checkpoint image stays compressed: its state file is not in the format this release rewrites");
   }
 
   /**
