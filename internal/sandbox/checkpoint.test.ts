@@ -38,6 +38,8 @@ describe("imageKey", () => {
     expect(key).toMatch(/^[0-9a-f]{32}$/);
     expect(await imageKey({ ...base })).toBe(key);
 
+    expect(await imageKey({ ...base, prestart: { handIn: "signal", warmUp: true } }), "how the checkpointed sandbox waits and warms up").not.toBe(key);
+
     writeFileSync(base.programFile, "console.log('another program');");
     const program = await imageKey(base);
     expect(program).not.toBe(key);

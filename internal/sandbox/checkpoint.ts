@@ -34,6 +34,8 @@ export interface ImageInputs {
   runscFlags: readonly string[];
   /** The OCI configuration of a sandbox with its job folder replaced by a placeholder. */
   config: unknown;
+  /** The prestart.json of the sandbox that is checkpointed (how it waits, whether it warms LibreOffice up). */
+  prestart?: unknown;
   programFile: string;
   nodeBinary: string;
   profileDir: string;
@@ -60,6 +62,7 @@ export async function imageKey(inputs: ImageInputs): Promise<string> {
   part("runsc", runscVersion);
   part("flags", JSON.stringify(inputs.runscFlags));
   part("config", JSON.stringify(inputs.config));
+  if (inputs.prestart !== undefined) part("prestart", JSON.stringify(inputs.prestart));
   part("program", await readFile(inputs.programFile));
   // The Node binary is large; its identity (path, size, change time) stands for its content.
   part("node", await identity(inputs.nodeBinary));

@@ -21,7 +21,10 @@ const CHUNK = 4096;
 /** State bytes that compress (runs) and some that do not (random). */
 function state(bytes: number): Buffer {
   const out = Buffer.alloc(bytes);
-  for (let i = 0; i < bytes; i += 512) (i / 512) % 2 ? randomBytes(Math.min(512, bytes - i)).copy(out, i) : out.fill(i % 251, i, Math.min(bytes, i + 512));
+  for (let i = 0; i < bytes; i += 512) {
+    if ((i / 512) % 2) randomBytes(Math.min(512, bytes - i)).copy(out, i);
+    else out.fill(i % 251, i, Math.min(bytes, i + 512));
+  }
   return out;
 }
 

@@ -115,6 +115,12 @@ const EXIT_GRACE_MS = 3000;
 const RESULT_POLL_MS = 5;
 /** Default number of idle pre-started sandboxes (the service's default concurrency). */
 const DEFAULT_PRESTART_POOL = 2;
+/**
+ * The prestart.json of the sandbox that is checkpointed: it waits for a
+ * signal (a restored sandbox's stdin never becomes readable) and warms
+ * LibreOffice up first (converter.ts). Part of the image's key.
+ */
+const CHECKPOINTED: PrestartSpec = Object.freeze({ profileDir: SANDBOX_PATHS.profile, handIn: "signal", warmUp: true });
 /** The state file `runsc checkpoint` writes into the image folder (this runsc: one file). */
 const IMAGE_STATE_FILE = "checkpoint.img";
 /** The checkpoint's timings and retries. */
@@ -540,7 +546,7 @@ export class RunscBackend implements SandboxBackend {
 
   private async prestartOne(): Promise<Prestarted> {
     const assets = await this.prepare();
-    const { id, base, jobDir, bundleDir } = await this.makeBundle(assets, {}, (jobDir) => waitingJobDir(jobDir, "stdin"));
+    const { id, base, jobDir, bundleDir } = await this.makeBundle(assets, {}, (jobDir) => waitingJobDir(jobDir, { profileDir: SANDBOX_PATHS.profile, handIn: "stdin" }));
     const launched = this.launch(id, ["run", "--bundle", bundleDir], true);
     const sandbox: Prestarted = { launched, base, jobDir, ready: false, start: "prestarted" };
     void saysReady(launched).then((ready) => (sandbox.ready = ready));
@@ -575,7 +581,7 @@ export class RunscBackend implements SandboxBackend {
       this.fallback("image");
       return undefined;
     }
-    const { id, base, jobDir, bundleDir } = await this.makeBundle(assets, {}, (jobDir) => waitingJobDir(jobDir, "signal"));
+    const { id, base, jobDir, bundleDir } = await this.makeBundle(assets, {}, (jobDir) => waitingJobDir(jobDir, { profileDir: SANDBOX_PATHS.profile, handIn: "signal" }));
     const launched = this.launch(id, ["restore", `--image-path=${image}`, "--bundle", bundleDir, `--pid-file=${join(base, "pid")}`], false);
     const failure = await this.restoreFailure(launched, join(base, "pid"), wake);
     if (failure) {
@@ -627,6 +633,7 @@ export class RunscBackend implements SandboxBackend {
         runsc: this.runsc,
         runscFlags: this.tuningFlags(),
         config: this.ociConfig(assets, "<job folder>", {}),
+        prestart: CHECKPOINTED,
         programFile: assets.program,
         nodeBinary: assets.nodeBinary,
         profileDir: assets.profileDir,
@@ -644,7 +651,7 @@ export class RunscBackend implements SandboxBackend {
    * kinds a restore has: none for stdin, pipes for stdout and stderr.
    */
   private async checkpoint(assets: PreparedAssets, dir: string): Promise<void> {
-    const { id, base, bundleDir } = await this.makeBundle(assets, {}, (jobDir) => waitingJobDir(jobDir, "signal", true));
+    const { id, base, bundleDir } = await this.makeBundle(assets, {}, (jobDir) => waitingJobDir(jobDir, CHECKPOINTED));
     const launched = this.launch(id, ["run", "--bundle", bundleDir], false);
     const late = setTimeout(() => void this.killContainer(launched), CHECKPOINT.imageReadyMs);
     try {
@@ -878,18 +885,15 @@ function saysReady(launched: Launched): Promise<boolean> {
 }
 
 /**
- * The job folder of a sandbox that waits for its document: prestart.json,
- * input/, and output/ (nobody's). `warmUp` for the sandbox that is
- * checkpointed (converter.ts, PrestartSpec).
+ * The job folder of a sandbox that waits for its document: prestart.json
+ * (`spec`), input/, and output/ (nobody's).
  */
-async function waitingJobDir(jobDir: string, handIn: PrestartSpec["handIn"], warmUp = false): Promise<void> {
+async function waitingJobDir(jobDir: string, spec: PrestartSpec): Promise<void> {
   await mkdir(join(jobDir, "input"), { recursive: true, mode: 0o755 });
   await mkdir(join(jobDir, "output"), { recursive: true, mode: 0o700 });
   await chown(join(jobDir, "output"), NOBODY, NOBODY);
-  const spec: PrestartSpec = { profileDir: SANDBOX_PATHS.profile, handIn, ...(warmUp ? { warmUp } : {}) };
   await writeFile(join(jobDir, PRESTART_FILE), JSON.stringify(spec), { mode: 0o644 });
 }
-
 
 async function chownTree(dir: string): Promise<void> {
   await chown(dir, NOBODY, NOBODY);
