@@ -148,6 +148,22 @@ async function cpuBusy<T>(work: () => Promise<T>): Promise<{ value: T; busy: num
   return { value, busy: total > 0 ? 1 - (after.idle - before.idle) / total : Number.NaN };
 }
 
+/**
+ * CPU seconds the whole machine has been busy so far (/proc/stat: all but
+ * idle and iowait), NaN where there is none. A document's CPU is the
+ * difference across its conversion and its replacement's start: it counts
+ * every process once (the sandbox, runsc, the file server, this process),
+ * where a cgroup misses what runs outside it and the reaped children count
+ * a sandbox twice (its cgroup, and as a descendant of the runsc command
+ * that reaped it).
+ */
+async function machineCpuSeconds(): Promise<number> {
+  const text = await readFile("/proc/stat", "utf8").catch(() => "");
+  const [user, nice, system, , , irq, softirq, steal] = (text.split("\n")[0] ?? "").trim().split(/\s+/).slice(1).map(Number);
+  const busy = [user, nice, system, irq, softirq, steal].reduce<number>((a, b) => a + (b ?? Number.NaN), 0);
+  return busy / CLOCK_TICKS;
+}
+
 /** CPU seconds of this process's reaped children and their reaped descendants (/proc/self/stat cutime + cstime). */
 async function childrenCpuSeconds(): Promise<number> {
   const text = await readFile("/proc/self/stat", "utf8");
@@ -318,18 +334,21 @@ export async function runSandboxBenchmark(runs = positiveInt("BENCH_CONVERT_RUNS
     >;
 
     // 3. CPU per document.
-    type CpuSample = { beforeHandIn?: number; afterHandIn?: number; sandbox?: number; children: number };
+    type CpuSample = { beforeHandIn?: number; afterHandIn?: number; sandbox?: number; children: number; machine: number };
     const cpu = byVariant<CpuSample[]>(() => []);
     const oneDoc = documents.get("one-page.docx")!;
     const cpuOnce = async (v: Variant): Promise<CpuSample> => {
       if (isDirect(v)) {
         const before = await childrenCpuSeconds();
+        const machine = await machineCpuSeconds();
         await direct(work, profile, "one-page.docx", v === "direct-tuned");
-        return { children: (await childrenCpuSeconds()) - before };
+        return { children: (await childrenCpuSeconds()) - before, machine: (await machineCpuSeconds()) - machine };
       }
       const backend = backends[v];
       if (isPooled(v)) await waitForPool(backend, POOL[v], 60_000);
+      await backend.settled();
       const children = await childrenCpuSeconds();
+      const machine = await machineCpuSeconds();
       // The pool hands out its oldest idle sandbox.
       const handedTo = backend.idleSandboxes()[0]?.id;
       const beforeHandIn = handedTo ? await sandboxCpuSeconds(handedTo) : undefined;
@@ -337,10 +356,13 @@ export async function runSandboxBenchmark(runs = positiveInt("BENCH_CONVERT_RUNS
       const result = await backend.convert({ document: oneDoc, format: "DOCX", maxPages: 10, timeoutMs: TIMEOUT_MS });
       ok &&= result.pageCount === 1;
       if (isPooled(v)) await waitForPool(backend, POOL[v], 60_000);
+      await backend.settled();
+      const machineAfter = await machineCpuSeconds();
       const seen = await following.stop();
       const sandbox = handedTo ? seen.get(handedTo) : [...seen.values()][0];
       return {
         children: (await childrenCpuSeconds()) - children,
+        machine: machineAfter - machine,
         ...(sandbox !== undefined ? { sandbox } : {}),
         ...(beforeHandIn !== undefined && sandbox !== undefined ? { beforeHandIn, afterHandIn: sandbox - beforeHandIn } : {}),
       };
@@ -354,7 +376,7 @@ export async function runSandboxBenchmark(runs = positiveInt("BENCH_CONVERT_RUNS
     const cpuMedians = Object.fromEntries(
       VARIANTS.map((v) => {
         const of = (key: keyof CpuSample) => median(cpu[v].flatMap((x) => (x[key] === undefined ? [] : [x[key]])));
-        return [v, { sandbox: of("sandbox"), beforeHandIn: of("beforeHandIn"), afterHandIn: of("afterHandIn"), children: of("children") }];
+        return [v, { sandbox: of("sandbox"), beforeHandIn: of("beforeHandIn"), afterHandIn: of("afterHandIn"), children: of("children"), machine: of("machine") }];
       }),
     ) as Record<Variant, Record<keyof CpuSample, number>>;
     // CPU of an idle waiting sandbox: its cgroup over IDLE_SECONDS.
@@ -393,11 +415,11 @@ export async function runSandboxBenchmark(runs = positiveInt("BENCH_CONVERT_RUNS
           `  ${v.padEnd(12)} ${throughput[v].docsPerMinute.toFixed(1).padStart(5)} docs/min (${(throughput[v].cpuBusy * 100).toFixed(0)}% busy; rounds ${throughput[v].rounds.map((x) => x.toFixed(1)).join(", ")})` +
           (isDirect(v) ? "" : ` vs Gotenberg ~${GOTENBERG_DOCX_PER_MINUTE}: ${throughput[v].docsPerMinute > GOTENBERG_DOCX_PER_MINUTE ? "beaten" : "not beaten"}`),
       ),
-      `CPU per one-page DOCX, median of ${cpuRuns} interleaved runs (CPU-s): sandbox cgroup before the hand-in + after it = total; all reaped child processes`,
+      `CPU per one-page DOCX, median of ${cpuRuns} interleaved runs (CPU-s): the whole machine (a pooled document: its conversion and its replacement's start); the sandbox cgroup before the hand-in + after it = total; all reaped child processes (a sandbox counted again there)`,
       ...VARIANTS.map((v) => {
         const c = cpuMedians[v];
-        const cgroup = isDirect(v) ? "" : isPooled(v) ? `${c.beforeHandIn.toFixed(2)} + ${c.afterHandIn.toFixed(2)} = ${c.sandbox.toFixed(2)}; ` : `${c.sandbox.toFixed(2)}; `;
-        return `  ${v.padEnd(12)} ${cgroup}children ${c.children.toFixed(2)}`;
+        const cgroup = isDirect(v) ? "" : isPooled(v) ? `; cgroup ${c.beforeHandIn.toFixed(2)} + ${c.afterHandIn.toFixed(2)} = ${c.sandbox.toFixed(2)}` : `; cgroup ${c.sandbox.toFixed(2)}`;
+        return `  ${v.padEnd(12)} machine ${c.machine.toFixed(2)}${cgroup}; children ${c.children.toFixed(2)}`;
       }),
       `  idle waiting sandbox: prestart ${(idleCpu.prestart * 1000 / IDLE_SECONDS).toFixed(1)} ms CPU/s, restore ${(idleCpu.restore * 1000 / IDLE_SECONDS).toFixed(1)} ms CPU/s`,
       `machine: ${machine.cpus} CPUs, load average (1 min) ${machine.loadAverage1m.start.toFixed(2)} before the start, ${machine.loadAverage1m.end.toFixed(2)} at the end (includes this benchmark)`,
