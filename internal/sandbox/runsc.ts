@@ -20,15 +20,18 @@
  *
  * With `restore`, sandboxes are not started but restored: when the backend
  * prepares, one sandbox is started in the pre-started mode and, once
- * LibreOffice listens in it, checkpointed (`runsc checkpoint`) into an image
- * kept under the work folder (`checkpoint.ts`: keyed on what it is made of,
- * made again when any of that changes). Each document's sandbox is then
+ * LibreOffice listens in it and has run the warm-up conversions,
+ * checkpointed (`runsc checkpoint`) into an image kept under the work
+ * folder (`checkpoint.ts`: keyed on what it is made of, made again when any
+ * of that changes; its state file rewritten uncompressed, `imagefile.ts`).
+ * Each document's sandbox is then
  * `runsc restore` of that image with a bundle of its own (its own job
  * folder), ahead of demand with `prestart`, else when the document comes.
  * The job is handed in by a signal (`runsc kill ID SIGUSR2`) and a file
  * (`handin.json`, with a fresh seed the program reseeds from: a restored
  * sandbox's memory is the image's); a pool's sandbox gets the same signal
- * once restored, before any file, to start its page-1 pdftoppm;
+ * once restored, before any file, to start its page-1 pdftoppm and let
+ * LibreOffice's request thread go back to accept() (converter.ts);
  * the rest is the pre-started sandbox's single-use lifecycle. When the
  * image cannot be made or a restore fails, sandboxes start as they would
  * without `restore` (counted in `folio_sandbox_restore_fallbacks_total`,
