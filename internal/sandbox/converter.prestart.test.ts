@@ -8,7 +8,7 @@
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
-import { createConnection, createServer, type Server, type Socket } from "node:net";
+import { createServer, type Server, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -17,7 +17,7 @@ import { HANDIN_FILE, officePipePath, officeRequest, PRESTART_FILE, runJob, type
 import { fileUrl, prepareProfile } from "./profile.ts";
 import { SEED_BYTES } from "./reseed.ts";
 import { WARM_UP_STEPS } from "./warmup.ts";
-import { pngInfo } from "./testdocs.ts";
+import { officeGreeting, pngInfo } from "./testdocs.ts";
 
 const FIXTURES = join(PROJECT_ROOT, "test", "fixtures", "convert");
 const work = mkdtempSync(join(tmpdir(), "folio-prestart-test-"));
@@ -139,21 +139,6 @@ describe("runJob in pre-started mode", () => {
     }
   }
 
-  /** The first message LibreOffice sends on a new connection to its pipe. */
-  function greeting(pipe: string): Promise<string> {
-    return new Promise((resolve, reject) => {
-      const socket = createConnection(pipe);
-      let text = "";
-      socket.on("data", (chunk: Buffer) => {
-        text += chunk.toString("utf8");
-        if (!text.includes("\0")) return;
-        socket.destroy();
-        resolve(text.slice(0, text.indexOf("\0")));
-      });
-      socket.once("error", reject);
-    });
-  }
-
   async function until(what: () => boolean, ms = 30_000): Promise<void> {
     const end = Date.now() + ms;
     while (!what()) {
@@ -225,7 +210,7 @@ describe("runJob in pre-started mode", () => {
     const job = prestartedJob("held", "one-page.docx", "DOCX", { handIn: "signal" });
     await until(job.isReady);
     const pipe = officePipePath(fileUrl(join(job.base, readdirSync(job.base).find((n) => n.startsWith("folio-job-"))!, "profile")), process.getuid!());
-    const greeted = greeting(pipe);
+    const greeted = officeGreeting(pipe);
     await new Promise((r) => setTimeout(r, 1500));
     expect(await Promise.race([greeted, Promise.resolve("not yet")]), "no greeting while the connection is held").toBe("not yet");
     job.wake();

@@ -8,32 +8,16 @@
 import { spawn } from "node:child_process";
 import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { createConnection } from "node:net";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { officePipePath } from "./converter.ts";
 import { SOFFICE_BIN, fileUrl, installedOfficeVersion, isPreparedProfile, prepareProfile } from "./profile.ts";
+import { officeGreeting } from "./testdocs.ts";
 
 const work = mkdtempSync(join(tmpdir(), "folio-profile-test-"));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
 const xcu = (dir: string) => readFileSync(join(dir, "user", "registrymodifications.xcu"), "utf8");
-
-/** The first message on a new connection to `pipe`, or undefined when nothing answers. */
-function greeting(pipe: string): Promise<string | undefined> {
-  return new Promise((resolve) => {
-    const socket = createConnection(pipe);
-    let text = "";
-    socket.on("data", (chunk: Buffer) => {
-      text += chunk.toString("utf8");
-      if (!text.includes("\0")) return;
-      socket.destroy();
-      resolve(text.slice(0, text.indexOf("\0")));
-    });
-    socket.once("error", () => resolve(undefined));
-    socket.once("close", () => resolve(undefined));
-  });
-}
 
 /**
  * Starts LibreOffice headless on a copy of `profile`, waits until it
@@ -51,7 +35,7 @@ async function startOnCopy(profile: string, name: string): Promise<string> {
   try {
     const pipe = officePipePath(fileUrl(copy), process.getuid!());
     const until = Date.now() + 60_000;
-    while ((await greeting(pipe)) !== "InternalIPC::SendArguments") {
+    while ((await officeGreeting(pipe)) !== "InternalIPC::SendArguments") {
       if (Date.now() > until) throw new Error("LibreOffice did not start");
       await new Promise((r) => setTimeout(r, 50));
     }

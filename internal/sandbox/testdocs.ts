@@ -2,11 +2,11 @@
  * Documents and checks for the sandbox tests, built in code so each test
  * shows exactly what it feeds LibreOffice: OOXML and ODF files whose only
  * picture is an external link (never embedded), a canary SVG, a DOCX of
- * many numbered pages, and a reader for the PNG header fields the
- * conversion promises (size, pHYs).
+ * many numbered pages, a reader for the PNG header fields the
+ * conversion promises (size, pHYs), and LibreOffice's greeting on its pipe.
  */
 import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
+import { createConnection, type AddressInfo } from "node:net";
 import { zip, type ZipEntry } from "../documents/testdata.ts";
 import { hasPngSignature } from "../formats/index.ts";
 
@@ -191,4 +191,24 @@ export async function startCanaryServer(canaryText: string): Promise<CanaryServe
     requests,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
+}
+
+/**
+ * The first message on a new connection to a LibreOffice pipe
+ * (`InternalIPC::SendArguments` once it has started), or undefined when
+ * nothing answers.
+ */
+export function officeGreeting(pipe: string): Promise<string | undefined> {
+  return new Promise((resolve) => {
+    const socket = createConnection(pipe);
+    let text = "";
+    socket.on("data", (chunk: Buffer) => {
+      text += chunk.toString("utf8");
+      if (!text.includes("\0")) return;
+      socket.destroy();
+      resolve(text.slice(0, text.indexOf("\0")));
+    });
+    socket.once("error", () => resolve(undefined));
+    socket.once("close", () => resolve(undefined));
+  });
 }
