@@ -8,6 +8,7 @@
  * and is made again, and a change of what the image is made of makes a new
  * one.
  */
+import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -165,6 +166,47 @@ describe("a checkpoint image that does not restore", () => {
     expect(containers(b)).toEqual([]);
     expect(readdirSync(join(b.workDir, "jobs"))).toEqual([]);
   }, 180_000);
+});
+
+describe("sandboxes a dead process left behind", () => {
+  it("are left alone while their process lives, and removed when the next backend on the work folder prepares after it died: a restored sandbox never ends by itself", async () => {
+    const workDir = join(work, "orphans");
+    // A conversion service that is killed with two restored sandboxes waiting in its pool.
+    const script = join(work, "orphan-maker.mts");
+    writeFileSync(
+      script,
+      `import { RunscBackend } from ${JSON.stringify(join(PROJECT_ROOT, "internal", "sandbox", "runsc.ts"))};\n` +
+        `const b = new RunscBackend({ workDir: ${JSON.stringify(workDir)}, restore: true, prestart: true, prestartPool: 2 });\n` +
+        `await b.prepare();\n` +
+        `while (!(b.idleSandboxes().length === 2 && b.idleSandboxes().every((s) => s.ready && s.restored))) await new Promise((r) => setTimeout(r, 50));\n` +
+        `console.log("pool ready");\n` +
+        `setInterval(() => undefined, 1000);\n`,
+    );
+    // In a process group of its own: tsx runs the script in a child process, and the whole service dies.
+    const child = spawn(join(PROJECT_ROOT, "node_modules", ".bin", "tsx"), [script], { stdio: ["ignore", "pipe", "inherit"], detached: true });
+    await new Promise<void>((resolve, reject) => {
+      child.stdout.on("data", (chunk: Buffer) => chunk.toString().includes("pool ready") && resolve());
+      child.once("exit", (code) => reject(new Error(`the orphan maker exited (${code}) before its pool was ready`)));
+    });
+    const live = containers(new RunscBackend({ workDir }));
+    expect(live).toHaveLength(2);
+    await new RunscBackend({ workDir, logger: recordingLogger().logger }).prepare();
+    expect(containers(new RunscBackend({ workDir })), "a live owner's sandboxes are not touched").toEqual(live);
+
+    process.kill(-child.pid!, "SIGKILL");
+    await new Promise((r) => child.once("exit", r));
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(containers(new RunscBackend({ workDir })), "the killed process's restored sandboxes outlive it").toEqual(live);
+
+    const next = new RunscBackend({ workDir, logger: recordingLogger().logger });
+    await next.prepare();
+    expect(containers(next)).toEqual([]);
+    expect(readdirSync(join(workDir, "jobs"))).toEqual([]);
+    const stray = spawnSync("pgrep", ["-f", "--", `--root=${next.stateDir} `], { encoding: "utf8" }).stdout.trim();
+    expect(stray, "no runsc process of the dead one's is left").toBe("");
+    expect((await one(next)).pageCount, "the work folder serves the next backend").toBe(1);
+    await next.close();
+  }, 240_000);
 });
 
 describe("the checkpoint image's key", () => {

@@ -44,7 +44,7 @@
 import { spawn, type ChildProcessByStdio } from "node:child_process";
 import { randomBytes, randomUUID } from "node:crypto";
 import { watch, type FSWatcher } from "node:fs";
-import { chown, cp, mkdir, readdir, rename, rm, stat, writeFile } from "node:fs/promises";
+import { chown, cp, mkdir, readFile, readdir, rename, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { basename, dirname, join } from "node:path";
 import type { Readable, Writable } from "node:stream";
@@ -110,6 +110,8 @@ export interface RunscBackendOptions {
 
 /** How long to keep trying to kill a sandbox that is still being created. */
 const KILL_RETRY_MS = 10_000;
+/** The work folder's owner file: which live process uses it (see {@link RunscBackend.removeLeftovers}). */
+const OWNER_FILE = "owner";
 /** Output of runsc and the program kept for logs and error messages. */
 const LOG_BYTES = 4000;
 /** How long `runsc run` gets to exit by itself after its sandbox was killed or told to stop. */
@@ -216,6 +218,7 @@ export class RunscBackend implements SandboxBackend {
       await mkdir(this.workDir, { recursive: true, mode: 0o700 });
       await mkdir(this.stateDir, { recursive: true, mode: 0o700 });
       await mkdir(join(this.workDir, "jobs"), { recursive: true, mode: 0o711 });
+      await this.removeLeftovers();
       const assets = await prepareAssets(join(this.workDir, "assets"), { nodeBinary: this.options.nodeBinary, program: this.options.program });
       if (this.options.restore) await (this.image = this.imageFor(assets));
       setImmediate(() => this.fillPool());
@@ -248,6 +251,47 @@ export class RunscBackend implements SandboxBackend {
       // The answer does not wait for the sandbox to end and be removed (see finish()).
       this.inBackground(run.cleanup().finally(() => this.fillPool()));
     }
+  }
+
+  /**
+   * Removes the sandboxes and job folders a process that used this work
+   * folder before left behind when it died without {@link close} (killed,
+   * out of memory): a restored sandbox waits for its hand-in signal
+   * forever (its stdin never ends, unlike a pre-started one's), holding
+   * its memory. The work folder's owner file names the process that uses
+   * it (pid and start time); when that process is still alive and not
+   * this one, nothing is touched (a work folder is one service's).
+   */
+  private async removeLeftovers(): Promise<void> {
+    const ownerFile = join(this.workDir, OWNER_FILE);
+    const me = await processIdentity(process.pid);
+    const previous = (await readFile(ownerFile, "utf8").catch(() => "")).trim();
+    if (previous === me) return;
+    if (previous && (await processIdentity(Number(previous.split(":")[0]))) === previous) {
+      this.options.logger?.warn({ workDir: this.workDir, owner: previous }, "another live process uses this sandbox work folder; its sandboxes are left alone");
+      return;
+    }
+    const { output } = await this.runsc_(["list", "-quiet"]);
+    const ids = output.split("\n").filter((line) => line.startsWith("folio-"));
+    for (const id of ids) {
+      await this.runsc_(["kill", id, "KILL"]);
+      await this.deleteContainer(id);
+    }
+    // What is left of them (runsc commands, file servers, sandbox kernels whose state is gone) by its --root.
+    const stray = await processesWithArgument(`--root=${this.stateDir}`);
+    for (const pid of stray) {
+      try {
+        process.kill(pid, "SIGKILL");
+      } catch {
+        // Gone meanwhile.
+      }
+    }
+    const folders = await readdir(join(this.workDir, "jobs")).catch(() => []);
+    await Promise.all(folders.map((f) => rm(join(this.workDir, "jobs", f), { recursive: true, force: true })));
+    if (ids.length + stray.length + folders.length > 0) {
+      this.options.logger?.warn({ workDir: this.workDir, sandboxes: ids.length, processes: stray.length, jobFolders: folders.length }, "removed what a previous process left in the sandbox work folder");
+    }
+    if (me) await writeFile(ownerFile, me, { mode: 0o600 });
   }
 
   /**
@@ -791,6 +835,31 @@ export class RunscBackend implements SandboxBackend {
       child.once("close", (code) => resolve({ code, output }));
     });
   }
+}
+
+/**
+ * A live process's pid and start time (`/proc/<pid>/stat`), so that a
+ * reused pid is not taken for it; undefined when there is no such process
+ * or it has died and not been reaped yet (a zombie).
+ */
+async function processIdentity(pid: number): Promise<string | undefined> {
+  if (!Number.isInteger(pid) || pid < 1) return undefined;
+  const stat = await readFile(`/proc/${pid}/stat`, "utf8").catch(() => undefined);
+  // Fields after the command's closing parenthesis: the state is the first, the start time the 20th (the 22nd of the line).
+  const fields = stat?.slice(stat.lastIndexOf(")") + 2).split(" ");
+  if (!fields || fields[0] === "Z" || fields[0] === "X") return undefined;
+  return fields[19] ? `${pid}:${fields[19]}` : undefined;
+}
+
+/** The processes whose command line has `argument` among its arguments (from /proc). */
+async function processesWithArgument(argument: string): Promise<number[]> {
+  const pids = (await readdir("/proc").catch(() => [])).filter((name) => /^\d+$/.test(name));
+  const found: number[] = [];
+  for (const pid of pids) {
+    const cmdline = await readFile(`/proc/${pid}/cmdline`, "utf8").catch(() => "");
+    if (cmdline.split("\0").includes(argument)) found.push(Number(pid));
+  }
+  return found;
 }
 
 /** Whether `runsc run` exits within `ms` (it may have already). */
