@@ -110,8 +110,8 @@ export interface RunscBackendOptions {
 
 /** How long to keep trying to kill a sandbox that is still being created. */
 const KILL_RETRY_MS = 10_000;
-/** The work folder's owner file: which live process uses it (see {@link RunscBackend.removeLeftovers}). */
-const OWNER_FILE = "owner";
+/** The work folder's owner files, one a backend: which live process uses which tag (see {@link RunscBackend.removeLeftovers}). */
+const OWNERS_DIR = "owners";
 /** Output of runsc and the program kept for logs and error messages. */
 const LOG_BYTES = 4000;
 /** How long `runsc run` gets to exit by itself after its sandbox was killed or told to stop. */
@@ -196,6 +196,8 @@ export class RunscBackend implements SandboxBackend {
   private imageRemakes = 0;
   /** Fallback reasons already logged (each is logged once). */
   private readonly loggedFallbacks = new Set<string>();
+  /** In this backend's container ids, so that what it leaves when its process dies can be told apart (see {@link removeLeftovers}). */
+  private readonly tag = randomBytes(4).toString("hex");
 
   constructor(private readonly options: RunscBackendOptions = {}) {
     this.workDir = options.workDir ?? join(tmpdir(), `folio-runsc-${process.getuid?.() ?? 0}`);
@@ -254,31 +256,39 @@ export class RunscBackend implements SandboxBackend {
   }
 
   /**
-   * Removes the sandboxes and job folders a process that used this work
-   * folder before left behind when it died without {@link close} (killed,
-   * out of memory): a restored sandbox waits for its hand-in signal
-   * forever (its stdin never ends, unlike a pre-started one's), holding
-   * its memory. The work folder's owner file names the process that uses
-   * it (pid and start time); when that process is still alive and not
-   * this one, nothing is touched (a work folder is one service's).
+   * Removes what backends of processes that have died left in this work
+   * folder without {@link close} (killed, out of memory): a restored
+   * sandbox waits for its hand-in signal for ever (its stdin never ends,
+   * unlike a pre-started one's), holding its memory. Each backend has a
+   * tag in its containers' ids (`folio-<tag>-<uuid>`) and an owner file
+   * `owners/<tag>` naming its process (pid and start time), written before
+   * its first container. A tag whose process is not alive (or whose file is
+   * missing: an earlier release's ids) is dead: its containers are killed
+   * and deleted, any process still naming one of them (runsc commands, file
+   * servers, sandbox kernels whose state is gone) is killed, and its job
+   * folders and owner file are removed. Live backends sharing the folder
+   * (another service, another test) are not touched. Then this backend's
+   * own owner file is written.
    */
   private async removeLeftovers(): Promise<void> {
-    const ownerFile = join(this.workDir, OWNER_FILE);
-    const me = await processIdentity(process.pid);
-    const previous = (await readFile(ownerFile, "utf8").catch(() => "")).trim();
-    if (previous === me) return;
-    if (previous && (await processIdentity(Number(previous.split(":")[0]))) === previous) {
-      this.options.logger?.warn({ workDir: this.workDir, owner: previous }, "another live process uses this sandbox work folder; its sandboxes are left alone");
-      return;
+    const owners = join(this.workDir, OWNERS_DIR);
+    await mkdir(owners, { recursive: true, mode: 0o700 });
+    const live = new Set<string>([this.tag]);
+    for (const tag of await readdir(owners)) {
+      const owner = (await readFile(join(owners, tag), "utf8").catch(() => "")).trim();
+      if (owner && (await processIdentity(Number(owner.split(":")[0]))) === owner) live.add(tag);
     }
+    const dead = (id: string) => {
+      const tag = tagOf(id);
+      return tag !== undefined && !live.has(tag);
+    };
     const { output } = await this.runsc_(["list", "-quiet"]);
-    const ids = output.split("\n").filter((line) => line.startsWith("folio-"));
+    const ids = output.split("\n").filter(dead);
     for (const id of ids) {
       await this.runsc_(["kill", id, "KILL"]);
       await this.deleteContainer(id);
     }
-    // What is left of them (runsc commands, file servers, sandbox kernels whose state is gone) by its --root.
-    const stray = await processesWithArgument(`--root=${this.stateDir}`);
+    const stray = await processesNaming(this.stateDir, dead);
     for (const pid of stray) {
       try {
         process.kill(pid, "SIGKILL");
@@ -286,12 +296,13 @@ export class RunscBackend implements SandboxBackend {
         // Gone meanwhile.
       }
     }
-    const folders = await readdir(join(this.workDir, "jobs")).catch(() => []);
+    const folders = (await readdir(join(this.workDir, "jobs")).catch(() => [] as string[])).filter(dead);
     await Promise.all(folders.map((f) => rm(join(this.workDir, "jobs", f), { recursive: true, force: true })));
+    for (const tag of await readdir(owners)) if (!live.has(tag)) await rm(join(owners, tag), { force: true });
     if (ids.length + stray.length + folders.length > 0) {
-      this.options.logger?.warn({ workDir: this.workDir, sandboxes: ids.length, processes: stray.length, jobFolders: folders.length }, "removed what a previous process left in the sandbox work folder");
+      this.options.logger?.warn({ workDir: this.workDir, sandboxes: ids.length, processes: stray.length, jobFolders: folders.length }, "removed what dead processes left in the sandbox work folder");
     }
-    if (me) await writeFile(ownerFile, me, { mode: 0o600 });
+    await writeFile(join(owners, this.tag), (await processIdentity(process.pid)) ?? String(process.pid), { mode: 0o600 });
   }
 
   /**
@@ -318,6 +329,7 @@ export class RunscBackend implements SandboxBackend {
     this.closed = true;
     const idle = this.idle.splice(0);
     await Promise.all([...idle.map((s) => this.discard(s)), ...this.starting, this.settled()]);
+    // Conversions under way may still start sandboxes of their own; the owner file stays while this process lives.
   }
 
   /** Container ids of the idle pre-started sandboxes (for tests and metrics). */
@@ -344,7 +356,7 @@ export class RunscBackend implements SandboxBackend {
 
   /** A new sandbox's folders and OCI bundle; `fill` writes the job folder's first files. */
   private async makeBundle(assets: PreparedAssets, input: Pick<SandboxInput, "traceparent">, fill: (jobDir: string) => Promise<void>) {
-    const id = `folio-${randomUUID()}`;
+    const id = `folio-${this.tag}-${randomUUID()}`;
     const base = join(this.workDir, "jobs", id);
     const jobDir = join(base, "job");
     const bundleDir = join(base, "bundle");
@@ -838,6 +850,29 @@ export class RunscBackend implements SandboxBackend {
 }
 
 /**
+ * The processes (from /proc) that run with runsc's state folder `stateDir`
+ * and name a container `dead` says is: runsc commands, file servers and
+ * sandbox kernels, found by the container id among their arguments or in
+ * the bundle path they were given.
+ */
+async function processesNaming(stateDir: string, dead: (id: string) => boolean): Promise<number[]> {
+  const pids = (await readdir("/proc").catch(() => [] as string[])).filter((name) => /^\d+$/.test(name));
+  const found: number[] = [];
+  for (const pid of pids) {
+    const args = (await readFile(`/proc/${pid}/cmdline`, "utf8").catch(() => "")).split("\0");
+    if (!args.includes(`--root=${stateDir}`)) continue;
+    const named = args.flatMap((a) => a.split(/[/=]/)).filter((part) => part.startsWith("folio-"));
+    if (named.some(dead)) found.push(Number(pid));
+  }
+  return found;
+}
+
+/** The tag of a container id made by {@link RunscBackend} (`folio-<tag>-…`; an earlier release's `folio-<uuid>` reads as one too). */
+function tagOf(id: string): string | undefined {
+  return /^folio-([0-9a-f]{8})-/.exec(id)?.[1];
+}
+
+/**
  * A live process's pid and start time (`/proc/<pid>/stat`), so that a
  * reused pid is not taken for it; undefined when there is no such process
  * or it has died and not been reaped yet (a zombie).
@@ -849,17 +884,6 @@ async function processIdentity(pid: number): Promise<string | undefined> {
   const fields = stat?.slice(stat.lastIndexOf(")") + 2).split(" ");
   if (!fields || fields[0] === "Z" || fields[0] === "X") return undefined;
   return fields[19] ? `${pid}:${fields[19]}` : undefined;
-}
-
-/** The processes whose command line has `argument` among its arguments (from /proc). */
-async function processesWithArgument(argument: string): Promise<number[]> {
-  const pids = (await readdir("/proc").catch(() => [])).filter((name) => /^\d+$/.test(name));
-  const found: number[] = [];
-  for (const pid of pids) {
-    const cmdline = await readFile(`/proc/${pid}/cmdline`, "utf8").catch(() => "");
-    if (cmdline.split("\0").includes(argument)) found.push(Number(pid));
-  }
-  return found;
 }
 
 /** Whether `runsc run` exits within `ms` (it may have already). */
