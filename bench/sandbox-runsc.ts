@@ -133,35 +133,35 @@ interface DirectProfiles {
   tuned: string;
 }
 
+/** The machine's CPU time so far, in clock ticks (/proc/stat's first line): all of it, and the idle part (idle + iowait). */
+async function machineTicks(): Promise<{ idle: number; total: number }> {
+  const text = await readFile("/proc/stat", "utf8").catch(() => "");
+  const fields = (text.split("\n")[0] ?? "").trim().split(/\s+/).slice(1).map(Number);
+  const idle = (fields[3] ?? 0) + (fields[4] ?? 0);
+  return { idle, total: fields.reduce((a, b) => a + b, 0) };
+}
+
 /** CPU use of the whole machine between two readings of /proc/stat (0..1), or NaN where there is none. */
 async function cpuBusy<T>(work: () => Promise<T>): Promise<{ value: T; busy: number }> {
-  const read = async () => {
-    const text = await readFile("/proc/stat", "utf8").catch(() => "");
-    const fields = (text.split("\n")[0] ?? "").trim().split(/\s+/).slice(1).map(Number);
-    const idle = (fields[3] ?? 0) + (fields[4] ?? 0);
-    return { idle, total: fields.reduce((a, b) => a + b, 0) };
-  };
-  const before = await read();
+  const before = await machineTicks();
   const value = await work();
-  const after = await read();
+  const after = await machineTicks();
   const total = after.total - before.total;
   return { value, busy: total > 0 ? 1 - (after.idle - before.idle) / total : Number.NaN };
 }
 
 /**
  * CPU seconds the whole machine has been busy so far (/proc/stat: all but
- * idle and iowait), NaN where there is none. A document's CPU is the
- * difference across its conversion and its replacement's start: it counts
- * every process once (the sandbox, runsc, the file server, this process),
- * where a cgroup misses what runs outside it and the reaped children count
- * a sandbox twice (its cgroup, and as a descendant of the runsc command
- * that reaped it).
+ * idle and iowait). A document's CPU is the difference across its
+ * conversion and its replacement's start: it counts every process once
+ * (the sandbox, runsc, the file server, this process), where a cgroup
+ * misses what runs outside it and the reaped children count a sandbox
+ * twice (its cgroup, and as a descendant of the runsc command that reaped
+ * it).
  */
 async function machineCpuSeconds(): Promise<number> {
-  const text = await readFile("/proc/stat", "utf8").catch(() => "");
-  const [user, nice, system, , , irq, softirq, steal] = (text.split("\n")[0] ?? "").trim().split(/\s+/).slice(1).map(Number);
-  const busy = [user, nice, system, irq, softirq, steal].reduce<number>((a, b) => a + (b ?? Number.NaN), 0);
-  return busy / CLOCK_TICKS;
+  const { idle, total } = await machineTicks();
+  return (total - idle) / CLOCK_TICKS;
 }
 
 /** CPU seconds of this process's reaped children and their reaped descendants (/proc/self/stat cutime + cstime). */

@@ -41,7 +41,7 @@
  *
  * This module is bundled into the sandbox program: it may import only Node's
  * built-ins, types, its own folder's Node-only modules (`png.ts`, `probe.ts`,
- * `profile.ts`, `pdfpages.ts`) and the dependency-free format table and page
+ * `profile.ts`, `pdfpages.ts`, `reseed.ts`, `warmup.ts`) and the dependency-free format table and page
  * selections (`internal/formats`).
  */
 import { spawn, type ChildProcess } from "node:child_process";
@@ -481,7 +481,7 @@ async function warmUpOffice(office: WarmOffice, socket: string, scratch: string,
   let made = 0;
   await mkdir(dir, { recursive: true });
   try {
-    for (const [name, content] of Object.entries(warmUpSources())) await writeFile(join(dir, name), content);
+    for (const [name, content] of Object.entries(await warmUpSources())) await writeFile(join(dir, name), content);
     for (const step of WARM_UP_STEPS) {
       const answer = await officeRequest(socket, fileUrl(scratch), conversionArgs(join(dir, step.source), step.format, dir, step.target), deadline, options.signal, () => office.kill());
       const output = join(dir, step.source.replace(/\.[^.]+$/, `.${step.target.split(":")[0]!}`));
@@ -1090,23 +1090,10 @@ const IPC = Object.freeze({ sendArguments: "InternalIPC::SendArguments", argumen
  * the greeting is what "ready" means. The connection is then closed without
  * arguments, which LibreOffice ignores (its "lookup message" case).
  */
-function officeGreets(socketPath: string, until: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = createConnection(socketPath);
-    let text = "";
-    const finish = (greeted: boolean) => {
-      clearTimeout(timer);
-      socket.destroy();
-      resolve(greeted);
-    };
-    const timer = setTimeout(() => finish(false), Math.max(0, until - Date.now()));
-    socket.on("data", (chunk: Buffer) => {
-      text += chunk.toString("utf8");
-      if (text.includes("\0")) finish(text.startsWith(`${IPC.sendArguments}\0`));
-    });
-    socket.once("error", () => finish(false));
-    socket.once("close", () => finish(false));
-  });
+async function officeGreets(socketPath: string, until: number): Promise<boolean> {
+  const socket = await holdOffice(socketPath, until);
+  socket?.destroy();
+  return socket !== undefined;
 }
 
 /**

@@ -72,13 +72,21 @@ const PROFILE_FORMAT = "2: settings, last version";
 /** The installation's configuration, where `ooSetupVersion` is set (relative to soffice.bin's folder). */
 const MAIN_XCD = ["..", "share", "registry", "main.xcd"] as const;
 
-/** The `<item>` lines for {@link PROFILE_SETTINGS}. */
-export function settingsXcuItems(): string {
-  return PROFILE_SETTINGS.map(
-    (s) =>
-      `<item oor:path="${s.path}"><prop oor:name="${s.name}" oor:op="fuse">` +
-      `<value>${s.value}</value></prop></item>`,
-  ).join("\n");
+/** One property of `registrymodifications.xcu`. */
+type ProfileSetting = (typeof PROFILE_SETTINGS)[number];
+
+/**
+ * The property that records a version as already seen, so that a start
+ * does not run the graphics render tests (see the module comment); its
+ * value is the installed version.
+ */
+const LAST_VERSION = { path: "/org.openoffice.Setup/Product", name: "ooSetupLastVersion", type: "string" } as const;
+
+/** The `<item>` lines for `settings` (default {@link PROFILE_SETTINGS}). */
+export function settingsXcuItems(settings: readonly ProfileSetting[] = PROFILE_SETTINGS): string {
+  return settings
+    .map((s) => `<item oor:path="${s.path}"><prop oor:name="${s.name}" oor:op="fuse">` + `<value>${s.value}</value></prop></item>`)
+    .join("\n");
 }
 
 const EMPTY_XCU =
@@ -87,17 +95,18 @@ const EMPTY_XCU =
   "</oor:items>\n";
 
 /**
- * Adds the security settings to an existing `registrymodifications.xcu`
- * text, dropping any item LibreOffice wrote for the same properties.
+ * Adds `settings` (default: the security settings) to an existing
+ * `registrymodifications.xcu` text, dropping any item LibreOffice wrote for
+ * the same properties, and for the properties in `dropped`.
  */
-export function applySettings(xcu: string): string {
+export function applySettings(xcu: string, settings: readonly ProfileSetting[] = PROFILE_SETTINGS, dropped: readonly Pick<ProfileSetting, "path" | "name">[] = []): string {
   let text = xcu.includes("</oor:items>") ? xcu : EMPTY_XCU;
-  for (const s of PROFILE_SETTINGS) {
+  for (const s of [...settings, ...dropped]) {
     const escaped = s.path.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
     const item = new RegExp(`<item oor:path="${escaped}"><prop oor:name="${s.name}"[^]*?</item>\\n?`, "g");
     text = text.replace(item, "");
   }
-  return text.replace("</oor:items>", `${settingsXcuItems()}\n</oor:items>`);
+  return text.replace("</oor:items>", `${settingsXcuItems(settings)}\n</oor:items>`);
 }
 
 /** What the marker of a profile prepared with `options` says. */
@@ -118,14 +127,6 @@ export async function isPreparedProfile(dir: string, options: PrepareProfileOpti
 export async function installedOfficeVersion(soffice = SOFFICE_BIN): Promise<string | undefined> {
   const xcd = await readFile(join(dirname(soffice), ...MAIN_XCD), "utf8").catch(() => "");
   return /<prop oor:name="ooSetupVersion">\s*<value>(\d+\.\d+)<\/value>/.exec(xcd)?.[1];
-}
-
-/**
- * The `<item>` that records `version` as already seen, so that a start does
- * not run the graphics render tests (see the module comment).
- */
-export function lastVersionXcuItem(version: string): string {
-  return `<item oor:path="/org.openoffice.Setup/Product"><prop oor:name="ooSetupLastVersion" oor:op="fuse"><value>${version}</value></prop></item>`;
 }
 
 export interface PrepareProfileOptions {
@@ -171,10 +172,9 @@ export async function prepareProfile(dir: string, options: PrepareProfileOptions
   }
   const xcuPath = join(dir, "user", "registrymodifications.xcu");
   const existing = await readFile(xcuPath, "utf8").catch(() => EMPTY_XCU);
-  let xcu = applySettings(existing).replace(/<item oor:path="\/org\.openoffice\.Setup\/Product"><prop oor:name="ooSetupLastVersion"[^]*?<\/item>\n?/g, "");
   const version = options.skipRenderTests === false ? undefined : await installedOfficeVersion(soffice);
-  if (version) xcu = xcu.replace("</oor:items>", `${lastVersionXcuItem(version)}\n</oor:items>`);
-  await writeFile(xcuPath, xcu);
+  const settings = version ? [...PROFILE_SETTINGS, { ...LAST_VERSION, value: version }] : PROFILE_SETTINGS;
+  await writeFile(xcuPath, applySettings(existing, settings, [LAST_VERSION]));
   await makeWorldReadable(dir);
   await writeFile(join(dir, READY_MARKER), markerText(options));
 }

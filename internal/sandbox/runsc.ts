@@ -329,7 +329,6 @@ export class RunscBackend implements SandboxBackend {
     this.closed = true;
     const idle = this.idle.splice(0);
     await Promise.all([...idle.map((s) => this.discard(s)), ...this.starting, this.settled()]);
-    // Conversions under way may still start sandboxes of their own; the owner file stays while this process lives.
   }
 
   /** Container ids of the idle pre-started sandboxes (for tests and metrics). */

@@ -13,10 +13,11 @@
  * and the text to PDF. They are Folio's own, never a user's: the image is
  * shared by every sandbox restored from it.
  *
- * This module is bundled into the sandbox program: Node's built-ins only.
+ * This module is bundled into the sandbox program: Node's built-ins and
+ * its own folder's `png.ts` only.
  */
-import { crc32, deflateSync } from "node:zlib";
 import type { ConversionFormat } from "../formats/index.ts";
+import { encodePage } from "./png.ts";
 
 /** One warm-up step: convert `source` (a file the step before wrote, or one of {@link warmUpSources}) to `target`. */
 export interface WarmUpStep {
@@ -28,8 +29,8 @@ export interface WarmUpStep {
 }
 
 /** The files the warm-up starts from, by name. */
-export function warmUpSources(): Record<string, string | Buffer> {
-  return { "warm.rtf": warmUpRtf(), "warm.fodp": warmUpFodp(), "warm.txt": "Folio warm-up.\nGrüße, ça va?\n" };
+export async function warmUpSources(): Promise<Record<string, string | Buffer>> {
+  return { "warm.rtf": warmUpRtf(await warmUpPng()), "warm.fodp": warmUpFodp(), "warm.txt": "Folio warm-up.\nGrüße, ça va?\n" };
 }
 
 /**
@@ -50,33 +51,19 @@ export const WARM_UP_STEPS: readonly WarmUpStep[] = [
 ];
 
 /** A small RGB PNG (a blue frame around an orange square): the picture import and its rendering. */
-function warmUpPng(width = 48, height = 32): Buffer {
-  const stride = width * 3 + 1;
-  const raw = Buffer.alloc(stride * height);
+async function warmUpPng(width = 48, height = 32): Promise<Buffer> {
+  const pixels = Buffer.alloc(width * height * 3);
   for (let y = 0; y < height; y++) {
     for (let x = 0; x < width; x++) {
       const frame = x < 4 || y < 4 || x >= width - 4 || y >= height - 4;
-      raw.set(frame ? [20, 60, 200] : [250, 140, 20], y * stride + 1 + x * 3);
+      pixels.set(frame ? [20, 60, 200] : [250, 140, 20], (y * width + x) * 3);
     }
   }
-  const chunk = (type: string, data: Buffer) => {
-    const body = Buffer.concat([Buffer.from(type, "latin1"), data]);
-    const out = Buffer.alloc(12 + data.length);
-    out.writeUInt32BE(data.length, 0);
-    body.copy(out, 4);
-    out.writeUInt32BE(crc32(body), 8 + data.length);
-    return out;
-  };
-  const ihdr = Buffer.alloc(13);
-  ihdr.writeUInt32BE(width, 0);
-  ihdr.writeUInt32BE(height, 4);
-  ihdr.set([8, 2, 0, 0, 0], 8);
-  return Buffer.concat([Buffer.from([137, 80, 78, 71, 13, 10, 26, 10]), chunk("IHDR", ihdr), chunk("IDAT", deflateSync(raw)), chunk("IEND", Buffer.alloc(0))]);
+  return (await encodePage({ width, height, channels: 3, pixels }, { dpi: 96 })).png;
 }
 
 /** A4 RTF: a heading, styled text, a bulleted list, a table and a picture. */
-function warmUpRtf(): string {
-  const png = warmUpPng();
+function warmUpRtf(png: Buffer): string {
   return (
     "{\\rtf1\\ansi\\deff0{\\fonttbl{\\f0\\fswiss DejaVu Sans;}{\\f1\\froman DejaVu Serif;}}" +
     "{\\colortbl;\\red20\\green60\\blue200;}" +
