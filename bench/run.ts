@@ -19,6 +19,7 @@ import convertLong from "./convert-long.ts";
 import usageBench from "./usage.ts";
 import k8sPool from "./k8s-pool.ts";
 import convert from "./convert.ts";
+import convertCorpus from "./convert-corpus.ts";
 
 export interface BenchmarkReport {
   /** Human-readable report, printed as is. */
@@ -47,6 +48,7 @@ const benchmarks: readonly Benchmark[] = [
   { ...sandboxRunsc, partOf: convert.name },
   { ...convertLong, partOf: convert.name },
   convert,
+  convertCorpus,
   usageBench,
   k8sPool,
 ];
