@@ -70,6 +70,7 @@ import { PoolMetrics } from "../internal/sandbox/kubernetes/pool.ts";
 import { brokerModeOptions } from "../internal/sandbox/kubernetes/pod.ts";
 import { buildSandboxProgram } from "../internal/sandbox/assets.ts";
 import { prepareProfile } from "../internal/sandbox/profile.ts";
+import { FONT_PACKAGES } from "../internal/sandbox/fonts.ts";
 
 const read = (rel: string): string => readFileSync(join(ROOT, rel), "utf8");
 const CI = "deploy/helm/folio/ci";
@@ -1032,6 +1033,19 @@ describe("container images deploy/docker", () => {
     expect(build).toContain("import { prepareProfile } from \"./internal/sandbox/profile.ts\"");
     expect(typeof buildSandboxProgram).toBe("function");
     expect(typeof prepareProfile).toBe("function");
+  });
+
+  it("installs the declared font set and its fontconfig configuration in both images, as ensure-deps does on a host", () => {
+    for (const file of ["deploy/docker/Dockerfile", "deploy/docker/sandbox.Dockerfile"]) {
+      const stage = final(file);
+      const run = instruction(stage, "RUN").join(" ");
+      for (const pkg of FONT_PACKAGES) expect(run, `${file} installs ${pkg}`).toContain(` ${pkg}`);
+      expect(instruction(stage, "COPY").some((c) => c.startsWith("--from=build ") && c.endsWith(" /etc/fonts/fonts.conf")), `${file} copies fonts.conf`).toBe(true);
+      expect(read(file), `${file} generates fonts.conf with fontsConf()`).toContain("m.fontsConf()");
+    }
+    const fonts = /^font_pkgs=\(([^)]*)\)/m.exec(read("scripts/ensure-deps.sh"))?.[1]?.split(/\s+/) ?? [];
+    expect([...fonts].sort()).toEqual([...FONT_PACKAGES].sort());
+    expect(read("scripts/ensure-deps.sh")).toMatch(/^run_pkgs=\(.*"\$\{font_pkgs\[@\]\}"/m);
   });
 });
 

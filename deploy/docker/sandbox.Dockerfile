@@ -7,7 +7,7 @@
 #   docker build -f deploy/docker/sandbox.Dockerfile -t folio-sandbox:0.1.0 .
 #
 # It holds Debian's base, LibreOffice (Writer and Impress, no GUI), poppler's
-# pdfinfo/pdftoppm, DejaVu fonts, the Node binary alone (no npm, corepack or
+# pdfinfo/pdftoppm, the declared font set, the Node binary alone (no npm, corepack or
 # yarn), the bundled sandbox program and a prepared LibreOffice profile;
 # nothing else is installed (no curl, no package caches). docs/sandbox.md.
 
@@ -25,16 +25,24 @@ COPY internal ./internal
 RUN mkdir -p /out \
  && npx --no-install tsx -e 'import("./internal/sandbox/assets.ts").then((m) => m.buildSandboxProgram("/out/sandbox.mjs"))' \
  && printf 'import { prepareProfile } from "./internal/sandbox/profile.ts";\nawait prepareProfile(process.argv[2]);\n' > prepare-profile.ts \
- && npx --no-install esbuild prepare-profile.ts --bundle --platform=node --format=esm --target=node24 --log-level=warning --outfile=/out/prepare-profile.mjs
+ && npx --no-install esbuild prepare-profile.ts --bundle --platform=node --format=esm --target=node24 --log-level=warning --outfile=/out/prepare-profile.mjs \
+ && npx --no-install tsx -e 'import("./internal/sandbox/fonts.ts").then((m) => process.stdout.write(m.fontsConf()))' > /out/fonts.conf
 
 FROM node:24-bookworm-slim AS node
 
 # --- the image
 FROM debian:bookworm-slim
+# The declared font set (internal/sandbox/fonts.ts) and its fontconfig configuration, the same
+# as the runsc sandboxes' (docs/sandbox.md "Fonts"); the serif CJK collections are not in the set.
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
-      libreoffice-writer-nogui libreoffice-impress-nogui poppler-utils fonts-dejavu-core \
- && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/* /usr/share/doc/* /usr/share/man/*
+      libreoffice-writer-nogui libreoffice-impress-nogui poppler-utils \
+      fonts-dejavu-core fonts-liberation2 fonts-liberation fonts-crosextra-carlito fonts-crosextra-caladea \
+      fonts-urw-base35 fonts-opensymbol fonts-noto-cjk fonts-noto-color-emoji \
+ && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/* /usr/share/doc/* /usr/share/man/* \
+      /usr/share/fonts/opentype/noto/NotoSerifCJK-*
+COPY --from=build /out/fonts.conf /etc/fonts/fonts.conf
+RUN fc-cache
 COPY --from=node /usr/local/bin/node /usr/local/bin/node
 COPY --from=build /out/sandbox.mjs /opt/folio/sandbox.mjs
 COPY --from=build /out/prepare-profile.mjs /tmp/prepare-profile.mjs

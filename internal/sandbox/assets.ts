@@ -4,9 +4,11 @@
  *
  * - the root folder: almost empty. `bin`, `lib`, `lib64`, `sbin` are links
  *   into `/usr` (the host's, bound read-only by the OCI config); `etc/` holds
- *   only fonts configuration, `ld.so.cache`, a `passwd`/`group` that know
- *   `nobody` alone, and LibreOffice's configuration; empty folders are the
- *   mount points. No host file is in it that is not copied here on purpose.
+ *   only the fontconfig configuration of the declared font set (`fonts.ts`:
+ *   not the host's, so the host's other fonts stay out of the sandbox),
+ *   `ld.so.cache`, a `passwd`/`group` that know `nobody` alone, and
+ *   LibreOffice's configuration; empty folders are the mount points. No
+ *   host file is in it that is not copied here on purpose.
  * - the sandbox program: `cmd/sandbox/main.ts` bundled by esbuild into one
  *   `.mjs` (no node_modules inside the sandbox), run by the Node 24 binary.
  * - the prepared LibreOffice profile (`profile.ts`).
@@ -18,6 +20,7 @@ import { access, chmod, cp, mkdir, readFile, rename, rm, stat, symlink, writeFil
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
+import { checkFontSet, fontsConf } from "./fonts.ts";
 import { SANDBOX_PATHS } from "./oci.ts";
 import { prepareProfile } from "./profile.ts";
 
@@ -29,12 +32,12 @@ export const PROJECT_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..
 const MODULES_ROOT = existsSync(join(PROJECT_ROOT, "node_modules")) ? PROJECT_ROOT : resolve(PROJECT_ROOT, "..");
 
 /** Bump when the root folder's layout changes, so an old one is rebuilt. */
-const ROOTFS_VERSION = "1";
+const ROOTFS_VERSION = "2: declared fonts";
 /** Beside the root folder (not in it, where the sandbox would see it). */
 const ROOTFS_MARKER_SUFFIX = ".version";
 
 /** Host folders copied into the root folder's etc/ (configuration only, no secrets). */
-const ETC_COPIES = ["fonts", "libreoffice", "ld.so.cache"] as const;
+const ETC_COPIES = ["libreoffice", "ld.so.cache"] as const;
 
 /** Empty folders (or files) that mounts are placed on. */
 const MOUNT_POINT_DIRS = [
@@ -69,15 +72,15 @@ export const MASKED_PROGRAMS: readonly string[] = ["/usr/bin/gpg", "/usr/bin/gpg
 export async function prepareRootfs(dir: string): Promise<void> {
   const marker = `${dir}${ROOTFS_MARKER_SUFFIX}`;
   const current = await readFile(marker, "utf8").catch(() => "");
-  if (current === ROOTFS_VERSION) return;
+  // The font configuration is compared too: a release that changes the set makes the root again.
+  if (current === ROOTFS_VERSION && (await readFile(join(dir, "etc", "fonts", "fonts.conf"), "utf8").catch(() => "")) === fontsConf()) return;
   const building = `${dir}.building-${process.pid}`;
   await rm(building, { recursive: true, force: true });
   await mkdir(join(building, "etc"), { recursive: true, mode: 0o755 });
   for (const link of ["bin", "lib", "lib64", "sbin"]) await symlink(`usr/${link}`, join(building, link));
-  for (const name of ETC_COPIES) {
-    // verbatimSymlinks: fontconfig's conf.d links point into /usr, which the sandbox has.
-    await cp(join("/etc", name), join(building, "etc", name), { recursive: true, verbatimSymlinks: true });
-  }
+  for (const name of ETC_COPIES) await cp(join("/etc", name), join(building, "etc", name), { recursive: true, verbatimSymlinks: true });
+  await mkdir(join(building, "etc", "fonts"), { mode: 0o755 });
+  await writeFile(join(building, "etc", "fonts", "fonts.conf"), fontsConf());
   await writeFile(join(building, "etc", "passwd"), "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n");
   await writeFile(join(building, "etc", "group"), "nogroup:x:65534:\n");
   await writeFile(join(building, "etc", "hostname"), "sandbox\n");
@@ -92,6 +95,17 @@ export async function prepareRootfs(dir: string): Promise<void> {
   await rm(dir, { recursive: true, force: true });
   await rename(building, dir);
   await writeFile(marker, ROOTFS_VERSION);
+}
+
+/**
+ * Brings the host's font cache of the set's folders up to date (root only:
+ * the cache folder is the system's), so that no sandbox scans fonts at its
+ * start. Sandboxes see the cache read-only; a stale or missing one costs
+ * them time, never another font (the configuration selects the files).
+ */
+async function refreshFontCache(conf: string): Promise<void> {
+  if (process.getuid?.() !== 0) return;
+  await run("fc-cache", [], { env: { PATH: "/usr/bin:/bin", FONTCONFIG_FILE: conf } }).catch(() => undefined);
 }
 
 /** The Node binary sandboxes run: the project's Node 24 (npm package `node`), else this process's. */
@@ -150,7 +164,9 @@ export async function prepareAssets(dir: string, options: { nodeBinary?: string;
   await mkdir(dir, { recursive: true, mode: 0o711 });
   const rootfs = join(dir, "rootfs");
   const profileDir = join(dir, "profile");
+  await checkFontSet();
   await prepareRootfs(rootfs);
+  await refreshFontCache(join(rootfs, "etc", "fonts", "fonts.conf"));
   await prepareProfile(profileDir);
   const program = options.program ?? (await buildSandboxProgram(join(dir, "sandbox.mjs")));
   const nodeBinary = await resolveNodeBinary(options.nodeBinary);

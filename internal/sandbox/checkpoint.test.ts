@@ -1,7 +1,8 @@
 /**
  * The checkpoint image's key: the same inputs give the same key, and a
  * change of what the image's processes were loaded from (the program, the
- * profile, a system file such as dpkg's status or pdftoppm) gives another,
+ * profile, a system file such as dpkg's status or pdftoppm, the root's
+ * font configuration) gives another,
  * so an image is never restored over files it was not made with. Real
  * runsc (its version is part of the key).
  */
@@ -52,6 +53,17 @@ describe("imageKey", () => {
     writeFileSync(join(work, "status"), "Package: poppler-utils\nVersion: 22.02.0-2+deb12u1\n");
     expect(await imageKey(base)).not.toBe(profile);
     expect(await imageKey({ ...base, systemFiles: [join(work, "no-such-file")] })).not.toBe(profile);
+  });
+
+  it("is another when the root folder's font configuration changes (another font set)", async () => {
+    const root = join(work, "rootfs");
+    mkdirSync(join(root, "etc", "fonts"), { recursive: true });
+    writeFileSync(join(root, "etc", "fonts", "fonts.conf"), "<fontconfig><dir>/usr/share/fonts/a</dir></fontconfig>");
+    const base = { ...inputs(), config: { root: { path: root, readonly: true } } };
+    const key = await imageKey(base);
+    expect(await imageKey(base)).toBe(key);
+    writeFileSync(join(root, "etc", "fonts", "fonts.conf"), "<fontconfig><dir>/usr/share/fonts/b</dir></fontconfig>");
+    expect(await imageKey(base)).not.toBe(key);
   });
 
   it("counts pdftoppm and dpkg's status among the system files by default", () => {

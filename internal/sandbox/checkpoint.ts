@@ -32,7 +32,7 @@ export interface ImageInputs {
   /** The runsc binary and the global flags sandboxes get (platform, tuning). */
   runsc: string;
   runscFlags: readonly string[];
-  /** The OCI configuration of a sandbox with its job folder replaced by a placeholder. */
+  /** The OCI configuration of a sandbox with its job folder replaced by a placeholder (its root folder's etc/ files are hashed too). */
   config: unknown;
   /** The prestart.json of the sandbox that is checkpointed (how it waits, whether it warms LibreOffice up). */
   prestart?: unknown;
@@ -62,6 +62,12 @@ export async function imageKey(inputs: ImageInputs): Promise<string> {
   part("runsc", runscVersion);
   part("flags", JSON.stringify(inputs.runscFlags));
   part("config", JSON.stringify(inputs.config));
+  // The configuration names its root folder; what the root's etc/ says (the font configuration above all) is part of it.
+  const root = (inputs.config as { root?: { path?: unknown } } | undefined)?.root?.path;
+  if (typeof root === "string") {
+    const etc = join(root, "etc");
+    for (const file of await filesUnder(etc).catch(() => [])) part(`root/etc/${file}`, await readFile(join(etc, file)));
+  }
   if (inputs.prestart !== undefined) part("prestart", JSON.stringify(inputs.prestart));
   part("program", await readFile(inputs.programFile));
   // The Node binary is large; its identity (path, size, change time) stands for its content.

@@ -19,3 +19,4 @@ export { runJob } from "./converter.ts";
 export { PROFILE_SETTINGS, prepareProfile } from "./profile.ts";
 export { DEFAULT_LIMITS, buildOciConfig, type SandboxLimits } from "./oci.ts";
 export { prepareAssets, prepareRootfs, buildSandboxProgram } from "./assets.ts";
+export { FONT_PACKAGES, FONT_SET, FONT_REPLACEMENTS, fontsConf } from "./fonts.ts";

@@ -3,7 +3,7 @@
  * records the installed version as seen, so that a start does not run the
  * graphics render tests (which LibreOffice otherwise runs at every headless
  * start and logs into the profile), and a profile prepared by an earlier
- * release is prepared again.
+ * release is prepared again, with the font replacement table once.
  */
 import { spawn } from "node:child_process";
 import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -11,6 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { officePipePath } from "./converter.ts";
+import { FONT_REPLACEMENTS } from "./fonts.ts";
 import { SOFFICE_BIN, fileUrl, installedOfficeVersion, isPreparedProfile, prepareProfile } from "./profile.ts";
 import { officeGreeting } from "./testdocs.ts";
 
@@ -77,5 +78,10 @@ describe("prepareProfile", () => {
     expect(await isPreparedProfile(profile)).toBe(true);
     expect(xcu(profile).match(/ooSetupLastVersion/g)).toHaveLength(1);
     expect(xcu(profile).match(/DisableMacrosExecution/g)).toHaveLength(1);
+    // The replacement table is there once, whole: one pair per family of fonts.ts, none twice.
+    expect(xcu(profile).match(/<node oor:name="_\d+" oor:op="replace"><prop oor:name="ReplaceFont"/g)).toHaveLength(FONT_REPLACEMENTS.length);
+    for (const { family, substitute } of FONT_REPLACEMENTS) {
+      expect(xcu(profile)).toContain(`<prop oor:name="ReplaceFont" oor:op="fuse"><value>${family}</value></prop><prop oor:name="SubstituteFont" oor:op="fuse"><value>${substitute}</value></prop>`);
+    }
   }, 120_000);
 });

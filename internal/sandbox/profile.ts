@@ -39,6 +39,11 @@
  *   without (docs/benchmarks.md, "LibreOffice's start"). The results only
  *   go to a log file in the profile.
  *
+ * - `Common/Font/Substitution/Replacement = true` and the `FontPairs` of
+ *   `fonts.ts`'s FONT_REPLACEMENTS: LibreOffice's font replacement table,
+ *   for families with no metric twin in the declared font set (not a
+ *   security setting: page fidelity, docs/sandbox.md "Fonts").
+ *
  * Inside a sandbox there is no network and nothing of the host to link to,
  * so these settings are the second line of defence there; in the
  * `unsandboxed` development backend they are the only one.
@@ -46,6 +51,7 @@
 import { spawn } from "node:child_process";
 import { chmod, readFile, readdir, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
+import { FONT_REPLACEMENTS } from "./fonts.ts";
 
 export const SOFFICE_BIN = "/usr/lib/libreoffice/program/soffice.bin";
 
@@ -58,7 +64,29 @@ export const PROFILE_SETTINGS: readonly { path: string; name: string; type: "int
   { path: "/org.openoffice.Office.Writer/Content/Update", name: "Link", type: "int", value: "0" },
   { path: "/org.openoffice.Office.Calc/Content/Update", name: "Link", type: "int", value: "1" },
   { path: "/org.openoffice.Setup/L10N", name: "ooSetupSystemLocale", type: "string", value: "en-GB" },
+  // The replacement table (FONT_PAIRS_PATH, from fonts.ts) applies only when this is on.
+  { path: "/org.openoffice.Office.Common/Font/Substitution", name: "Replacement", type: "boolean", value: "true" },
 ];
+
+/** Where LibreOffice keeps its font replacement table (Tools > Options > Fonts), a set of FontReplacement nodes. */
+const FONT_PAIRS_PATH = "/org.openoffice.Office.Common/Font/Substitution/FontPairs";
+
+/** The `<item>` lines of the replacement table: each family of {@link FONT_REPLACEMENTS}, always, on screen and in print. */
+export function fontPairsXcuItems(pairs: typeof FONT_REPLACEMENTS = FONT_REPLACEMENTS): string {
+  const prop = (name: string, value: string) => `<prop oor:name="${name}" oor:op="fuse"><value>${value}</value></prop>`;
+  const escape = (s: string) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;");
+  return pairs
+    .map(
+      (p, i) =>
+        `<item oor:path="${FONT_PAIRS_PATH}"><node oor:name="_${i}" oor:op="replace">` +
+        prop("ReplaceFont", escape(p.family)) +
+        prop("SubstituteFont", escape(p.substitute)) +
+        prop("Always", "true") +
+        prop("OnScreenOnly", "false") +
+        "</node></item>",
+    )
+    .join("\n");
+}
 
 /** Exit code of a first start that created the profile and wants to be restarted. */
 const RESTART_EXIT_CODE = 81;
@@ -68,7 +96,7 @@ const READY_MARKER = ".folio-profile-ready";
  * What the marker says: bump it when the prepared profile changes, so that
  * a profile prepared by an earlier release is prepared again.
  */
-const PROFILE_FORMAT = "2: settings, last version";
+const PROFILE_FORMAT = "3: settings, last version, font replacements";
 /** The installation's configuration, where `ooSetupVersion` is set (relative to soffice.bin's folder). */
 const MAIN_XCD = ["..", "share", "registry", "main.xcd"] as const;
 
@@ -106,7 +134,9 @@ export function applySettings(xcu: string, settings: readonly ProfileSetting[] =
     const item = new RegExp(`<item oor:path="${escaped}"><prop oor:name="${s.name}"[^]*?</item>\\n?`, "g");
     text = text.replace(item, "");
   }
-  return text.replace("</oor:items>", `${settingsXcuItems(settings)}\n</oor:items>`);
+  // The replacement table is written whole each time: an earlier release's pairs go first.
+  text = text.replace(new RegExp(`<item oor:path="${FONT_PAIRS_PATH}">[^]*?</item>\\n?`, "g"), "");
+  return text.replace("</oor:items>", `${settingsXcuItems(settings)}\n${fontPairsXcuItems()}\n</oor:items>`);
 }
 
 /** What the marker of a profile prepared with `options` says. */

@@ -3,7 +3,8 @@
  * (root, runsc, LibreOffice, poppler, tesseract): every file of
  * test/fixtures/convert/encodings renders to exactly the pixels of its UTF-8
  * twin (the same text, so the same page), and the twin's page reads back as
- * the text (so "the same" is not "the same garbage").
+ * the text within a stated error rate (so "the same" is not "the same
+ * garbage"; not glyph by glyph, which depends on fonts and the OCR model).
  */
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -14,6 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PROJECT_ROOT } from "./assets.ts";
 import { RunscBackend } from "./runsc.ts";
 import { pngInfo } from "./testdocs.ts";
+import { cer } from "../../test/cer.ts";
 
 const ENCODINGS = join(PROJECT_ROOT, "test", "fixtures", "convert", "encodings");
 const work = mkdtempSync(join(tmpdir(), "folio-runsc-encodings-"));
@@ -42,14 +44,28 @@ function ocr(png: Buffer, lang: string): string {
   return execFileSync("tesseract", [file, "stdout", "-l", lang], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] });
 }
 
-describe("text files in the encodings people have, converted in a runsc sandbox", () => {
-  const twins: Record<string, Buffer> = {};
+/** Pages of the UTF-8 twins, converted once before the tests (each test reads them; none depends on another's run). */
+const twins: Record<"western" | "russian", Buffer> = {} as Record<"western" | "russian", Buffer>;
+beforeAll(async () => {
+  twins.western = await page("western.utf8.txt");
+  twins.russian = await page("russian.utf8.txt");
+}, 120_000);
 
-  it("the UTF-8 twins render as their text", async () => {
-    twins.western = await page("western.utf8.txt");
-    twins.russian = await page("russian.utf8.txt");
+/**
+ * The most character errors tesseract may make reading the western twin's
+ * page. Which glyphs a page shows depends on the font set, and how
+ * tesseract reads a glyph (Café or café, … or .) on its model: read in
+ * Liberation Mono it made 3% (2026-11-27). Text decoded wrongly is far
+ * above the bound: every non-ASCII character a replacement character is
+ * 21%, UTF-8 read as Latin-1 45%.
+ */
+const MAX_TWIN_CER = 0.1;
+
+describe("text files in the encodings people have, converted in a runsc sandbox", () => {
+  it("the UTF-8 twins render as their text", () => {
+    const text = readFileSync(join(ENCODINGS, "western.utf8.txt"), "utf8");
     const western = ocr(twins.western, "fra+deu+spa");
-    for (const word of ["Café", "Größe", "naïve", "façade", "€12,50", "Muñoz"]) expect(western, western).toContain(word);
+    expect(cer(western, text), western).toBeLessThanOrEqual(MAX_TWIN_CER);
     // No Cyrillic model is installed: the page must at least not be the replacement characters of a wrong decoding.
     expect(ocr(twins.russian, "eng").length).toBeGreaterThan(50);
   }, 60_000);
@@ -62,10 +78,8 @@ describe("text files in the encodings people have, converted in a runsc sandbox"
     ["russian.cp866.txt", "russian"],
     ["russian.windows-1251.txt", "russian"],
     ["russian.koi8-r.txt", "russian"],
-  ])("%s renders exactly as its UTF-8 twin", async (name, family) => {
-    const twin = twins[family];
-    expect(twin, "the twins' test ran first").toBeDefined();
+  ] as const)("%s renders exactly as its UTF-8 twin", async (name, family) => {
     const got = await page(name);
-    expect(Buffer.compare(await pixels(got), await pixels(twin as Buffer)), `${name} differs from ${family}.utf8.txt`).toBe(0);
+    expect(Buffer.compare(await pixels(got), await pixels(twins[family])), `${name} differs from ${family}.utf8.txt`).toBe(0);
   }, 60_000);
 });
