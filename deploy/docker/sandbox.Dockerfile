@@ -38,9 +38,9 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends \
       libreoffice-writer-nogui libreoffice-impress-nogui poppler-utils \
       fonts-dejavu-core fonts-liberation2 fonts-liberation fonts-crosextra-carlito fonts-crosextra-caladea \
-      fonts-urw-base35 fonts-opensymbol fonts-noto-cjk fonts-noto-color-emoji \
+      fonts-urw-base35 fonts-opensymbol fonts-noto-cjk fonts-symbola \
  && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/* /usr/share/doc/* /usr/share/man/* \
-      /usr/share/fonts/opentype/noto/NotoSerifCJK-*
+      /usr/share/fonts/opentype/noto/NotoSerifCJK-* /usr/share/fonts/type1/urw-base35
 COPY --from=build /out/fonts.conf /etc/fonts/fonts.conf
 RUN fc-cache
 COPY --from=node /usr/local/bin/node /usr/local/bin/node

@@ -38,6 +38,10 @@ describe("the declared font set", () => {
     expect(new Set(everything).size, "the host's own configuration sees more than the set").toBeGreaterThan(FONT_FILES.length);
   });
 
+  it.each(["1f44d", "2705", "1f680"])("covers emoji U+%s with Symbola (outlines, which render; not colour bitmaps)", (codePoint) => {
+    expect(fc("fc-list", `:charset=${codePoint}`, "--format=%{family[0]}\\n").split("\n").filter(Boolean)).toEqual(["Symbola"]);
+  });
+
   it.each([
     ["Calibri", "Carlito"],
     ["Cambria", "Caladea"],
@@ -55,7 +59,7 @@ describe("the declared font set", () => {
     ["monospace", "Liberation Mono"],
     [":lang=ja", "Noto Sans CJK JP"],
     [":lang=ko", "Noto Sans CJK KR"],
-    ["Segoe UI Emoji", "Noto Color Emoji"],
+    ["Segoe UI Emoji", "Symbola"],
   ])("resolves %s to %s", (asked, family) => {
     expect(fc("fc-match", "--format=%{family[0]}", asked)).toBe(family);
   });

@@ -15,7 +15,7 @@
  *   Carlito for Calibri, Caladea for Cambria, URW's P052 / Bookman / C059 /
  *   Gothic for Palatino and Book Antiqua, Bookman Old Style, Century
  *   Schoolbook and Century Gothic; DejaVu as the general fallback;
- *   OpenSymbol for bullets and symbols; Noto Sans CJK and Noto Color Emoji
+ *   OpenSymbol for bullets and symbols; Noto Sans CJK and Symbola (emoji)
  *   for coverage. Debian packages them ({@link FONT_PACKAGES}); ensure-deps
  *   and both images install them.
  * - {@link fontsConf} is the fontconfig configuration a sandbox runs with:
@@ -82,7 +82,9 @@ export const FONT_SET: readonly FontSource[] = [
     files: files("/usr/share/fonts/opentype/noto", ["NotoSansCJK-Regular.ttc", "NotoSansCJK-Bold.ttc"]),
     standsFor: "Chinese, Japanese and Korean text (MS Mincho, SimSun, Meiryo, Malgun Gothic…: full-width glyphs, as theirs)",
   },
-  { package: "fonts-noto-color-emoji", files: ["/usr/share/fonts/truetype/noto/NotoColorEmoji.ttf"], standsFor: "emoji" },
+  // Noto Color Emoji (11 MB) is embedded by LibreOffice 7.4 but renders blank (its glyphs are colour
+  // bitmaps, which neither its PDF export nor poppler draws); Symbola's outlines render (docs/sandbox.md).
+  { package: "fonts-symbola", files: ["/usr/share/fonts/truetype/ancient-scripts/Symbola_hint.ttf"], standsFor: "emoji and other pictographs (Segoe UI Emoji, Apple Color Emoji)" },
 ];
 
 /** Every file of {@link FONT_SET}. */
