@@ -216,18 +216,35 @@ describe("office documents in /v1/ocr and /v1/chat/completions", () => {
 describe("metrics of a conversion", () => {
   it("count conversions, compute time and gRPC calls on both sides, and upstream calls by model", async () => {
     const scrape = async (url: string | null) => (await fetch(url!)).text();
+    const scrapeAll = async () => ({ conversion: await scrape(stack.conversion!.metricsUrl), edge: await scrape(stack.edge.metricsUrl), extraction: await scrape(stack.extraction.metricsUrl) });
     const value = (text: string, series: string) => Number(new RegExp(`^${series.replace(/[{}"/.]/g, "\\$&")} ([0-9.e+-]+)$`, "m").exec(text)?.[1] ?? NaN);
-    const conversion = await scrape(stack.conversion!.metricsUrl);
-    expect(value(conversion, 'folio_conversions_total{format="DOCX",outcome="ok",process="conversion"}'), conversion.slice(0, 2000)).toBeGreaterThanOrEqual(1);
-    expect(value(conversion, 'folio_conversions_total{format="ODT",outcome="conversion_failed",process="conversion"}')).toBeGreaterThanOrEqual(1);
-    expect(value(conversion, 'folio_conversion_compute_seconds_total{format="DOCX",backend="runsc",process="conversion"}')).toBeGreaterThan(0);
-    expect(value(conversion, 'folio_grpc_server_calls_total{method="/folio.conversion.v1.ConversionService/Convert",code="OK",process="conversion"}')).toBeGreaterThanOrEqual(1);
-    const edge = await scrape(stack.edge.metricsUrl);
-    expect(value(edge, 'folio_grpc_client_calls_total{method="/folio.conversion.v1.ConversionService/Convert",code="OK",process="edge"}'), edge.slice(0, 2000)).toBeGreaterThanOrEqual(1);
-    expect(value(edge, 'folio_grpc_client_calls_total{method="/folio.extraction.v1.ExtractionService/ExtractPage",code="OK",process="edge"}')).toBeGreaterThanOrEqual(1);
-    const extraction = await scrape(stack.extraction.metricsUrl);
-    expect(value(extraction, 'folio_upstream_calls_total{model="openai/gpt-4.1-mini",outcome="ok",process="extraction"}'), extraction.slice(0, 2000)).toBeGreaterThanOrEqual(1);
-    expect(value(extraction, 'folio_upstream_tokens_total{model="openai/gpt-4.1-mini",kind="prompt",process="extraction"}')).toBeGreaterThan(0);
-    expect(value(extraction, 'folio_upstream_cost_cents_total{model="openai/gpt-4.1-mini",process="extraction"}')).toBeGreaterThan(0);
+    const before = await scrapeAll();
+
+    // What is counted below: a DOCX converted for an upstream model, an ODT that cannot be converted, a page read by tesseract.
+    const acc = await createTestAccount({ creditsCents: 50 });
+    const dataUrl = `data:${DOCX};base64,${convertFixture("two-pages.docx").toString("base64")}`;
+    const chat = await call(stack.edge, "POST", "/v1/chat/completions", acc.adminKey, {
+      model: "openai/gpt-4.1-mini",
+      messages: [{ role: "user", content: [{ type: "text", text: "Read this." }, { type: "image_url", image_url: { url: dataUrl } }] }],
+    });
+    expect(chat.status, JSON.stringify(chat.body).slice(0, 500)).toBe(200);
+    const odt = await convert(stack.edge, acc.adminKey, "password.odt", ODT);
+    expect(odt.status, JSON.stringify(odt.body)).toBe(500);
+    const png = readFileSync(new URL("./fixtures/ocr/english.png", import.meta.url));
+    const ocr = await call(stack.edge, "POST", "/v1/ocr", acc.adminKey, { base64: png.toString("base64"), model: "local/tesseract" });
+    expect(ocr.status, JSON.stringify(ocr.body).slice(0, 500)).toBe(200);
+
+    const after = await scrapeAll();
+    /** How much `series` of `process` grew during this test (a series not there before counts from 0). */
+    const grew = (process: keyof typeof after, series: string) => value(after[process], series) - (value(before[process], series) || 0);
+    expect(grew("conversion", 'folio_conversions_total{format="DOCX",outcome="ok",process="conversion"}'), after.conversion.slice(0, 2000)).toBeGreaterThanOrEqual(1);
+    expect(grew("conversion", 'folio_conversions_total{format="ODT",outcome="conversion_failed",process="conversion"}')).toBeGreaterThanOrEqual(1);
+    expect(grew("conversion", 'folio_conversion_compute_seconds_total{format="DOCX",backend="runsc",process="conversion"}')).toBeGreaterThan(0);
+    expect(grew("conversion", 'folio_grpc_server_calls_total{method="/folio.conversion.v1.ConversionService/Convert",code="OK",process="conversion"}')).toBeGreaterThanOrEqual(1);
+    expect(grew("edge", 'folio_grpc_client_calls_total{method="/folio.conversion.v1.ConversionService/Convert",code="OK",process="edge"}'), after.edge.slice(0, 2000)).toBeGreaterThanOrEqual(1);
+    expect(grew("edge", 'folio_grpc_client_calls_total{method="/folio.extraction.v1.ExtractionService/ExtractPage",code="OK",process="edge"}')).toBeGreaterThanOrEqual(1);
+    expect(grew("extraction", 'folio_upstream_calls_total{model="openai/gpt-4.1-mini",outcome="ok",process="extraction"}'), after.extraction.slice(0, 2000)).toBeGreaterThanOrEqual(1);
+    expect(grew("extraction", 'folio_upstream_tokens_total{model="openai/gpt-4.1-mini",kind="prompt",process="extraction"}')).toBeGreaterThan(0);
+    expect(grew("extraction", 'folio_upstream_cost_cents_total{model="openai/gpt-4.1-mini",process="extraction"}')).toBeGreaterThan(0);
   });
 });

@@ -75,10 +75,18 @@ async function convert(
 }
 
 describe("the page step", () => {
-  let single: Buffer[] = [];
+  let oneRenderer: ReturnType<typeof convert> | undefined;
+  /** The document converted with one renderer, once, by whichever test asks first: what every other way of rendering must give. */
+  const withOneRenderer = () => (oneRenderer ??= convert({ cpus: 1 }));
+  /** The pages of {@link withOneRenderer}, page 1 first. */
+  async function reference(): Promise<Buffer[]> {
+    const { result, pages } = await withOneRenderer();
+    expect(result.ok, `the one-renderer conversion compared with: ${JSON.stringify(result)}`).toBe(true);
+    return pages;
+  }
 
   it("renders every page as a grey 200-DPI PNG with one renderer", async () => {
-    const { result, pages } = await convert({ cpus: 1 });
+    const { result, pages } = await withOneRenderer();
     expect(result, JSON.stringify(result)).toMatchObject({ ok: true, pageCount: PAGES });
     expect(result.timings?.greyPages).toBe(PAGES);
     expect(pages).toHaveLength(PAGES);
@@ -87,10 +95,10 @@ describe("the page step", () => {
       expect(png[25], "colour type").toBe(0);
     }
     expect(result.timings?.pngBytes).toBe(pages.reduce((n, p) => n + p.length, 0));
-    single = pages;
   }, 60_000);
 
   it.each([2, 3, 8])("gives the same pages, in order, with %d renderers at once", async (cpus) => {
+    const single = await reference();
     const { result, pages } = await convert({ cpus });
     expect(result, JSON.stringify(result)).toMatchObject({ ok: true, pageCount: PAGES });
     expect(pages.map((p) => p.length)).toEqual(single.map((p) => p.length));
@@ -98,6 +106,7 @@ describe("the page step", () => {
   }, 60_000);
 
   it("gives the same pages without libstdbuf (pdftoppm's own buffer)", async () => {
+    const single = await reference();
     const { result, pages } = await convert({ cpus: 1 }, { libstdbufPath: join(work, "no-such-libstdbuf.so") });
     expect(result.ok, JSON.stringify(result)).toBe(true);
     pages.forEach((p, i) => expect(Buffer.compare(p, single[i] as Buffer), `page ${i + 1}`).toBe(0));
@@ -115,6 +124,7 @@ describe("the page step", () => {
     ["1,3,5", [1, 3, 5], 1],
     ["1,4-", [1, 4, 5], 1],
   ])("renders only the pages %j selects (as page-1.png onwards), identical to the whole document's", async (pages, wanted, cpus) => {
+    const single = await reference();
     const { result, pages: got } = await convert({ cpus, pages });
     expect(result, JSON.stringify(result)).toMatchObject({ ok: true, pageCount: wanted.length, documentPageCount: PAGES });
     // Pages between selected ones that a renderer went through are dropped, not encoded.
@@ -168,6 +178,7 @@ describe("the page step", () => {
     ["signal", undefined, 2, [1, 2, 3, 4, 5], 0],
     ["signal, not woken", "1-3", 2, [1, 2, 3], 0],
   ] as const)("pre-started (%s hand-in; pdftoppm waiting for page 1 on its stdin), pages %j with %d renderers: the same pages, no renderer left", async (handIn, pages, cpus, wanted, warm) => {
+    const single = await reference();
     const { result, pages: got } = await convert({ cpus, ...(pages ? { pages } : {}) }, {}, handIn);
     expect(result, JSON.stringify(result)).toMatchObject({ ok: true, pageCount: wanted.length, documentPageCount: PAGES });
     expect(result.timings?.warmRenderer, "page 1 from the pre-started pdftoppm").toBe(warm);
@@ -176,7 +187,7 @@ describe("the page step", () => {
   }, 60_000);
 
   it("stops at the output limit: conversion_failed naming it", async () => {
-    const limit = (single[0]?.length ?? 0) * 2;
+    const limit = (await reference())[0]!.length * 2;
     const { result } = await convert({ cpus: 2, maxOutputBytes: limit });
     expect(result.ok).toBe(false);
     expect(result.error).toEqual({ code: "conversion_failed", message: `the rendered pages exceed ${limit} bytes` });

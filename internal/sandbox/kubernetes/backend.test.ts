@@ -308,21 +308,26 @@ describe("KubernetesBackend end to end: real operator, fake API server, test kub
     expect(broker.pending()).toBe(0);
   });
 
+  /** Every stored version of every ConversionSandbox, oldest first. */
+  const sandboxVersions = () => stored.filter((s) => s.resource === "conversionsandboxes").map((s) => s.object as unknown as ConversionSandbox);
   /** The spec of the last ConversionSandbox created. */
-  const lastSpec = () => (stored.filter((s) => s.resource === "conversionsandboxes").at(-1)?.object as unknown as ConversionSandbox).spec;
+  const lastSpec = () => sandboxVersions().at(-1)!.spec;
 
   it("converts a DOCX into 200-DPI A4 pages, billed with the operator's computeMillis, and leaves nothing behind", async () => {
     const document = fixture("two-pages.docx");
     const manifest = JSON.parse(readFileSync(join(FIXTURES, "manifest.json"), "utf8")) as { pdfPages: Record<string, number> };
+    const earlier = new Set(sandboxVersions().map((s) => s.metadata.name));
     const result = await backend.convert({ document, format: "DOCX", maxPages: 5, timeoutMs: 60_000 });
     expect(result.pageCount).toBe(manifest.pdfPages["two-pages.docx"]);
     for (const page of result.pages) expect(pngInfo(page)).toMatchObject({ width: 1654, height: 2339, phys: { x: 7874, y: 7874, unit: 1 } });
     const run = kubelet.runs.at(-1);
     await expect.poll(() => run?.exitCode, { timeout: 10_000 }).not.toBeUndefined();
     expect({ exitCode: run?.exitCode, stderr: run?.exitCode === 0 ? "" : run?.stderr }).toEqual({ exitCode: 0, stderr: "" });
-    // computeMillis is what the operator wrote when the sandbox succeeded.
-    const statuses = stored.filter((s) => s.resource === "conversionsandboxes").map((s) => (s.object as unknown as ConversionSandbox).status);
-    const succeeded = statuses.find((s) => s?.phase === "Succeeded");
+    // computeMillis is what the operator wrote when this conversion's sandbox (a name not seen before it) succeeded.
+    const succeeded = sandboxVersions()
+      .filter((s) => !earlier.has(s.metadata.name))
+      .map((s) => s.status)
+      .find((s) => s?.phase === "Succeeded");
     expect(succeeded?.computeMillis).toBeGreaterThan(0);
     expect(result.computeMillis).toBe(succeeded?.computeMillis);
     // Neither the document nor anything of it reached the API server, in any object.
