@@ -131,6 +131,75 @@ export interface UsageRollupsTable {
   cost_cents: Numeric;
 }
 
+/** A durable OCR job (migration 0004, docs/adr/0005-durable-jobs-queue.md). */
+export interface OcrJobsTable {
+  /** `job_…` */
+  id: string;
+  account_id: string;
+  api_key_id: string | null;
+  status: "queued" | "running" | "succeeded" | "failed" | "cancelled";
+  model: string;
+  /** The request as accepted (mime type, options, pages), without the document. */
+  request: ColumnType<unknown, string, string>;
+  metadata: ColumnType<Record<string, string>, string, string>;
+  page_count: number | null;
+  pages_completed: Generated<number>;
+  pages_failed: Generated<number>;
+  document_bytes: Generated<number>;
+  hold_id: string | null;
+  /** Exact provider cost of the pages read so far, cents. */
+  provider_cost_cents: ColumnType<string, string | undefined, string>;
+  /** Whole cents debited so far. */
+  charged_cents: Generated<number>;
+  error_code: string | null;
+  error_message: string | null;
+  /** The sequence number of the job's next event. */
+  next_sequence: Generated<number>;
+  created_at: CreatedAt;
+  started_at: Timestamp | null;
+  finished_at: Timestamp | null;
+  expires_at: Timestamp | null;
+}
+
+/** The stored document of a job, in order, while the job runs. */
+export interface OcrJobChunksTable {
+  job_id: string;
+  seq: number;
+  data: Buffer;
+}
+
+/** A range of a job's pages: the unit a worker leases. */
+export interface OcrJobRangesTable {
+  job_id: string;
+  first_page: number;
+  last_page: number;
+  account_id: string;
+  status: "pending" | "leased" | "done";
+  lease_owner: string | null;
+  lease_expires_at: Timestamp | null;
+  attempts: Generated<number>;
+}
+
+/** A page a job read (or failed to). */
+export interface OcrJobPagesTable {
+  job_id: string;
+  page_number: number;
+  status: "ok" | "failed";
+  page: ColumnType<unknown, string, string>;
+  created_at: CreatedAt;
+}
+
+/** An event of a job, numbered 1, 2, 3 … per job without a gap. */
+export interface OcrJobEventsTable {
+  /** `evt_…` */
+  id: string;
+  job_id: string;
+  sequence: number;
+  type: string;
+  data: ColumnType<unknown, string, string>;
+  created_at: CreatedAt;
+}
+
 export interface Database {
   accounts: AccountsTable;
   idempotency_keys: IdempotencyKeysTable;
@@ -139,6 +208,11 @@ export interface Database {
   ledger_entries: LedgerEntriesTable;
   usage_logs: UsageLogsTable;
   usage_rollups: UsageRollupsTable;
+  ocr_jobs: OcrJobsTable;
+  ocr_job_chunks: OcrJobChunksTable;
+  ocr_job_ranges: OcrJobRangesTable;
+  ocr_job_pages: OcrJobPagesTable;
+  ocr_job_events: OcrJobEventsTable;
 }
 
 export type Account = Selectable<AccountsTable>;
@@ -178,4 +252,13 @@ export const COLUMNS: { [T in keyof Database]: { [C in keyof Database[T]]-?: tru
     account_id: true, grain: true, period: true, model: true, api_key_id: true, status: true, requests: true, tokens: true, pages: true,
     provider_cost_cents: true, platform_fee_cents: true, cost_cents: true,
   },
+  ocr_jobs: {
+    id: true, account_id: true, api_key_id: true, status: true, model: true, request: true, metadata: true, page_count: true,
+    pages_completed: true, pages_failed: true, document_bytes: true, hold_id: true, provider_cost_cents: true, charged_cents: true,
+    error_code: true, error_message: true, next_sequence: true, created_at: true, started_at: true, finished_at: true, expires_at: true,
+  },
+  ocr_job_chunks: { job_id: true, seq: true, data: true },
+  ocr_job_ranges: { job_id: true, first_page: true, last_page: true, account_id: true, status: true, lease_owner: true, lease_expires_at: true, attempts: true },
+  ocr_job_pages: { job_id: true, page_number: true, status: true, page: true, created_at: true },
+  ocr_job_events: { id: true, job_id: true, sequence: true, type: true, data: true, created_at: true },
 };

@@ -1,0 +1,6 @@
+/**
+ * Durable OCR jobs (docs/adr/0005-durable-jobs-queue.md): the queue of page
+ * ranges with leases and fair hand-out, and the jobs' events.
+ */
+export { addRanges, claimRange, cutRanges, finishRange, openRanges, queuedPages, renewLease, type LeasedRange } from "./queue.ts";
+export { JOB_EVENT_TYPES, appendEvent, eventsAfter, type JobEvent, type JobEventType } from "./events.ts";
