@@ -56,11 +56,16 @@ export class Billing {
     private readonly opts: { holdTtlMs: number; events?: BillingEvents } = { holdTtlMs: 900_000 },
   ) {}
 
-  /** Reserves `amountCents` of the account's available balance; 402 when it is not there. */
-  async hold(accountId: string, apiKeyId: string | null, amountCents: number): Promise<Hold> {
+  /**
+   * Reserves `amountCents` of the account's available balance; 402 when it
+   * is not there. `ttlMs` (default: the configured hold lifetime) is how long
+   * the hold outlives an owner that never settles it: a durable job's hold
+   * lasts as long as the job may run.
+   */
+  async hold(accountId: string, apiKeyId: string | null, amountCents: number, ttlMs = this.opts.holdTtlMs): Promise<Hold> {
     if (!Number.isInteger(amountCents) || amountCents < 0) throw new RangeError("hold amount must be a non-negative integer");
     const id = newId("hold");
-    const taken = await this.#hold(id, accountId, apiKeyId, amountCents).catch((err: unknown) => {
+    const taken = await this.#hold(id, accountId, apiKeyId, amountCents, ttlMs).catch((err: unknown) => {
       // The hold may have been committed with its answer lost (a connection cut after the COMMIT, a
       // frozen database running it once it resumes): nobody would settle it before it expires.
       // Released as soon as the database answers; a hold that was never taken is not there to release.
@@ -76,7 +81,7 @@ export class Billing {
     return { id, accountId, apiKeyId, amountCents };
   }
 
-  #hold(id: string, accountId: string, apiKeyId: string | null, amountCents: number): Promise<boolean> {
+  #hold(id: string, accountId: string, apiKeyId: string | null, amountCents: number, ttlMs: number): Promise<boolean> {
     return this.db.transaction().execute(async (trx) => {
       const row = await trx
         .updateTable("accounts")
@@ -95,7 +100,7 @@ export class Billing {
           api_key_id: apiKeyId,
           amount_cents: amountCents,
           status: "held",
-          expires_at: new Date(Date.now() + this.opts.holdTtlMs),
+          expires_at: new Date(Date.now() + ttlMs),
         })
         .execute();
       return true;

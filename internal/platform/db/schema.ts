@@ -147,10 +147,16 @@ export interface OcrJobsTable {
   pages_failed: Generated<number>;
   document_bytes: Generated<number>;
   hold_id: string | null;
-  /** Exact provider cost of the pages read so far, cents. */
+  /** The model component: exact provider cost of the pages read so far, cents. */
   provider_cost_cents: ColumnType<string, string | undefined, string>;
-  /** Whole cents debited so far. */
-  charged_cents: Generated<number>;
+  /** Whole cents debited for the model component so far. */
+  model_charged_cents: Generated<number>;
+  prompt_tokens: Generated<number>;
+  completion_tokens: Generated<number>;
+  /** The conversion component (office documents): exact provider cost, once converted. */
+  conversion_cost_cents: ColumnType<string | null, string | null | undefined, string | null>;
+  conversion_charged_cents: Generated<number>;
+  conversion_ms: number | null;
   error_code: string | null;
   error_message: string | null;
   /** The sequence number of the job's next event. */
@@ -254,7 +260,8 @@ export const COLUMNS: { [T in keyof Database]: { [C in keyof Database[T]]-?: tru
   },
   ocr_jobs: {
     id: true, account_id: true, api_key_id: true, status: true, model: true, request: true, metadata: true, page_count: true,
-    pages_completed: true, pages_failed: true, document_bytes: true, hold_id: true, provider_cost_cents: true, charged_cents: true,
+    pages_completed: true, pages_failed: true, document_bytes: true, hold_id: true, provider_cost_cents: true, model_charged_cents: true,
+    prompt_tokens: true, completion_tokens: true, conversion_cost_cents: true, conversion_charged_cents: true, conversion_ms: true,
     error_code: true, error_message: true, next_sequence: true, created_at: true, started_at: true, finished_at: true, expires_at: true,
   },
   ocr_job_chunks: { job_id: true, seq: true, data: true },

@@ -21,10 +21,16 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn("pages_failed", "integer", (c) => c.notNull().defaultTo(0))
     .addColumn("document_bytes", "bigint", (c) => c.notNull().defaultTo(0))
     .addColumn("hold_id", "text")
-    // Exact provider cost of the pages read so far (cents, fractional).
+    // The model component: exact provider cost of the pages read so far (cents, fractional) and the
+    // whole cents debited for it (the pricing rule applied to that cost), with the tokens.
     .addColumn("provider_cost_cents", "numeric", (c) => c.notNull().defaultTo(0))
-    // Whole cents debited so far: the pricing rule applied to provider_cost_cents.
-    .addColumn("charged_cents", "bigint", (c) => c.notNull().defaultTo(0))
+    .addColumn("model_charged_cents", "bigint", (c) => c.notNull().defaultTo(0))
+    .addColumn("prompt_tokens", "bigint", (c) => c.notNull().defaultTo(0))
+    .addColumn("completion_tokens", "bigint", (c) => c.notNull().defaultTo(0))
+    // The conversion component of an office document, charged once when it is converted.
+    .addColumn("conversion_cost_cents", "numeric")
+    .addColumn("conversion_charged_cents", "bigint", (c) => c.notNull().defaultTo(0))
+    .addColumn("conversion_ms", "integer")
     .addColumn("error_code", "text")
     .addColumn("error_message", "text")
     // The sequence number the job's next event gets.
