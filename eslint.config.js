@@ -34,6 +34,13 @@ const BOUNDARIES = {
     { group: ["**/billing/**"], message: "the sandbox never imports billing: the conversion service prices what a sandbox measured" },
   ],
   conversion: [NOTHING_IMPORTS_THE_EDGE, { group: ["**/extraction/**"], message: "conversion never imports extraction" }],
+  jobs: [
+    NOTHING_IMPORTS_THE_EDGE,
+    {
+      group: ["**/extraction/**", "!**/extraction/client.ts", "**/conversion/**", "!**/conversion/client.ts", "**/sandbox/**"],
+      message: "jobs reach extraction and conversion only through their service clients, like the edge (DESIGN.md)",
+    },
+  ],
   billing: [
     NOTHING_IMPORTS_THE_EDGE,
     { group: ["**/extraction/**", "**/conversion/**", "**/sandbox/**"], message: "billing prices work from numbers it is given; it imports no service" },

@@ -1,0 +1,265 @@
+/**
+ * Durable OCR jobs in Postgres: a job and its document are written when it
+ * is accepted; a worker's range of pages is stored with its charge, its
+ * progress and, for the last range, the end of the job, in one transaction
+ * (docs/adr/0005-durable-jobs-queue.md). A range stored twice (a worker that
+ * lost its lease finishing after the one that took it over) stores and
+ * charges nothing the second time.
+ */
+import { sql, type Kysely, type Selectable, type Transaction } from "kysely";
+import { Decimal, chargeJobPages, closeJobBilling, jobCharge } from "../billing/index.ts";
+import type { ExtractOptions } from "../contracts/index.ts";
+import type { Database, OcrJobsTable } from "../platform/db/index.ts";
+import { newId } from "../platform/ids/index.ts";
+import { appendEvent, type JobEventType } from "./events.ts";
+import { addRanges, finishRange, openRanges, type LeasedRange } from "./queue.ts";
+
+type Db = Kysely<Database>;
+type Trx = Transaction<Database>;
+export type JobRow = Selectable<OcrJobsTable>;
+export type JobStatus = OcrJobsTable["status"];
+
+/** The document is stored in chunks of this many bytes (a row each). */
+export const CHUNK_BYTES = 1024 * 1024;
+/** The usage log's endpoint of a job. */
+export const JOBS_ENDPOINT = "/v1/ocr/jobs";
+
+/** What a job was asked to do, kept with it (everything of the request but the document). */
+export interface JobRequest {
+  mime_type: string;
+  /** The `/v1/ocr` options as given (echoed to the client). */
+  options: Record<string, unknown>;
+  /** The same options as the extraction service takes them. */
+  extract: ExtractOptions;
+  /** The `pages` selection as given. */
+  pages?: string;
+  /** The document pages the job reads, in order, when a selection chose them (ranges count positions in it). */
+  selected?: number[];
+  /** The document's kind as sniffed: how the worker makes its pages. */
+  kind: "pdf" | "image" | "office";
+}
+
+export interface NewJob {
+  accountId: string;
+  apiKeyId: string | null;
+  model: string;
+  request: JobRequest;
+  metadata: Record<string, string>;
+  document: Buffer;
+  /** Pages to read when known at once (PDFs, images); null for an office document until converted. */
+  pageCount: number | null;
+  holdId: string | null;
+  rangePages: number;
+}
+
+/** Writes a queued job, its document and (when its page count is known) its ranges; returns its id. */
+export async function insertJob(db: Db, job: NewJob): Promise<string> {
+  const id = newId("job");
+  await db.transaction().execute(async (trx) => {
+    await trx
+      .insertInto("ocr_jobs")
+      .values({
+        id,
+        account_id: job.accountId,
+        api_key_id: job.apiKeyId,
+        status: "queued",
+        model: job.model,
+        request: JSON.stringify(job.request),
+        metadata: JSON.stringify(job.metadata),
+        page_count: job.pageCount,
+        document_bytes: job.document.length,
+        hold_id: job.holdId,
+        error_code: null,
+        error_message: null,
+        started_at: null,
+        finished_at: null,
+        expires_at: null,
+      })
+      .execute();
+    for (let seq = 0, at = 0; at < job.document.length; seq++, at += CHUNK_BYTES) {
+      await trx.insertInto("ocr_job_chunks").values({ job_id: id, seq, data: job.document.subarray(at, at + CHUNK_BYTES) }).execute();
+    }
+    if (job.pageCount !== null) await addRanges(trx, { id, accountId: job.accountId }, job.pageCount, job.rangePages);
+  });
+  return id;
+}
+
+/** The stored document of a job, whole (empty once the job has ended and it was deleted). */
+export async function jobDocument(db: Db, jobId: string): Promise<Buffer> {
+  const chunks = await db.selectFrom("ocr_job_chunks").select("data").where("job_id", "=", jobId).orderBy("seq").execute();
+  return Buffer.concat(chunks.map((c) => c.data));
+}
+
+export async function jobRow(db: Db | Trx, jobId: string): Promise<JobRow | undefined> {
+  return db.selectFrom("ocr_jobs").selectAll().where("id", "=", jobId).executeTakeFirst();
+}
+
+/** The job as the API shows it (`object: "ocr.job"`), also the `data` of its events. */
+export function jobView(row: JobRow): Record<string, unknown> {
+  const charge = jobCharge(row);
+  const seconds = (d: Date | null) => (d ? Math.floor(d.getTime() / 1000) : null);
+  const prompt = Number(row.prompt_tokens);
+  const completion = Number(row.completion_tokens);
+  return {
+    id: row.id,
+    object: "ocr.job",
+    status: row.status,
+    model: row.model,
+    page_count: row.page_count,
+    pages_completed: row.pages_completed,
+    pages_failed: row.pages_failed,
+    usage: {
+      pages_processed: row.pages_completed,
+      prompt_tokens: prompt,
+      completion_tokens: completion,
+      tokens_used: prompt + completion,
+      provider_cost_cents: charge.providerCostCents.toNumber(),
+      platform_fee_cents: charge.platformFeeCents.toNumber(),
+      total_cost_cents: charge.chargedCents,
+      processing_time_ms: row.started_at ? Math.max(0, (row.finished_at ?? new Date()).getTime() - row.started_at.getTime()) : 0,
+    },
+    ...(row.error_code ? { error: { code: row.error_code, message: row.error_message ?? "" } } : {}),
+    metadata: row.metadata,
+    created_at: seconds(row.created_at),
+    started_at: seconds(row.started_at),
+    finished_at: seconds(row.finished_at),
+  };
+}
+
+/** Appends an event whose data is the job as it is now in `trx`. */
+async function jobEvent(trx: Trx, jobId: string, type: JobEventType): Promise<void> {
+  // The sequence is taken first: the row read after it is the job as the event describes it.
+  const row = await trx.selectFrom("ocr_jobs").selectAll().where("id", "=", jobId).executeTakeFirstOrThrow();
+  await appendEvent(trx, jobId, type, jobView(row));
+}
+
+/** A queued job becomes running when a worker first takes one of its ranges (`ocr.job.started`). */
+export async function markStarted(db: Db, jobId: string): Promise<void> {
+  await db.transaction().execute(async (trx) => {
+    const started = await trx
+      .updateTable("ocr_jobs")
+      .set({ status: "running", started_at: sql`now()` })
+      .where("id", "=", jobId)
+      .where("status", "=", "queued")
+      .returning("id")
+      .executeTakeFirst();
+    if (started) await jobEvent(trx, jobId, "ocr.job.started");
+  });
+}
+
+/** One page of a range as the worker read it, or failed to. */
+export type ReadOutcome =
+  | { pageNumber: number; ok: true; page: Record<string, unknown>; tables: unknown[]; providerCostCents: Decimal; promptTokens: number; completionTokens: number }
+  | { pageNumber: number; ok: false; error: { code: string; message: string } };
+
+export interface StoreOptions {
+  /** How long a finished job's results are kept. */
+  retentionMs: number;
+  /** At most one progress event per this many ms (the last range's end is an event of its own). */
+  progressIntervalMs: number;
+}
+
+/**
+ * Stores a range's pages in one transaction: the range finished (once), its
+ * pages stored, the pages read charged, the counters moved, a progress event
+ * when the last is old enough, and when it was the job's last open range,
+ * the job ended. Returns false when the range had been stored already.
+ */
+export async function storeRange(db: Db, range: Pick<LeasedRange, "jobId" | "firstPage" | "lastPage">, pages: readonly ReadOutcome[], o: StoreOptions): Promise<boolean> {
+  return db.transaction().execute(async (trx) => {
+    if (!(await finishRange(trx, range))) return false;
+    const job = await trx.selectFrom("ocr_jobs").select(["status"]).where("id", "=", range.jobId).forUpdate().executeTakeFirstOrThrow();
+    // A cancelled or failed job keeps what it had: pages read after it ended are neither stored nor charged.
+    if (job.status !== "running" && job.status !== "queued") return true;
+    const inserted = pages.length
+      ? await trx
+          .insertInto("ocr_job_pages")
+          .values(
+            pages.map((p) => ({
+              job_id: range.jobId,
+              page_number: p.pageNumber,
+              status: p.ok ? ("ok" as const) : ("failed" as const),
+              // The page as /v1/ocr's result.pages has it (a failed one: no text, its error), and its tables.
+              page: JSON.stringify(p.ok ? { page: p.page, tables: p.tables } : { page: { page_number: p.pageNumber, text: "", error: p.error }, tables: [] }),
+            })),
+          )
+          .onConflict((oc) => oc.columns(["job_id", "page_number"]).doNothing())
+          .returning("page_number")
+          .execute()
+      : [];
+    const fresh = new Set(inserted.map((r) => r.page_number));
+    const read = pages.filter((p): p is Extract<ReadOutcome, { ok: true }> => p.ok && fresh.has(p.pageNumber));
+    const failed = pages.filter((p) => !p.ok && fresh.has(p.pageNumber)).length;
+    if (read.length > 0) {
+      await chargeJobPages(trx, range.jobId, {
+        providerCostCents: read.reduce((sum, p) => sum.add(p.providerCostCents), new Decimal(0)),
+        promptTokens: read.reduce((n, p) => n + p.promptTokens, 0),
+        completionTokens: read.reduce((n, p) => n + p.completionTokens, 0),
+        pages: `${range.firstPage}-${range.lastPage}`,
+      });
+    }
+    await trx
+      .updateTable("ocr_jobs")
+      .set({ pages_completed: sql`pages_completed + ${read.length}`, pages_failed: sql`pages_failed + ${failed}` })
+      .where("id", "=", range.jobId)
+      .execute();
+    if ((await openRanges(trx, range.jobId)) === 0) {
+      // A job whose pages were read succeeds, its unreadable pages counted and listed with their errors;
+      // it fails only when no page could be read.
+      const counts = await trx.selectFrom("ocr_jobs").select(["pages_completed", "pages_failed"]).where("id", "=", range.jobId).executeTakeFirstOrThrow();
+      const nothingRead = counts.pages_completed === 0 && counts.pages_failed > 0;
+      await endJob(trx, range.jobId, nothingRead ? "failed" : "succeeded", nothingRead ? { code: "page_failed", message: `none of the ${counts.pages_failed} pages could be read` } : null, o);
+    } else if (await progressDue(trx, range.jobId, o.progressIntervalMs)) {
+      await jobEvent(trx, range.jobId, "ocr.job.progress");
+    }
+    return true;
+  });
+}
+
+/** Whether the job's last event is older than `intervalMs` (progress is coalesced to about one per interval). */
+async function progressDue(trx: Trx, jobId: string, intervalMs: number): Promise<boolean> {
+  const last = await trx.selectFrom("ocr_job_events").select("created_at").where("job_id", "=", jobId).orderBy("sequence", "desc").limit(1).executeTakeFirst();
+  return !last || Date.now() - last.created_at.getTime() >= intervalMs;
+}
+
+/**
+ * Ends a job in `trx`: its status and error, its open ranges closed, its
+ * billing closed (the hold's remainder back, the usage entry), its document
+ * deleted, its retention clock started, and its final event.
+ */
+export async function endJob(trx: Trx, jobId: string, status: Exclude<JobStatus, "queued" | "running">, error: { code: string; message: string } | null, o: Pick<StoreOptions, "retentionMs">): Promise<void> {
+  await trx
+    .updateTable("ocr_jobs")
+    .set({
+      status,
+      error_code: error?.code ?? null,
+      error_message: error?.message ?? null,
+      started_at: sql`coalesce(started_at, now())`,
+      finished_at: sql`now()`,
+      expires_at: sql`now() + ${o.retentionMs} * interval '1 millisecond'`,
+    })
+    .where("id", "=", jobId)
+    .execute();
+  await trx.updateTable("ocr_job_ranges").set({ status: "done", lease_owner: null, lease_expires_at: null }).where("job_id", "=", jobId).where("status", "<>", "done").execute();
+  const row = await trx.selectFrom("ocr_jobs").select(["started_at", "finished_at"]).where("id", "=", jobId).executeTakeFirstOrThrow();
+  await closeJobBilling(trx, jobId, {
+    endpoint: JOBS_ENDPOINT,
+    status: status === "succeeded" ? "success" : "error",
+    errorCode: status === "succeeded" ? null : status === "cancelled" ? "cancelled" : (error?.code ?? "internal_error"),
+    processingTimeMs: row.finished_at && row.started_at ? row.finished_at.getTime() - row.started_at.getTime() : 0,
+  });
+  await trx.deleteFrom("ocr_job_chunks").where("job_id", "=", jobId).execute();
+  await jobEvent(trx, jobId, status === "succeeded" ? "ocr.job.succeeded" : status === "failed" ? "ocr.job.failed" : "ocr.job.cancelled");
+}
+
+/** A row of ocr_job_pages as stored. */
+interface StoredPage {
+  page: Record<string, unknown>;
+  tables: unknown[];
+}
+
+/** The pages of a job stored so far after page `startingAfter`, in page order, at most `limit` (one more tells `has_more`). */
+export async function pagesAfter(db: Db, jobId: string, startingAfter: number, limit: number): Promise<{ data: unknown[]; has_more: boolean }> {
+  const rows = await db.selectFrom("ocr_job_pages").select("page").where("job_id", "=", jobId).where("page_number", ">", startingAfter).orderBy("page_number").limit(limit + 1).execute();
+  return { data: rows.slice(0, limit).map((r) => (r.page as StoredPage).page), has_more: rows.length > limit };
+}

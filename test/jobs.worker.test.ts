@@ -1,0 +1,162 @@
+/**
+ * Durable jobs read by workers, with the real extraction service (tesseract
+ * over gRPC), real pdftoppm and a private Postgres database: two workers
+ * share one job's ranges; a worker that dies holding a range (it stops
+ * renewing) costs that range one more reading after its lease, never a
+ * page stored or a cent charged twice; the money equals the pricing rule on
+ * the pages read; the events are numbered without a gap.
+ */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { sql } from "kysely";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { Billing, Decimal, chargeComponent } from "../internal/billing/index.ts";
+import type { PageInput } from "../internal/contracts/index.ts";
+import { ExtractionClient } from "../internal/extraction/client.ts";
+import type { RunningExtraction } from "../internal/extraction/index.ts";
+import { JobWorker, claimRange, eventsAfter, insertJob, jobRow, pagesAfter, type JobWorkerOptions, type PageReader } from "../internal/jobs/index.ts";
+import { migrateToLatest, type DatabaseHandle } from "../internal/platform/db/index.ts";
+import { newId } from "../internal/platform/ids/index.ts";
+import { createLogger } from "../internal/platform/log/index.ts";
+import { cer } from "./cer.ts";
+import { privateDatabase, startTestExtraction } from "./harness.ts";
+
+const FIXTURES = join(import.meta.dirname, "fixtures", "ocr");
+const PDF = readFileSync(join(FIXTURES, "ten-pages.pdf"));
+/** local/tesseract's default price: 0.1 cent a page before the fee (docs/billing.md). */
+const PAGE_CENTS = new Decimal("0.1");
+
+let database: DatabaseHandle;
+let extraction: RunningExtraction;
+let client: ExtractionClient;
+
+beforeAll(async () => {
+  database = await privateDatabase("jobs_worker");
+  await migrateToLatest(database.db);
+  extraction = await startTestExtraction();
+  client = new ExtractionClient(extraction.grpc.address, { catalogDeadlineMs: 5_000, workDeadlineMs: 30_000 });
+}, 60_000);
+afterAll(async () => {
+  await extraction?.close();
+  await database?.close();
+});
+
+/** A reader that records which pages it read (to tell workers apart). */
+function recording(read: number[]): PageReader {
+  return { extractPage: (model, page: PageInput, options, signal) => (read.push(page.pageNumber), client.extractPage(model, page, options, signal)) };
+}
+
+function worker(id: string, reader: PageReader, extra: Partial<JobWorkerOptions> = {}): JobWorker {
+  return new JobWorker({
+    db: database.db,
+    extraction: reader,
+    log: createLogger("silent"),
+    concurrency: 1,
+    leaseMs: 3_000,
+    pollMs: 50,
+    pdfTimeoutMs: 60_000,
+    store: { retentionMs: 86_400_000, progressIntervalMs: 0 },
+    id,
+    ...extra,
+  });
+}
+
+/** An account with `cents` of credit and a queued job of the ten-page PDF (ranges of `rangePages`), holding `holdCents`. */
+async function tenPageJob(cents: number, holdCents: number, rangePages: number): Promise<{ accountId: string; jobId: string; holdId: string }> {
+  const { db } = database;
+  const accountId = newId("acc");
+  await db.insertInto("accounts").values({ id: accountId, email: `${accountId}@test.invalid`, name: "jobs", plan: "test", requests_per_minute: 60, requests_per_day: 1000, balance_cents: cents }).execute();
+  const hold = await new Billing(db).hold(accountId, null, holdCents, 86_400_000);
+  const jobId = await insertJob(db, {
+    accountId,
+    apiKeyId: null,
+    model: "local/tesseract",
+    request: { mime_type: "application/pdf", options: {}, extract: { extractTables: false, outputFormat: "text" }, kind: "pdf" },
+    metadata: { case: "ten pages" },
+    document: PDF,
+    pageCount: 10,
+    holdId: hold.id,
+    rangePages,
+  });
+  return { accountId, jobId, holdId: hold.id };
+}
+
+async function finished(jobId: string): Promise<NonNullable<Awaited<ReturnType<typeof jobRow>>>> {
+  await vi.waitFor(async () => expect((await jobRow(database.db, jobId))?.status).toBe("succeeded"), { timeout: 120_000, interval: 200 });
+  return (await jobRow(database.db, jobId))!;
+}
+
+/** The job's pages, its ledger debits, its usage entry, the account: everything the money and results must agree on. */
+async function accounted(jobId: string, accountId: string) {
+  const { db } = database;
+  const pages = await pagesAfter(db, jobId, 0, 100);
+  const debited = await db.selectFrom("ledger_entries").select(sql<string>`coalesce(-sum(amount_cents), 0)`.as("n")).where("request_id", "=", jobId).executeTakeFirstOrThrow();
+  const usage = await db.selectFrom("usage_logs").select(["status", "pages_processed", "cost_cents"]).where("id", "=", jobId).execute();
+  const account = await db.selectFrom("accounts").select(["balance_cents", "held_cents"]).where("id", "=", accountId).executeTakeFirstOrThrow();
+  const chunks = await db.selectFrom("ocr_job_chunks").select(sql<string>`count(*)`.as("n")).where("job_id", "=", jobId).executeTakeFirstOrThrow();
+  return { pages: pages.data as { page_number: number; text: string }[], debited: Number(debited.n), usage, account, chunks: Number(chunks.n) };
+}
+
+describe("durable jobs read by workers", () => {
+  it("spreads one job over two workers, stores every page once in order, charges the rule on the pages read, and numbers its events", async () => {
+    const { accountId, jobId } = await tenPageJob(100, 5, 2);
+    const [readA, readB] = [[] as number[], [] as number[]];
+    const workers = [worker("worker-a", recording(readA)), worker("worker-b", recording(readB))];
+    workers.forEach((w) => w.start());
+    try {
+      const job = await finished(jobId);
+      expect({ completed: job.pages_completed, failed: job.pages_failed }).toEqual({ completed: 10, failed: 0 });
+    } finally {
+      await Promise.all(workers.map((w) => w.stop()));
+    }
+    expect(readA.length, "worker a read pages").toBeGreaterThan(0);
+    expect(readB.length, "worker b read pages").toBeGreaterThan(0);
+    expect([...readA, ...readB].sort((a, b) => a - b)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+
+    const got = await accounted(jobId, accountId);
+    expect(got.pages.map((p) => p.page_number)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    for (const p of got.pages) {
+      const truth = readFileSync(join(FIXTURES, `ten-pages.page-${p.page_number}.txt`), "utf8");
+      expect(cer(p.text, truth), `page ${p.page_number}: ${p.text.slice(0, 200)}`).toBeLessThan(0.05);
+    }
+    const rule = chargeComponent(PAGE_CENTS.mul(10)).chargedCents;
+    expect({ debited: got.debited, usage: got.usage, account: got.account, chunks: got.chunks }).toEqual({
+      debited: rule,
+      usage: [{ status: "success", pages_processed: 10, cost_cents: String(rule) }],
+      account: { balance_cents: 100 - rule, held_cents: 0 },
+      chunks: 0,
+    });
+
+    const events = await eventsAfter(database.db, jobId, 0, 1000);
+    expect(events.map((e) => e.sequence)).toEqual(events.map((_, i) => i + 1));
+    expect(events[0]?.type).toBe("ocr.job.started");
+    expect(events.at(-1)?.type).toBe("ocr.job.succeeded");
+    expect(events.slice(1, -1).every((e) => e.type === "ocr.job.progress")).toBe(true);
+    expect(events.at(-1)?.data).toMatchObject({ id: jobId, object: "ocr.job", status: "succeeded", page_count: 10, pages_completed: 10, usage: { total_cost_cents: rule }, metadata: { case: "ten pages" } });
+  }, 180_000);
+
+  it("reads a dead worker's range again once its lease runs out, and stores and charges each page once", async () => {
+    const { accountId, jobId } = await tenPageJob(100, 5, 4);
+    // A worker took pages 1-4 and died: it never renews nor finishes.
+    const dead = await claimRange(database.db, "dead-worker", 1_500);
+    expect(dead).toMatchObject({ jobId, firstPage: 1, lastPage: 4 });
+    const read: number[] = [];
+    const live = worker("survivor", recording(read));
+    live.start();
+    try {
+      await finished(jobId);
+    } finally {
+      await live.stop();
+    }
+    expect([...read].sort((a, b) => a - b), "the survivor read the dead worker's pages too, once").toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    const ranges = await database.db.selectFrom("ocr_job_ranges").select(["first_page", "attempts", "status"]).where("job_id", "=", jobId).orderBy("first_page").execute();
+    expect(ranges).toEqual([
+      { first_page: 1, attempts: 2, status: "done" },
+      { first_page: 5, attempts: 1, status: "done" },
+      { first_page: 9, attempts: 1, status: "done" },
+    ]);
+    const got = await accounted(jobId, accountId);
+    const rule = chargeComponent(PAGE_CENTS.mul(10)).chargedCents;
+    expect({ pages: got.pages.length, debited: got.debited, account: got.account }).toEqual({ pages: 10, debited: rule, account: { balance_cents: 100 - rule, held_cents: 0 } });
+  }, 180_000);
+});
