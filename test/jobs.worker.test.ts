@@ -14,7 +14,7 @@ import { Billing, Decimal, chargeComponent } from "../internal/billing/index.ts"
 import type { PageInput } from "../internal/contracts/index.ts";
 import { ExtractionClient } from "../internal/extraction/client.ts";
 import type { RunningExtraction } from "../internal/extraction/index.ts";
-import { JobWorker, claimRange, eventsAfter, insertJob, jobRow, pagesAfter, type JobWorkerOptions, type PageReader } from "../internal/jobs/index.ts";
+import { JobWorker, cancelJob, claimRange, deleteExpiredJobs, eventsAfter, insertJob, jobRow, pagesAfter, type JobWorkerOptions, type PageReader } from "../internal/jobs/index.ts";
 import { migrateToLatest, type DatabaseHandle } from "../internal/platform/db/index.ts";
 import { newId } from "../internal/platform/ids/index.ts";
 import { createLogger } from "../internal/platform/log/index.ts";
@@ -159,4 +159,55 @@ describe("durable jobs read by workers", () => {
     const rule = chargeComponent(PAGE_CENTS.mul(10)).chargedCents;
     expect({ pages: got.pages.length, debited: got.debited, account: got.account }).toEqual({ pages: 10, debited: rule, account: { balance_cents: 100 - rule, held_cents: 0 } });
   }, 180_000);
+
+  it("stops reading a cancelled job within 2 s, keeps and bills the pages read, gives back the rest of the hold", async () => {
+    const { accountId, jobId } = await tenPageJob(100, 5, 1);
+    const read: number[] = [];
+    // Slow pages (a page counts as started when the reader is called), so the job is mid-way when it is cancelled.
+    const slow: PageReader = {
+      extractPage: async (model, page, options, signal) => {
+        read.push(page.pageNumber);
+        await new Promise((r) => setTimeout(r, 400));
+        return client.extractPage(model, page, options, signal);
+      },
+    };
+    const w = worker("to-cancel", slow, { leaseMs: 30_000 });
+    w.start();
+    try {
+      await vi.waitFor(async () => expect((await jobRow(database.db, jobId))?.pages_completed).toBeGreaterThanOrEqual(2), { timeout: 60_000, interval: 50 });
+      const cancelled = await cancelJob(database.db, accountId, jobId, { retentionMs: 86_400_000 });
+      expect(cancelled?.status).toBe("cancelled");
+      // A page claimed just before the cancel may still start; within 2 s the worker has stopped.
+      await new Promise((r) => setTimeout(r, 2_000));
+      const startedBy2s = read.length;
+      await new Promise((r) => setTimeout(r, 1_500));
+      expect(read.length, `pages started more than 2 s after the cancel (${read.join(", ")})`).toBe(startedBy2s);
+      expect((await jobRow(database.db, jobId))?.pages_completed, "nothing stored after the cancel").toBe(cancelled?.pages_completed);
+      expect(await cancelJob(database.db, accountId, jobId, { retentionMs: 86_400_000 }), "a second cancel answers the job as it is").toMatchObject({ status: "cancelled" });
+    } finally {
+      await w.stop();
+    }
+    const job = (await jobRow(database.db, jobId))!;
+    const got = await accounted(jobId, accountId);
+    const rule = chargeComponent(PAGE_CENTS.mul(job.pages_completed)).chargedCents;
+    expect({ stored: got.pages.length, debited: got.debited, account: got.account, chunks: got.chunks, usage: got.usage }).toEqual({
+      stored: job.pages_completed,
+      debited: rule,
+      account: { balance_cents: 100 - rule, held_cents: 0 },
+      chunks: 0,
+      usage: [{ status: "error", pages_processed: job.pages_completed, cost_cents: String(rule) }],
+    });
+    expect(job.pages_completed).toBeLessThan(10);
+    expect((await eventsAfter(database.db, jobId, 0, 1000)).at(-1)?.type).toBe("ocr.job.cancelled");
+    expect(await cancelJob(database.db, "acc_someoneelse", jobId, { retentionMs: 1 }), "another account's job is not found").toBeUndefined();
+  }, 180_000);
+
+  it("deletes a job with its pages and events once its retention has run out", async () => {
+    const { jobId } = await tenPageJob(100, 5, 10);
+    await database.db.updateTable("ocr_jobs").set({ status: "succeeded", expires_at: new Date(Date.now() - 1000) }).where("id", "=", jobId).execute();
+    expect(await deleteExpiredJobs(database.db)).toBeGreaterThanOrEqual(1);
+    expect(await jobRow(database.db, jobId)).toBeUndefined();
+    expect((await pagesAfter(database.db, jobId, 0, 10)).data).toEqual([]);
+    expect(await database.db.selectFrom("ocr_job_ranges").selectAll().where("job_id", "=", jobId).execute()).toEqual([]);
+  });
 });

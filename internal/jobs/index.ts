@@ -4,5 +4,5 @@
  */
 export { addRanges, claimRange, cutRanges, finishRange, openRanges, queuedPages, renewLease, type LeasedRange } from "./queue.ts";
 export { JOB_EVENT_TYPES, appendEvent, eventsAfter, type JobEvent, type JobEventType } from "./events.ts";
-export { CHUNK_BYTES, JOBS_ENDPOINT, endJob, insertJob, jobDocument, jobRow, jobView, markStarted, pagesAfter, storeRange, type JobRequest, type JobRow, type JobStatus, type NewJob, type ReadOutcome, type StoreOptions } from "./store.ts";
+export { CHUNK_BYTES, JOBS_ENDPOINT, cancelJob, deleteExpiredJobs, endJob, insertJob, jobDocument, jobRow, jobView, markStarted, pagesAfter, storeRange, type JobRequest, type JobRow, type JobStatus, type NewJob, type ReadOutcome, type StoreOptions } from "./store.ts";
 export { JobWorker, type JobWorkerOptions, type PageReader } from "./worker.ts";

@@ -263,3 +263,25 @@ export async function pagesAfter(db: Db, jobId: string, startingAfter: number, l
   const rows = await db.selectFrom("ocr_job_pages").select("page").where("job_id", "=", jobId).where("page_number", ">", startingAfter).orderBy("page_number").limit(limit + 1).execute();
   return { data: rows.slice(0, limit).map((r) => (r.page as StoredPage).page), has_more: rows.length > limit };
 }
+
+/**
+ * Cancels a job of `accountId`: it ends as `cancelled` at once (its open
+ * ranges closed, so the workers reading them lose their leases and stop at
+ * their next renewal), the pages already read stay stored and billed, and
+ * the rest of the hold is given back. A job that has ended is left as it
+ * is. Undefined when the account has no such job.
+ */
+export async function cancelJob(db: Db, accountId: string, jobId: string, o: Pick<StoreOptions, "retentionMs">): Promise<JobRow | undefined> {
+  return db.transaction().execute(async (trx) => {
+    const job = await trx.selectFrom("ocr_jobs").select(["status"]).where("id", "=", jobId).where("account_id", "=", accountId).forUpdate().executeTakeFirst();
+    if (!job) return undefined;
+    if (job.status === "queued" || job.status === "running") await endJob(trx, jobId, "cancelled", null, o);
+    return jobRow(trx, jobId);
+  });
+}
+
+/** Deletes the jobs whose retention has run out, with everything of theirs; returns how many. */
+export async function deleteExpiredJobs(db: Db): Promise<number> {
+  const r = await db.deleteFrom("ocr_jobs").where("expires_at", "<", sql<Date>`now()`).executeTakeFirst();
+  return Number(r.numDeletedRows);
+}

@@ -31,7 +31,12 @@ export interface JobWorkerOptions {
   log: Pick<Logger, "info" | "warn" | "error">;
   /** Ranges read at once by this process. */
   concurrency: number;
-  /** How long a claimed range stays this worker's without a renewal; renewed every third of it. */
+  /**
+   * How long a claimed range stays this worker's without a renewal. Renewed
+   * every third of it, at least every {@link RENEW_AT_LEAST_EVERY_MS}: a
+   * renewal that fails (the job was cancelled, or the lease lost) stops the
+   * range's reading.
+   */
   leaseMs: number;
   /** How long an idle slot waits before it looks for work again. */
   pollMs: number;
@@ -51,6 +56,9 @@ function abandonsRange(err: unknown): boolean {
   // A dependency away (the extraction service, the database) or this worker stopping: another try can succeed.
   return err instanceof FolioError ? err.code === "service_unavailable" || err.retryable : err instanceof Error && err.name === "AbortError";
 }
+
+/** A cancelled job's ranges stop being read within this (the API promises 2 s). */
+export const RENEW_AT_LEAST_EVERY_MS = 1_000;
 
 export class JobWorker {
   readonly id: string;
@@ -99,7 +107,7 @@ export class JobWorker {
         (held) => held || abort.abort(),
         () => undefined, // the database away: the next renewal tries again; the lease covers two misses
       );
-    }, Math.max(50, Math.floor(this.o.leaseMs / 3)));
+    }, Math.max(50, Math.min(RENEW_AT_LEAST_EVERY_MS, Math.floor(this.o.leaseMs / 3))));
     try {
       await markStarted(this.o.db, range.jobId);
       const job = await jobRow(this.o.db, range.jobId);
