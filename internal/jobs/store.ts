@@ -128,7 +128,7 @@ export function jobView(row: JobRow): Record<string, unknown> {
 
 /** Appends an event whose data is the job as it is now in `trx`. */
 async function jobEvent(trx: Trx, jobId: string, type: JobEventType): Promise<void> {
-  // The sequence is taken first: the row read after it is the job as the event describes it.
+  // Read in the transaction that changed the job: the event carries the job with this change in it.
   const row = await trx.selectFrom("ocr_jobs").selectAll().where("id", "=", jobId).executeTakeFirstOrThrow();
   await appendEvent(trx, jobId, type, jobView(row));
 }

@@ -177,7 +177,8 @@ export const GENERIC_FAMILIES: Readonly<Record<"sans-serif" | "sans" | "serif" |
   monospace: "Liberation Mono",
 };
 
-const xmlEscape = (s: string) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
+/** Text for an XML element or attribute value (the font configuration, the profile's replacement table). */
+export const xmlEscape = (s: string): string => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
 
 /** The fontconfig configuration of a sandbox: the declared files, the fixed rules, the cache (see the module comment). */
 export function fontsConf(): string {

@@ -51,7 +51,7 @@
 import { spawn } from "node:child_process";
 import { chmod, readFile, readdir, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
-import { FONT_REPLACEMENTS } from "./fonts.ts";
+import { FONT_REPLACEMENTS, xmlEscape } from "./fonts.ts";
 
 export const SOFFICE_BIN = "/usr/lib/libreoffice/program/soffice.bin";
 
@@ -74,13 +74,12 @@ const FONT_PAIRS_PATH = "/org.openoffice.Office.Common/Font/Substitution/FontPai
 /** The `<item>` lines of the replacement table: each family of {@link FONT_REPLACEMENTS}, always, on screen and in print. */
 export function fontPairsXcuItems(pairs: typeof FONT_REPLACEMENTS = FONT_REPLACEMENTS): string {
   const prop = (name: string, value: string) => `<prop oor:name="${name}" oor:op="fuse"><value>${value}</value></prop>`;
-  const escape = (s: string) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;");
   return pairs
     .map(
       (p, i) =>
         `<item oor:path="${FONT_PAIRS_PATH}"><node oor:name="_${i}" oor:op="replace">` +
-        prop("ReplaceFont", escape(p.family)) +
-        prop("SubstituteFont", escape(p.substitute)) +
+        prop("ReplaceFont", xmlEscape(p.family)) +
+        prop("SubstituteFont", xmlEscape(p.substitute)) +
         prop("Always", "true") +
         prop("OnScreenOnly", "false") +
         "</node></item>",
