@@ -22,6 +22,7 @@ export {
   rasterizePdf,
   streamPdfPages,
   type OpenedPdf,
+  type PdfSource,
   type RasterizeOptions,
   type RasterizedPdf,
   type RenderedPage,

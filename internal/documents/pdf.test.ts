@@ -4,14 +4,15 @@
  * PDFs; then tesseract on the rendered pages (PNG and streamed PGM), with
  * the character error rate per page under a threshold.
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { cer } from "../../test/cer.ts";
 import { TesseractEngine } from "../extraction/engines/tesseract.ts";
-import { openPdf, pdfPageCount, rasterizePdf, streamPdfPages, type RenderedPage } from "./pdf.ts";
+import { openPdf, pdfPageCount, rasterizePdf, streamPdfPages, type PdfSource, type RenderedPage } from "./pdf.ts";
 import { folioFailure as failure } from "../../test/support.ts";
 import { PGM_MIME_TYPE, parsePgm } from "../formats/index.ts";
 import { parsePages, type PageSelection } from "../formats/pages.ts";
@@ -57,6 +58,9 @@ function tinyPdf(opts: { mediaBox?: string; trailerExtra?: string; extraObjects?
   return Buffer.from(body, "latin1");
 }
 
+
+/** The machine's temporary folder, taken before any test stubs TMPDIR: a caller's own files go there. */
+const OUTSIDE_TMP = tmpdir();
 
 // Every test runs with a private TMPDIR, so "nothing left behind" can be checked exactly.
 let tmp: string;
@@ -381,6 +385,73 @@ describe("streamPdfPages", () => {
       break;
     }
     expect(renderersRunning()).toEqual([]);
+    expect(leftovers()).toEqual([]);
+  });
+});
+
+describe("a PDF given as a file on disk ({ path }) instead of bytes", () => {
+  /** The caller's folder, outside the test's TMPDIR, so leftovers() still sees only the private folders. */
+  let callerDir: string;
+  beforeEach(() => {
+    callerDir = mkdtempSync(join(OUTSIDE_TMP, "folio-pdf-caller-"));
+  });
+  afterEach(() => rmSync(callerDir, { recursive: true, force: true }));
+  const onDisk = (bytes: Buffer): string => {
+    const path = join(callerDir, "document.pdf");
+    writeFileSync(path, bytes);
+    return path;
+  };
+  const sha256 = (b: Buffer) => createHash("sha256").update(b).digest("hex");
+
+  it("counts the same pages as from the bytes, from an absolute or a relative path", async () => {
+    const path = onDisk(fixture("ten-pages.pdf"));
+    expect(await pdfPageCount({ path })).toBe(await pdfPageCount(fixture("ten-pages.pdf")));
+    expect(await pdfPageCount({ path: relative(process.cwd(), path) })).toBe(10);
+    expect(leftovers()).toEqual([]);
+  });
+
+  it("streams the same PGM bytes, and rasterizes the same PNG bytes, as from the bytes", async () => {
+    const path = onDisk(multipage);
+    const opts = { maxPages: 10, timeoutMs: 30_000 };
+    const fromBytes = (await drain(streamPdfPages(multipage, opts))).map((p) => [p.pageNumber, sha256(p.image)]);
+    const fromFile = (await drain(streamPdfPages({ path }, opts))).map((p) => [p.pageNumber, sha256(p.image)]);
+    expect(fromFile).toHaveLength(3);
+    expect(fromFile).toEqual(fromBytes);
+    const pngs = async (source: PdfSource) => (await rasterizePdf(source, opts)).pages.map(sha256);
+    expect(await pngs({ path })).toEqual(await pngs(multipage));
+    expect(leftovers()).toEqual([]);
+  });
+
+  it("reads the caller's file where it is, and leaves it there unchanged after close(), removing only its own folder", async () => {
+    const path = onDisk(fixture("ten-pages.pdf"));
+    const before = sha256(readFileSync(path));
+    const pdf = await openPdf({ path }, { maxPages: 10, timeoutMs: 30_000 });
+    // Not copied: the private folder is empty until pages are rendered.
+    expect(leftovers()).toHaveLength(1);
+    expect(readdirSync(join(tmp, leftovers()[0]!))).toEqual([]);
+    expect((await pdf.render(1, 1)).map(pngSize)).toEqual([{ width: 1654, height: 2339 }]);
+    const pages = pdf.stream(1, 10);
+    expect((await pages.next()).value).toMatchObject({ pageNumber: 1 });
+    await pdf.close(); // with the stream's pdftoppm still running
+    expect(renderersRunning()).toEqual([]);
+    expect(leftovers()).toEqual([]);
+    expect(existsSync(path)).toBe(true);
+    expect(sha256(readFileSync(path))).toBe(before);
+    expect(readdirSync(callerDir)).toEqual(["document.pdf"]);
+  });
+
+  it("leaves the caller's file in place when the PDF is refused", async () => {
+    const path = onDisk(multipage);
+    const err = await failure(drain(streamPdfPages({ path }, { maxPages: 2, timeoutMs: 30_000 })));
+    expect(err).toMatchObject({ code: "invalid_request", message: OVER_LIMIT });
+    expect(readdirSync(callerDir)).toEqual(["document.pdf"]);
+    expect(leftovers()).toEqual([]);
+  });
+
+  it("rejects a missing file with the file system's error, not a 400 calling the client's PDF damaged", async () => {
+    const err = await pdfPageCount({ path: join(callerDir, "missing.pdf") }).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: "ENOENT" });
+    await expect(openPdf({ path: callerDir }, { maxPages: 10, timeoutMs: 30_000 })).rejects.toThrow(/not a regular file/);
     expect(leftovers()).toEqual([]);
   });
 });

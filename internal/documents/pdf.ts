@@ -3,8 +3,10 @@
  * poppler-utils): PNG for whoever needs a standard image (upstream models,
  * chat attachments), or binary PGM, streamed page by page, for the local OCR
  * engines. Everything heavy runs in child processes, so the event loop only
- * moves bytes; the PDF and the rendered pages live in a private temporary
- * folder (mode 0700) that is removed afterwards, whatever happens.
+ * moves bytes; the rendered pages, and the PDF when it is given as bytes,
+ * live in a private temporary folder (mode 0700) that is removed afterwards,
+ * whatever happens. A PDF given as a file ({@link PdfSource}) is read where
+ * it is: a 300 MB document is never whole in memory, nor copied.
  *
  * Pages are rendered at 200 DPI by default (an A4 page is 1654 × 2339
  * pixels) from the crop box, which is what PDF viewers show. A page whose
@@ -28,31 +30,31 @@
  * signal aborts, the promise (or the stream's `next()`) rejects with
  * `signal.reason` and the child is killed.
  */
-import { execFile, type ChildProcess } from "node:child_process";
-import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { readFile, rm, stat, writeFile } from "node:fs/promises";
+import { join, resolve } from "node:path";
 import { FolioError } from "../platform/errors/index.ts";
 import { PAGE_DPI, PGM_MIME_TYPE } from "../formats/index.ts";
 import { planPages, type PageSelection } from "../formats/pages.ts";
+import { inspect, inspectedSpan, pdftoppmArgs, resolutionRuns, type PdfInfo } from "./pdf-inspect.ts";
+import { collectPages, renderInBackground } from "./pdf-stream.ts";
+import { deadline, privateDir, tool } from "./poppler.ts";
 
 /** Default pixel budget per page: A1 at 200 DPI (4681 × 6622) fits; A0 is rendered at about 160 DPI. */
 export const DEFAULT_MAX_PIXELS_PER_PAGE = 40_000_000;
 const DEFAULT_TIMEOUT_MS = 30_000;
-/** pdfinfo's output is a few lines per page; anything near this is not poppler talking. */
-const MAX_TOOL_OUTPUT_BYTES = 4 * 1024 * 1024;
-/**
- * How often a stream looks at the folder while pdftoppm runs (its exit is
- * noticed at once). A page takes some 25 ms to render and far longer to
- * read, so this adds no measurable delay.
- */
-const STREAM_POLL_MS = 10;
 /**
  * Rendered pages a stream lets wait on disk for the consumer before it
  * pauses pdftoppm: 8 A4 pages are 32 MB, where a 100-page PDF rendered
  * ahead of a slow reader would be 400 MB in the temporary folder.
  */
 const DEFAULT_PAGES_AHEAD = 8;
+
+/**
+ * The PDF: its bytes, or a file on disk that poppler reads where it is. The
+ * file is never copied, changed or removed, and must stay until the work is
+ * done ({@link OpenedPdf.close}, the end of a stream's loop).
+ */
+export type PdfSource = Buffer | { path: string };
 
 export interface PdfInfoOptions {
   /** For the pdfinfo run; default 30 s. */
@@ -124,9 +126,9 @@ export interface PdfPageSize {
 }
 
 /**
- * A PDF written to a private temporary folder and inspected (page count,
- * page sizes), ready to render pages on demand: lets a caller start work on
- * page 1 while later pages are still to be rendered. Call {@link close}.
+ * A PDF inspected (page count, page sizes), ready to render pages on demand
+ * into a private temporary folder: lets a caller start work on page 1 while
+ * later pages are still to be rendered. Call {@link close}.
  */
 export interface OpenedPdf {
   readonly pageCount: number;
@@ -158,19 +160,20 @@ export interface OpenedPdf {
   stream(first: number, last: number, opts?: StreamOptions): AsyncGenerator<RenderedPage, void, undefined>;
   /** {@link stream} for a list of pages in ascending order (a selection's pages). */
   streamPages(pages: readonly number[], opts?: StreamOptions): AsyncGenerator<RenderedPage, void, undefined>;
-  /** Stops any stream's pdftoppm and removes the temporary folder; idempotent. */
+  /** Stops any stream's pdftoppm and removes the temporary folder (never a {@link PdfSource}'s file); idempotent. */
   close(): Promise<void>;
 }
 
 /** Number of pages of a PDF (pdfinfo); a damaged or encrypted PDF is a 400. */
-export async function pdfPageCount(bytes: Buffer, opts: PdfInfoOptions = {}): Promise<number> {
+export async function pdfPageCount(source: PdfSource, opts: PdfInfoOptions = {}): Promise<number> {
   const dir = await privateDir();
+  const d = deadline(opts.timeoutMs ?? DEFAULT_TIMEOUT_MS, opts.signal);
   try {
-    const file = join(dir, "document.pdf");
-    await writeFile(file, bytes, { mode: 0o600 });
-    const info = await inspect(file, 1, 1, deadline(opts.timeoutMs ?? DEFAULT_TIMEOUT_MS, opts.signal));
+    const file = await pdfFile(source, dir);
+    const info = await inspect(file, 1, 1, d);
     return info.pageCount;
   } finally {
+    d.dispose();
     await rm(dir, { recursive: true, force: true });
   }
 }
@@ -179,12 +182,12 @@ export async function pdfPageCount(bytes: Buffer, opts: PdfInfoOptions = {}): Pr
  * Renders every page of a PDF (or the selected ones) to PNG. Checks the
  * page count against `maxPages` and the selection before rendering anything.
  */
-export async function rasterizePdf(bytes: Buffer, opts: RasterizeOptions): Promise<RasterizedPdf> {
+export async function rasterizePdf(source: PdfSource, opts: RasterizeOptions): Promise<RasterizedPdf> {
   // One deadline for the whole job, shared by inspection and rendering.
   const d = deadline(opts.timeoutMs, opts.signal);
   let pdf: OpenedPdf | undefined;
   try {
-    pdf = await openPdf(bytes, { ...opts, signal: d.signal });
+    pdf = await openPdf(source, { ...opts, signal: d.signal });
     // The job's deadline (d) rules; render's own limit is a second later so it never fires first.
     const pages = await pdf.renderPages(pdf.selected, { signal: d.signal, timeoutMs: Math.max(1, d.remainingMs()) + 1000 });
     return { pageCount: pdf.pageCount, pageNumbers: [...pdf.selected], pages };
@@ -205,9 +208,9 @@ export async function rasterizePdf(bytes: Buffer, opts: RasterizeOptions): Promi
  * bounds inspection and rendering together, not the time the consumer
  * takes; the folder is removed when the loop ends, however it ends.
  */
-export async function* streamPdfPages(bytes: Buffer, opts: StreamPdfOptions): AsyncGenerator<RenderedPage, void, undefined> {
+export async function* streamPdfPages(source: PdfSource, opts: StreamPdfOptions): AsyncGenerator<RenderedPage, void, undefined> {
   const started = Date.now();
-  const pdf = await openPdf(bytes, opts);
+  const pdf = await openPdf(source, opts);
   try {
     // What inspection left of the time limit is the rendering's; the stream's clock stops while the consumer lags.
     yield* pdf.streamPages(pdf.selected, { ...opts, timeoutMs: Math.max(1, opts.timeoutMs - (Date.now() - started)) });
@@ -217,12 +220,13 @@ export async function* streamPdfPages(bytes: Buffer, opts: StreamPdfOptions): As
 }
 
 /**
- * Writes the PDF to a private temporary folder and reads its page count and
- * page sizes; more pages than `maxPages` (or, with `pages`, more selected, or
- * a page beyond the end) is a 400 and leaves nothing behind.
+ * Makes a private temporary folder for the rendered pages (and the PDF, when
+ * it is given as bytes) and reads the PDF's page count and page sizes; more
+ * pages than `maxPages` (or, with `pages`, more selected, or a page beyond
+ * the end) is a 400 and leaves nothing behind.
  * `timeoutMs` bounds the inspection and, by default, each `render` call.
  */
-export async function openPdf(bytes: Buffer, opts: RasterizeOptions): Promise<OpenedPdf> {
+export async function openPdf(source: PdfSource, opts: RasterizeOptions): Promise<OpenedPdf> {
   const dpi = opts.dpi ?? PAGE_DPI;
   if (!(dpi > 0 && dpi <= 1200)) throw new RangeError(`dpi must be in (0, 1200], got ${dpi}`);
   const maxPixels = opts.maxPixelsPerPage ?? DEFAULT_MAX_PIXELS_PER_PAGE;
@@ -237,8 +241,7 @@ export async function openPdf(bytes: Buffer, opts: RasterizeOptions): Promise<Op
     await rm(dir, { recursive: true, force: true });
   };
   try {
-    const file = join(dir, "document.pdf");
-    await writeFile(file, bytes, { mode: 0o600 });
+    const file = await pdfFile(source, dir);
     const d = deadline(opts.timeoutMs, opts.signal);
     let info: PdfInfo;
     try {
@@ -333,350 +336,22 @@ export async function openPdf(bytes: Buffer, opts: RasterizeOptions): Promise<Op
   }
 }
 
-// ---------------------------------------------------------------- internals
-
-interface PdfInfo {
-  pageCount: number;
-  /** Pages from..min(pageCount, to) of {@link inspect}, at index page - 1. */
-  sizes: PdfPageSize[];
-}
-
 /** Pages first..last, for the callers of the two-number forms (none when it is no range: the call then rejects). */
 function pageRange(first: number, last: number): number[] {
   return Number.isInteger(first) && Number.isInteger(last) && last >= first ? Array.from({ length: last - first + 1 }, (_, i) => first + i) : [];
 }
 
-/**
- * The pages whose sizes are read: those a selection can render, or the
- * first `maxPages` (more is refused anyway). An open range counts
- * `maxPages` pages from its start: a longer one is refused.
- */
-function inspectedSpan(pages: PageSelection | undefined, maxPages: number): { from: number; to: number } {
-  if (!pages?.length) return { from: 1, to: maxPages };
-  const last = pages.at(-1)!;
-  return { from: pages[0]!.first, to: last.last ?? last.first + maxPages - 1 };
-}
-
-async function inspect(file: string, from: number, to: number, d: Deadline): Promise<PdfInfo> {
-  let stdout: string;
-  try {
-    // -f/-l: per-page sizes; pdfinfo clamps -l to the real page count.
-    ({ stdout } = await tool("pdfinfo", ["-f", String(from), "-l", String(to), file], d));
-  } catch (err) {
-    throw d.translate(err);
+/** The file poppler reads: the caller's own, where it is, or the bytes written into the private folder `dir`. */
+async function pdfFile(source: PdfSource, dir: string): Promise<string> {
+  if (Buffer.isBuffer(source)) {
+    const file = join(dir, "document.pdf");
+    await writeFile(file, source, { mode: 0o600 });
+    return file;
   }
-  const pages = /^Pages:\s+(\d+)\s*$/m.exec(stdout);
-  if (!pages) throw unreadable("pdfinfo reported no page count");
-  const sizes: PdfPageSize[] = [];
-  const rotations = new Map<number, number>();
-  for (const m of stdout.matchAll(/^Page\s+(\d+)\s+rot:\s+(-?\d+)/gm)) rotations.set(Number(m[1]), Number(m[2]));
-  for (const m of stdout.matchAll(/^Page\s+(\d+)\s+size:\s+([\d.]+)\s+x\s+([\d.]+)\s+pts/gm)) {
-    const n = Number(m[1]);
-    const w = Number(m[2]);
-    const h = Number(m[3]);
-    const turned = Math.abs(rotations.get(n) ?? 0) % 180 === 90;
-    sizes[n - 1] = turned ? { width: h, height: w } : { width: w, height: h };
-  }
-  return { pageCount: Number(pages[1]), sizes };
-}
-
-interface ResolutionRun {
-  first: number;
-  last: number;
-  dpi: number;
-}
-
-/** Consecutive pages grouped by the resolution each can be rendered at within the pixel budget. */
-function resolutionRuns(sizes: readonly PdfPageSize[], pages: readonly number[], dpi: number, maxPixels: number): ResolutionRun[] {
-  const runs: ResolutionRun[] = [];
-  for (const n of pages) {
-    const s = sizes[n - 1];
-    let pageDpi = dpi;
-    if (s && s.width > 0 && s.height > 0) {
-      const pixels = Math.ceil((s.width * dpi) / 72) * Math.ceil((s.height * dpi) / 72);
-      if (pixels > maxPixels) pageDpi = dpiWithin(s, maxPixels);
-    }
-    const prev = runs.at(-1);
-    if (prev && prev.dpi === pageDpi && prev.last === n - 1) prev.last = n;
-    else runs.push({ first: n, last: n, dpi: pageDpi });
-  }
-  return runs;
-}
-
-/**
- * The highest resolution (pdftoppm takes fractional DPI; 3 decimals here) at
- * which the page's pixel size, rounded up as pdftoppm does, stays within the
- * budget: the largest k = dpi/72 with (w·k + 1)(h·k + 1) <= maxPixels.
- */
-function dpiWithin(size: PdfPageSize, maxPixels: number): number {
-  const { width: w, height: h } = size;
-  const k = (-(w + h) + Math.sqrt((w + h) ** 2 + 4 * w * h * (maxPixels - 1))) / (2 * w * h);
-  return Math.max(0.001, Math.floor(k * 72 * 1000) / 1000);
-}
-
-/** pdftoppm's arguments for one run of pages, written as `<prefix>-<n>.png` or `.pgm` (`-gray`). */
-function pdftoppmArgs(run: ResolutionRun, format: "png" | "pgm", file: string, prefix: string): string[] {
-  return ["-q", "-cropbox", "-r", String(run.dpi), "-f", String(run.first), "-l", String(run.last), format === "png" ? "-png" : "-gray", file, prefix];
-}
-
-/** The page files of one pdftoppm run in the folder by page number: `<prefix>-<n>.<ext>`, n zero-padded to the document's page-count width. */
-async function pageFiles(dir: string, prefix: string, ext: "png" | "pgm"): Promise<Map<number, string>> {
-  const base = prefix.slice(dir.length + 1) + "-";
-  const suffix = `.${ext}`;
-  const byPage = new Map<number, string>();
-  for (const name of await readdir(dir)) {
-    if (name.startsWith(base) && name.endsWith(suffix)) byPage.set(Number(name.slice(base.length, -suffix.length)), join(dir, name));
-  }
-  return byPage;
-}
-
-async function collectPages(dir: string, prefix: string, first: number, last: number): Promise<Buffer[]> {
-  const byPage = await pageFiles(dir, prefix, "png");
-  const pages: Buffer[] = [];
-  for (let n = first; n <= last; n++) {
-    const path = byPage.get(n);
-    // pdftoppm skips a page it cannot render and still exits 0 when others worked.
-    if (!path) throw unreadable(`page ${n} could not be rendered`);
-    pages.push(await readFile(path));
-    await rm(path, { force: true });
-  }
-  return pages;
-}
-
-interface Rendering {
-  /**
-   * Waits until page `n` is completely written and returns its file; rejects
-   * when pdftoppm failed or skipped it, or the deadline fired. Pages are
-   * taken in order: asking for page n says pages before it are taken.
-   */
-  page(n: number): Promise<string>;
-  /** Settles (never rejects) once every pdftoppm run has exited, however. */
-  exited: Promise<void>;
-}
-
-/**
- * Runs pdftoppm (PGM) over `runs` one after the other, in the background,
- * until all are written, one fails, or `d.signal` aborts (which kills the
- * running one). While it runs, the folder is listed every few milliseconds:
- * that tells which pages are complete, and pauses pdftoppm (SIGSTOP, and the
- * deadline's clock) when more than `pagesAhead` pages wait to be taken; the
- * consumer asking for the next page resumes it.
- */
-function renderInBackground(
-  file: string,
-  dir: string,
-  runs: readonly (ResolutionRun & { prefix: string })[],
-  d: Deadline,
-  o: { pagesAhead: number; onRendered: () => void },
-): Rendering {
-  const prefixes = runs.map((run) => run.prefix.slice(dir.length + 1) + "-");
-  /** Runs before this index have exited successfully; `runs.length` when all have. */
-  let finished = 0;
-  let failure: { err: unknown } | undefined;
-  let child: ChildProcess | undefined;
-  let paused = false;
-  /** Page files on disk at the last listing (complete, or the one being written). */
-  let files = new Map<number, string>();
-  /** The page the consumer waits for or will ask for next; pages before it are taken. */
-  let wanted = runs[0]?.first ?? 1;
-  const waiters = new Set<() => void>();
-  const wake = () => {
-    for (const w of waiters) w();
-    waiters.clear();
-  };
-
-  const list = async () => {
-    const next = new Map<number, string>();
-    for (const name of await readdir(dir)) {
-      const k = prefixes.findIndex((p) => name.startsWith(p));
-      if (k >= 0 && name.endsWith(".pgm")) next.set(Number(name.slice(prefixes[k]!.length, -4)), join(dir, name));
-    }
-    files = next;
-  };
-  const waiting = () => [...files.keys()].filter((m) => m >= wanted).length;
-  const pause = () => {
-    if (paused || !child) return;
-    paused = child.kill("SIGSTOP");
-    if (paused) d.pauseClock();
-  };
-  const resume = () => {
-    if (!paused) return;
-    paused = false;
-    d.resumeClock();
-    child?.kill("SIGCONT");
-  };
-
-  const exited = (async () => {
-    for (const run of runs) {
-      let running = true;
-      const done = tool("pdftoppm", pdftoppmArgs(run, "pgm", file, run.prefix), d, (c) => (child = c)).finally(() => {
-        running = false;
-        child = undefined;
-        resume();
-      });
-      // Watch the folder while this run renders (a listing that fails only delays pages to the run's end).
-      const watching = (async () => {
-        while (running) {
-          if (!paused) {
-            await list();
-            wake();
-            // The file being written counts: more than pagesAhead files are pagesAhead complete pages and one more.
-            if (waiting() > o.pagesAhead) pause();
-          }
-          await new Promise((resolve) => setTimeout(resolve, STREAM_POLL_MS));
-        }
-      })().catch(() => undefined);
-      try {
-        await done;
-      } finally {
-        await watching;
-      }
-      // Every file of the run is listed before the run counts as finished: page() trusts the listing then.
-      await list();
-      finished++;
-      wake();
-    }
-    o.onRendered();
-  })().catch((err: unknown) => {
-    failure = { err };
-    wake();
-  });
-
-  return {
-    exited,
-    async page(n) {
-      const r = runs.findIndex((run) => n >= run.first && n <= run.last);
-      if (r < 0) throw new RangeError(`page ${n} is not rendered by this stream`);
-      wanted = n;
-      for (;;) {
-        if (failure) throw failure.err;
-        // Aborted after rendering finished (the caller went away): nothing is left to kill.
-        d.signal.throwIfAborted();
-        // pdftoppm writes pages in order: a later file means this one is complete; so does its run's exit.
-        if (r < finished || [...files.keys()].some((m) => m > n)) {
-          const path = files.get(n);
-          // pdftoppm skips a page it cannot render and still exits 0 when others worked.
-          if (!path) throw unreadable(`page ${n} could not be rendered`);
-          wanted = n + 1;
-          if (waiting() <= o.pagesAhead) resume();
-          return path;
-        }
-        // This page is still being written: pdftoppm must run (it is paused only with complete pages waiting).
-        resume();
-        await new Promise<void>((resolve) => waiters.add(resolve));
-      }
-    },
-  };
-}
-
-function privateDir(): Promise<string> {
-  // mkdtemp creates the folder with mode 0700.
-  return mkdtemp(join(tmpdir(), "folio-pdf-"));
-}
-
-/** The caller's signal plus a time limit, and what to throw when either fires. */
-interface Deadline {
-  signal: AbortSignal;
-  remainingMs(): number;
-  /** Stops the clock: the time limit does not run while the work waits (or is done). */
-  pauseClock(): void;
-  resumeClock(): void;
-  /** Turns a failure into the error the caller should see. */
-  translate(err: unknown): unknown;
-  dispose(): void;
-}
-
-class TimedOut extends Error {}
-
-function deadline(timeoutMs: number, caller: AbortSignal | undefined): Deadline {
-  const controller = new AbortController();
-  const fire = () => controller.abort(new TimedOut());
-  // The clock: `left` ms remained at `since`; no timer while paused.
-  let left = timeoutMs;
-  let since = Date.now();
-  let timer: NodeJS.Timeout | undefined = setTimeout(fire, timeoutMs);
-  const onAbort = () => controller.abort(caller?.reason);
-  if (caller?.aborted) onAbort();
-  else caller?.addEventListener("abort", onAbort, { once: true });
-  const pauseClock = () => {
-    if (!timer) return;
-    clearTimeout(timer);
-    timer = undefined;
-    left -= Date.now() - since;
-  };
-  return {
-    signal: controller.signal,
-    remainingMs: () => (timer ? left - (Date.now() - since) : left),
-    pauseClock,
-    resumeClock() {
-      if (timer || controller.signal.aborted) return;
-      since = Date.now();
-      timer = setTimeout(fire, Math.max(0, left));
-    },
-    translate(err) {
-      if (caller?.aborted) return caller.reason;
-      if (err instanceof TimedOut || controller.signal.reason instanceof TimedOut) {
-        return new FolioError("timeout", `rendering the PDF took longer than ${formatSeconds(timeoutMs)}`, { cause: err });
-      }
-      return err;
-    },
-    dispose() {
-      pauseClock();
-      caller?.removeEventListener("abort", onAbort);
-    },
-  };
-}
-
-function formatSeconds(ms: number): string {
-  return ms >= 1000 ? `${Math.round(ms / 1000)} s` : `${ms} ms`;
-}
-
-interface ToolError extends Error {
-  code?: string | number | null;
-  killed?: boolean;
-  stderr?: string;
-}
-
-/**
- * Runs a poppler tool (no shell); rejects with a FolioError, or with the
- * signal's reason when aborted. `onChild` gets the process (to pause it).
- */
-function tool(cmd: "pdfinfo" | "pdftoppm", args: string[], d: Deadline, onChild?: (child: ChildProcess) => void): Promise<{ stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    if (d.signal.aborted) return reject(d.signal.reason);
-    const child = execFile(
-      cmd,
-      args,
-      { signal: d.signal, killSignal: "SIGKILL", maxBuffer: MAX_TOOL_OUTPUT_BYTES, encoding: "utf8", windowsHide: true },
-      (err: ToolError | null, stdout, stderr) => {
-        if (!err) return resolve({ stdout, stderr });
-        if (d.signal.aborted) {
-          // Node answers an abort at once, while the killed process may still be running: wait for it
-          // to be gone, so that whoever awaits this (close(), a cleanup) never races a live pdftoppm.
-          if (child.exitCode === null && child.signalCode === null) return void child.once("exit", () => reject(d.signal.reason));
-          return reject(d.signal.reason);
-        }
-        if (err.code === "ENOENT") {
-          return reject(new FolioError("service_unavailable", `${cmd} (poppler-utils) is not installed on this service`, { cause: err }));
-        }
-        if (err.code === "ERR_CHILD_PROCESS_STDIO_MAXBUFFER") return reject(unreadable(`${cmd} produced too much output`, err));
-        // poppler exit codes: 1 error opening the PDF, 3 permissions; both are the document's fault.
-        if (/incorrect password/i.test(stderr)) {
-          return reject(new FolioError("invalid_request", "the PDF is protected by a password; send it without one", { cause: err }));
-        }
-        if (err.code === 1 || err.code === 3) return reject(unreadable(firstPopplerError(stderr), err));
-        return reject(new FolioError("internal_error", `${cmd} failed (${err.code ?? err.message})`, { cause: err }));
-      },
-    );
-    onChild?.(child);
-  });
-}
-
-function firstPopplerError(stderr: string): string {
-  return stderr.split("\n").find((l) => /error/i.test(l))?.trim() ?? "poppler could not open it";
-}
-
-function unreadable(detail: string, cause?: unknown): FolioError {
-  // The detail goes to `cause` (logs), not the message: it can name our temporary paths.
-  return new FolioError("invalid_request", "the PDF is damaged or not a PDF and could not be read", { cause: new Error(detail, { cause }) });
+  // Absolute: a relative name starting with "-" would reach poppler as an option.
+  const file = resolve(source.path);
+  // A missing file is the caller's mistake, which poppler would report as a damaged PDF (a 400 to the
+  // client); a FIFO or a device would keep pdfinfo waiting until the time limit.
+  if (!(await stat(file)).isFile()) throw new Error(`${file} is not a regular file`);
+  return file;
 }
