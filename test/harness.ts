@@ -54,7 +54,7 @@ export async function testDb(): Promise<DatabaseHandle> {
  * for tests that change the schema or drop partitions, which the shared
  * database's other tests must not see. `close()` drops it.
  */
-export async function privateDatabase(name: string): Promise<DatabaseHandle> {
+export async function privateDatabase(name: string): Promise<DatabaseHandle & { url: string }> {
   const { db } = await testDb();
   const dbName = `${new URL(databaseUrl()).pathname.slice(1)}_${name}`;
   await sql`drop database if exists ${sql.id(dbName)}`.execute(db);
@@ -64,6 +64,7 @@ export async function privateDatabase(name: string): Promise<DatabaseHandle> {
   const handle = await openDatabase({ databaseUrl: url.toString(), poolSize: 3 });
   return {
     ...handle,
+    url: url.toString(),
     close: async () => {
       await handle.close();
       await sql`drop database if exists ${sql.id(dbName)} with (force)`.execute(db);

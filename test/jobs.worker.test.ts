@@ -10,7 +10,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { Billing, Decimal, chargeComponent } from "../internal/billing/index.ts";
+import { Decimal, chargeComponent } from "../internal/billing/index.ts";
 import type { PageInput } from "../internal/contracts/index.ts";
 import { ExtractionClient } from "../internal/extraction/client.ts";
 import type { RunningExtraction } from "../internal/extraction/index.ts";
@@ -25,6 +25,7 @@ const FIXTURES = join(import.meta.dirname, "fixtures", "ocr");
 const PDF = readFileSync(join(FIXTURES, "ten-pages.pdf"));
 /** local/tesseract's default price: 0.1 cent a page before the fee (docs/billing.md). */
 const PAGE_CENTS = new Decimal("0.1");
+const HOLD_BASIS = { model: { source: "local" as const, pricing: { prompt: "0", completion: "0", page: "0.001" } }, pages: 10, maxCompletionTokens: 0, conversions: 0, conversionDeadlineMs: 0, parserPages: 0 };
 
 let database: DatabaseHandle;
 let extraction: RunningExtraction;
@@ -55,10 +56,13 @@ function worker(id: string, reader: PageReader, extra: Partial<JobWorkerOptions>
     leaseMs: 3_000,
     pollMs: 50,
     pdfTimeoutMs: 60_000,
+    rangePages: 2,
+    maxPages: 100,
+    maxAttempts: 5,
     store: { retentionMs: 86_400_000, progressIntervalMs: 0 },
     id,
     ...extra,
-  });
+  } as JobWorkerOptions);
 }
 
 /** An account with `cents` of credit and a queued job of the ten-page PDF (ranges of `rangePages`), holding `holdCents`. */
@@ -66,19 +70,18 @@ async function tenPageJob(cents: number, holdCents: number, rangePages: number):
   const { db } = database;
   const accountId = newId("acc");
   await db.insertInto("accounts").values({ id: accountId, email: `${accountId}@test.invalid`, name: "jobs", plan: "test", requests_per_minute: 60, requests_per_day: 1000, balance_cents: cents }).execute();
-  const hold = await new Billing(db).hold(accountId, null, holdCents, 86_400_000);
   const jobId = await insertJob(db, {
     accountId,
     apiKeyId: null,
     model: "local/tesseract",
-    request: { mime_type: "application/pdf", options: {}, extract: { extractTables: false, outputFormat: "text" }, kind: "pdf" },
+    request: { mime_type: "application/pdf", options: {}, extract: { extractTables: false, outputFormat: "text" }, kind: "pdf", holdBasis: HOLD_BASIS },
     metadata: { case: "ten pages" },
     document: PDF,
     pageCount: 10,
-    holdId: hold.id,
+    hold: { cents: holdCents, ttlMs: 86_400_000 },
     rangePages,
   });
-  return { accountId, jobId, holdId: hold.id };
+  return { accountId, jobId, holdId: (await jobRow(db, jobId))!.hold_id! };
 }
 
 async function finished(jobId: string): Promise<NonNullable<Awaited<ReturnType<typeof jobRow>>>> {

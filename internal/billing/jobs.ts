@@ -127,6 +127,33 @@ export function jobCharge(row: { provider_cost_cents: string; model_charged_cent
 }
 
 /**
+ * Sets what a job's hold keeps back to `cents` beyond what was charged
+ * already, once the work is known (an office document's pages, counted
+ * when it is converted): raised only when the account's available balance
+ * covers the difference (false, nothing changed, when it does not),
+ * lowered always. A job without an open hold has nothing to resize (true).
+ */
+export async function resizeJobHold(trx: Trx, jobId: string, cents: number): Promise<boolean> {
+  const job = await lockedJob(trx, jobId);
+  if (!job.hold_id) return true;
+  const hold = await trx.selectFrom("holds").select("amount_cents").where("id", "=", job.hold_id).where("status", "=", "held").forUpdate().executeTakeFirst();
+  if (!hold) return true;
+  const target = Math.max(0, cents - job.model_charged_cents - job.conversion_charged_cents);
+  const extra = target - hold.amount_cents;
+  if (extra === 0) return true;
+  const account = await trx
+    .updateTable("accounts")
+    .set({ held_cents: sql`held_cents + ${extra}` })
+    .where("id", "=", job.account_id)
+    .where(sql<boolean>`${extra} <= 0 or balance_cents - held_cents >= ${extra}`)
+    .returning(["id"])
+    .executeTakeFirst();
+  if (!account) return false;
+  await trx.updateTable("holds").set({ amount_cents: target }).where("id", "=", job.hold_id).execute();
+  return true;
+}
+
+/**
  * Ends a job's billing in the transaction that ends the job: what is left
  * of its hold is given back, and one usage entry (id: the job id) records
  * the whole job with what it was charged. Nothing more is debited here:

@@ -6,8 +6,8 @@
  * concurrent requests can never spend the same cents: Postgres serialises
  * them on the row lock and the second sees the first's hold.
  */
-import { sql } from "kysely";
-import type { DB } from "../platform/db/index.ts";
+import { sql, type Transaction } from "kysely";
+import type { DB, Database } from "../platform/db/index.ts";
 import { FolioError } from "../platform/errors/index.ts";
 import { newId } from "../platform/ids/index.ts";
 import { giveBack } from "./give-back.ts";
@@ -82,29 +82,7 @@ export class Billing {
   }
 
   #hold(id: string, accountId: string, apiKeyId: string | null, amountCents: number, ttlMs: number): Promise<boolean> {
-    return this.db.transaction().execute(async (trx) => {
-      const row = await trx
-        .updateTable("accounts")
-        .set({ held_cents: sql`held_cents + ${amountCents}` })
-        .where("id", "=", accountId)
-        .where(sql<boolean>`balance_cents - held_cents >= ${amountCents}`)
-        .where(sql<boolean>`balance_cents - held_cents > 0`)
-        .returning(["id"])
-        .executeTakeFirst();
-      if (!row) return false;
-      await trx
-        .insertInto("holds")
-        .values({
-          id,
-          account_id: accountId,
-          api_key_id: apiKeyId,
-          amount_cents: amountCents,
-          status: "held",
-          expires_at: new Date(Date.now() + ttlMs),
-        })
-        .execute();
-      return true;
-    });
+    return this.db.transaction().execute((trx) => takeHold(trx, { id, accountId, apiKeyId, amountCents, ttlMs }));
   }
 
   /**
@@ -281,4 +259,26 @@ function closeHold(trx: DB, holdId: string, status: "settled" | "released"): Pro
     .where("status", "=", "held")
     .returning(["amount_cents"])
     .executeTakeFirst();
+}
+
+/**
+ * Reserves `amountCents` of the account's available balance in `trx` and
+ * records the hold; false (nothing written) when the balance is not there.
+ * A durable job takes its hold in the transaction that writes the job.
+ */
+export async function takeHold(trx: Transaction<Database>, h: { id: string; accountId: string; apiKeyId: string | null; amountCents: number; ttlMs: number }): Promise<boolean> {
+  const row = await trx
+    .updateTable("accounts")
+    .set({ held_cents: sql`held_cents + ${h.amountCents}` })
+    .where("id", "=", h.accountId)
+    .where(sql<boolean>`balance_cents - held_cents >= ${h.amountCents}`)
+    .where(sql<boolean>`balance_cents - held_cents > 0`)
+    .returning(["id"])
+    .executeTakeFirst();
+  if (!row) return false;
+  await trx
+    .insertInto("holds")
+    .values({ id: h.id, account_id: h.accountId, api_key_id: h.apiKeyId, amount_cents: h.amountCents, status: "held", expires_at: new Date(Date.now() + h.ttlMs) })
+    .execute();
+  return true;
 }

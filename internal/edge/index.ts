@@ -119,6 +119,13 @@ export async function startEdge({ config, log, database, alsoMetrics = [] }: Sta
       pageConcurrency: config.FOLIO_PAGE_CONCURRENCY,
       pdfTimeoutMs: config.FOLIO_PDF_TIMEOUT_SECONDS * 1000,
     },
+    jobs: {
+      maxPages: config.FOLIO_JOB_MAX_PAGES,
+      maxBytes: config.FOLIO_JOB_MAX_BYTES,
+      rangePages: config.FOLIO_JOB_RANGE_PAGES,
+      retentionMs: config.FOLIO_JOB_RETENTION_DAYS * 86_400_000,
+      holdTtlMs: config.FOLIO_JOB_RETENTION_DAYS * 86_400_000,
+    },
     publicRequestsPerMinute: config.FOLIO_PUBLIC_REQUESTS_PER_MINUTE,
     bodyLimitBytes: config.FOLIO_BODY_LIMIT_BYTES,
     trustProxy: config.FOLIO_TRUST_PROXY,

@@ -5,6 +5,10 @@
  * 415). The form is parsed before validation, so the same schema machinery
  * (and the same 400s) applies to it.
  */
+import { createHash } from "node:crypto";
+import { createWriteStream } from "node:fs";
+import { Transform } from "node:stream";
+import { pipeline } from "node:stream/promises";
 import multipart from "@fastify/multipart";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { FolioError } from "../platform/errors/index.ts";
@@ -91,13 +95,71 @@ export async function readMultipart(req: FastifyRequest, fileLimit: number): Pro
   return body;
 }
 
+/** An upload streamed to a file (a durable job's document): its path, size and hash, never its bytes in memory. */
+export interface StoredUpload extends Upload {
+  path: string;
+  bytes: number;
+  sha256: string;
+}
+
+const stored = new WeakMap<FastifyRequest, StoredUpload>();
+
+/** The file part of a request parsed by {@link readMultipartToFile}, if it had one. */
+export function storedUploadOf(req: FastifyRequest): StoredUpload | undefined {
+  return stored.get(req);
+}
+
+/**
+ * Reads the form like {@link readMultipart}, but streams the file part to
+ * `path` as it arrives (hashing it on the way): a 500 MB upload costs disk,
+ * not memory. The body gets `file: { bytes, sha256 }` in its place, so the
+ * schema and the Idempotency-Key's fingerprint see the file by its hash.
+ */
+export async function readMultipartToFile(req: FastifyRequest, fileLimit: number, path: string): Promise<Record<string, unknown>> {
+  const body: Record<string, unknown> = {};
+  try {
+    for await (const part of req.parts()) {
+      if (part.type === "file") {
+        if (part.fieldname !== "file") {
+          part.file.resume();
+          throw new FolioError("invalid_request", `unknown field '${part.fieldname}'; send the document in the field 'file'`, { param: part.fieldname });
+        }
+        const hash = createHash("sha256");
+        let bytes = 0;
+        await pipeline(
+          part.file,
+          new Transform({
+            transform(chunk: Buffer, _enc, done) {
+              hash.update(chunk);
+              bytes += chunk.length;
+              done(null, chunk);
+            },
+          }),
+          createWriteStream(path, { mode: 0o600 }),
+        );
+        // The plugin truncates a file over the limit and marks it so, rather than failing the stream.
+        if (part.file.truncated) throw Object.assign(new Error("file too large"), { code: "FST_REQ_FILE_TOO_LARGE" });
+        const upload: StoredUpload = { filename: part.filename, mimetype: part.mimetype, path, bytes, sha256: hash.digest("hex") };
+        stored.set(req, upload);
+        body.file = { bytes, sha256: upload.sha256 };
+      } else {
+        if (body[part.fieldname] !== undefined) throw new FolioError("invalid_request", `field '${part.fieldname}' is given more than once`, { param: part.fieldname });
+        body[part.fieldname] = String(part.value);
+      }
+    }
+  } catch (err) {
+    throw multipartError(err, fileLimit);
+  }
+  return body;
+}
+
 /** The multipart plugin's own errors, as domain errors with the one error shape. */
 function multipartError(err: unknown, fileLimit: number): unknown {
   if (err instanceof FolioError) return err;
   const code = (err as { code?: string }).code;
   switch (code) {
     case "FST_REQ_FILE_TOO_LARGE":
-      return new FolioError("payload_too_large", `the file is larger than ${fileLimit} bytes (FOLIO_MAX_DOCUMENT_BYTES)`, { param: "file" });
+      return new FolioError("payload_too_large", `the file is larger than ${fileLimit} bytes`, { param: "file", extra: { max_bytes: fileLimit } });
     case "FST_FILES_LIMIT_REACHED":
       return new FolioError("invalid_request", "send one file per request", { param: "file" });
     case "FST_FIELDS_LIMIT_REACHED":

@@ -41,6 +41,16 @@ export interface EdgeDeps {
     pageConcurrency: number;
     pdfTimeoutMs: number;
   };
+  /** Durable OCR jobs (docs/jobs.md). */
+  jobs: {
+    maxPages: number;
+    /** Largest multipart upload (a PDF; other kinds keep documents.maxBytes). */
+    maxBytes: number;
+    rangePages: number;
+    retentionMs: number;
+    /** How long a job's hold lasts without its job ending (then the sweeper releases it; later pages are still charged). */
+    holdTtlMs: number;
+  };
   /** Limit per client address on routes that answer without a key. */
   publicRequestsPerMinute: number;
   /** Throws when a dependency the edge needs is down (readiness). */

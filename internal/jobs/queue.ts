@@ -152,3 +152,16 @@ export async function queuedPages(db: Db): Promise<number> {
     .executeTakeFirstOrThrow();
   return Number(r.n);
 }
+
+/** The queue as the workers' metrics show it: jobs by status, pages not yet read, the oldest queued job's wait. */
+export async function queueState(db: Kysely<Database>): Promise<{ jobs: Record<"queued" | "running" | "succeeded" | "failed" | "cancelled", number>; queuedPages: number; oldestQueuedSeconds: number }> {
+  const rows = await db.selectFrom("ocr_jobs").select(["status", sql<string>`count(*)`.as("n")]).groupBy("status").execute();
+  const jobs = { queued: 0, running: 0, succeeded: 0, failed: 0, cancelled: 0 };
+  for (const r of rows) jobs[r.status] = Number(r.n);
+  const oldest = await db
+    .selectFrom("ocr_jobs")
+    .select(sql<string | null>`extract(epoch from now() - min(created_at))`.as("s"))
+    .where("status", "=", "queued")
+    .executeTakeFirst();
+  return { jobs, queuedPages: await queuedPages(db), oldestQueuedSeconds: Math.max(0, Number(oldest?.s ?? 0)) };
+}

@@ -7,9 +7,11 @@
  * charges nothing the second time.
  */
 import { sql, type Kysely, type Selectable, type Transaction } from "kysely";
-import { Decimal, chargeJobPages, closeJobBilling, jobCharge } from "../billing/index.ts";
+import { open } from "node:fs/promises";
+import { Decimal, chargeJobPages, closeJobBilling, jobCharge, takeHold, type HoldBasis, type IdempotencyClaim, type IdempotencyStore, type StoredAnswer } from "../billing/index.ts";
 import type { ExtractOptions } from "../contracts/index.ts";
 import type { Database, OcrJobsTable } from "../platform/db/index.ts";
+import { FolioError } from "../platform/errors/index.ts";
 import { newId } from "../platform/ids/index.ts";
 import { appendEvent, type JobEventType } from "./events.ts";
 import { addRanges, finishRange, openRanges, type LeasedRange } from "./queue.ts";
@@ -37,6 +39,10 @@ export interface JobRequest {
   selected?: number[];
   /** The document's kind as sniffed: how the worker makes its pages. */
   kind: "pdf" | "image" | "office";
+  /** The uploaded file's name (office documents: for the conversion's logs). */
+  filename?: string;
+  /** What the job's hold was computed from; an office document's hold is set again from it once its pages are counted. */
+  holdBasis: HoldBasis;
 }
 
 export interface NewJob {
@@ -45,17 +51,36 @@ export interface NewJob {
   model: string;
   request: JobRequest;
   metadata: Record<string, string>;
-  document: Buffer;
+  /** The document: bytes, or a file it was streamed to (read into the database 1 MiB at a time). */
+  document: Buffer | { path: string; bytes: number };
   /** Pages to read when known at once (PDFs, images); null for an office document until converted. */
   pageCount: number | null;
-  holdId: string | null;
+  /** The hold for the whole job, taken in the transaction that writes it (a 402 when the balance is not there). */
+  hold: { cents: number; ttlMs: number } | null;
   rangePages: number;
+  /** Stored, in the same transaction, as the answer of the request's Idempotency-Key (the job's id given). */
+  idempotency?: { store: IdempotencyStore; claim: IdempotencyClaim; answer: (job: JobRow) => Promise<StoredAnswer> };
 }
 
-/** Writes a queued job, its document and (when its page count is known) its ranges; returns its id. */
+/** Thrown by {@link insertJob} when the account's available balance cannot cover the job's hold. */
+function insufficient(cents: number): FolioError {
+  return new FolioError("insufficient_credits", `insufficient credits: this job needs ${cents} cents of available balance`, { extra: { required_cents: cents } });
+}
+
+/**
+ * Writes a queued job in one transaction: its hold, its document (in
+ * chunks), its ranges (when its page count is known; an office document
+ * gets one range, its conversion, until its pages are counted) and the
+ * Idempotency-Key's answer. Returns its id.
+ */
 export async function insertJob(db: Db, job: NewJob): Promise<string> {
   const id = newId("job");
+  const holdId = job.hold ? newId("hold") : null;
+  const size = Buffer.isBuffer(job.document) ? job.document.length : job.document.bytes;
   await db.transaction().execute(async (trx) => {
+    if (job.hold && !(await takeHold(trx, { id: holdId!, accountId: job.accountId, apiKeyId: job.apiKeyId, amountCents: job.hold.cents, ttlMs: job.hold.ttlMs }))) {
+      throw insufficient(job.hold.cents);
+    }
     await trx
       .insertInto("ocr_jobs")
       .values({
@@ -67,8 +92,8 @@ export async function insertJob(db: Db, job: NewJob): Promise<string> {
         request: JSON.stringify(job.request),
         metadata: JSON.stringify(job.metadata),
         page_count: job.pageCount,
-        document_bytes: job.document.length,
-        hold_id: job.holdId,
+        document_bytes: size,
+        hold_id: holdId,
         error_code: null,
         error_message: null,
         started_at: null,
@@ -76,12 +101,51 @@ export async function insertJob(db: Db, job: NewJob): Promise<string> {
         expires_at: null,
       })
       .execute();
-    for (let seq = 0, at = 0; at < job.document.length; seq++, at += CHUNK_BYTES) {
-      await trx.insertInto("ocr_job_chunks").values({ job_id: id, seq, data: job.document.subarray(at, at + CHUNK_BYTES) }).execute();
-    }
-    if (job.pageCount !== null) await addRanges(trx, { id, accountId: job.accountId }, job.pageCount, job.rangePages);
+    let seq = 0;
+    for await (const chunk of chunksOf(job.document)) await trx.insertInto("ocr_job_chunks").values({ job_id: id, seq: seq++, data: chunk }).execute();
+    await addRanges(trx, { id, accountId: job.accountId }, job.pageCount ?? 1, job.pageCount === null ? 1 : job.rangePages);
+    if (job.idempotency) await job.idempotency.store.complete(job.idempotency.claim, await job.idempotency.answer((await jobRow(trx, id))!), trx);
   });
   return id;
+}
+
+/** The document in chunks of {@link CHUNK_BYTES}: a file is read one chunk at a time. */
+async function* chunksOf(document: NewJob["document"]): AsyncGenerator<Buffer> {
+  if (Buffer.isBuffer(document)) {
+    for (let at = 0; at < document.length; at += CHUNK_BYTES) yield document.subarray(at, at + CHUNK_BYTES);
+    return;
+  }
+  const file = await open(document.path, "r");
+  try {
+    for (;;) {
+      const chunk = Buffer.allocUnsafe(CHUNK_BYTES);
+      const { bytesRead } = await file.read(chunk, 0, CHUNK_BYTES, null);
+      if (bytesRead === 0) return;
+      yield bytesRead === CHUNK_BYTES ? chunk : chunk.subarray(0, bytesRead);
+    }
+  } finally {
+    await file.close();
+  }
+}
+
+/**
+ * Writes the job's stored document to `path`, one chunk at a time (a
+ * worker reads a 500 MB scan without holding it in memory). False when the
+ * document is gone (the job ended).
+ */
+export async function writeJobDocument(db: Db, jobId: string, path: string): Promise<boolean> {
+  const file = await open(path, "w", 0o600);
+  try {
+    let seq = 0;
+    for (;; seq++) {
+      const row = await db.selectFrom("ocr_job_chunks").select("data").where("job_id", "=", jobId).where("seq", "=", seq).executeTakeFirst();
+      if (!row) break;
+      await file.write(row.data);
+    }
+    return seq > 0;
+  } finally {
+    await file.close();
+  }
 }
 
 /** The stored document of a job, whole (empty once the job has ended and it was deleted). */
@@ -249,6 +313,7 @@ export async function endJob(trx: Trx, jobId: string, status: Exclude<JobStatus,
     processingTimeMs: row.finished_at && row.started_at ? row.finished_at.getTime() - row.started_at.getTime() : 0,
   });
   await trx.deleteFrom("ocr_job_chunks").where("job_id", "=", jobId).execute();
+  await trx.deleteFrom("ocr_job_images").where("job_id", "=", jobId).execute();
   await jobEvent(trx, jobId, status === "succeeded" ? "ocr.job.succeeded" : status === "failed" ? "ocr.job.failed" : "ocr.job.cancelled");
 }
 

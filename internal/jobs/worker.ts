@@ -17,8 +17,12 @@ import { parsePages } from "../formats/pages.ts";
 import { FolioError } from "../platform/errors/index.ts";
 import type { DB } from "../platform/db/index.ts";
 import type { Logger } from "../platform/log/index.ts";
-import { claimRange, renewLease, type LeasedRange } from "./queue.ts";
-import { jobDocument, jobRow, markStarted, storeRange, type JobRequest, type ReadOutcome, type StoreOptions } from "./store.ts";
+import type { WorkerMetrics } from "../platform/metrics/index.ts";
+import { readFile } from "node:fs/promises";
+import { convertJob, type DocumentConverter } from "./convert.ts";
+import { JobDocuments } from "./documents.ts";
+import { claimRange, finishRange, renewLease, type LeasedRange } from "./queue.ts";
+import { endJob, jobRow, markStarted, storeRange, type JobRequest, type JobRow, type ReadOutcome, type StoreOptions } from "./store.ts";
 
 /** What the worker needs of the extraction service (its gRPC client has it). */
 export interface PageReader {
@@ -28,6 +32,8 @@ export interface PageReader {
 export interface JobWorkerOptions {
   db: DB;
   extraction: PageReader;
+  /** The conversion service, for office documents (absent: their jobs fail with conversion_not_available). */
+  conversion?: DocumentConverter;
   log: Pick<Logger, "info" | "warn" | "error">;
   /** Ranges read at once by this process. */
   concurrency: number;
@@ -42,7 +48,18 @@ export interface JobWorkerOptions {
   pollMs: number;
   /** Bounds the rendering of one range's PDF pages. */
   pdfTimeoutMs: number;
+  /** Pages of a range (an office document's pages are queued once they are counted). */
+  rangePages: number;
+  /** Most pages of one job (an office document's conversion is asked for no more). */
+  maxPages: number;
+  /**
+   * Claims of one range before it is given up: a range whose reading kills
+   * its worker every time (a page that crashes the engine) has its pages
+   * stored as failed instead of being read forever.
+   */
+  maxAttempts: number;
   store: StoreOptions;
+  metrics?: WorkerMetrics;
   /** Names this worker in leases (default: host, pid and a random part). */
   id?: string;
 }
@@ -57,6 +74,15 @@ function abandonsRange(err: unknown): boolean {
   return err instanceof FolioError ? err.code === "service_unavailable" || err.retryable : err instanceof Error && err.name === "AbortError";
 }
 
+/** How long a worker keeps its file of a job's document after its last range of that job. */
+const DOCUMENT_IDLE_MS = 60_000;
+
+/** The document pages of a range: ranges count the pages to read (the selection's, or every page). */
+function pageNumbers(job: JobRow, range: LeasedRange): number[] {
+  const selected = (job.request as JobRequest).selected;
+  return Array.from({ length: range.lastPage - range.firstPage + 1 }, (_, i) => selected?.[range.firstPage + i - 1] ?? range.firstPage + i);
+}
+
 /** A cancelled job's ranges stop being read within this (the API promises 2 s). */
 export const RENEW_AT_LEAST_EVERY_MS = 1_000;
 
@@ -65,9 +91,11 @@ export class JobWorker {
   private running = false;
   private readonly slots: Promise<void>[] = [];
   private readonly stopping = new AbortController();
+  private readonly documents: JobDocuments;
 
   constructor(private readonly o: JobWorkerOptions) {
     this.id = o.id ?? `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
+    this.documents = new JobDocuments(o.db, DOCUMENT_IDLE_MS);
   }
 
   start(): void {
@@ -81,6 +109,7 @@ export class JobWorker {
     this.running = false;
     this.stopping.abort();
     await Promise.all(this.slots);
+    await this.documents.close();
   }
 
   private async slot(): Promise<void> {
@@ -90,6 +119,7 @@ export class JobWorker {
         range = await claimRange(this.o.db, this.id, this.o.leaseMs);
         if (range) await this.process(range);
       } catch (err) {
+        if (range) this.o.metrics?.ranges.inc({ outcome: "abandoned" });
         if (!this.running) return;
         this.o.log.warn({ err, job: range?.jobId, first_page: range?.firstPage }, "a job range was not stored; its lease will run out and it will be read again");
       }
@@ -99,6 +129,7 @@ export class JobWorker {
 
   /** Reads one claimed range and stores it; throws (leaving the range to its lease) when it cannot finish it. */
   async process(range: LeasedRange): Promise<void> {
+    const claimedAt = Date.now();
     const abort = new AbortController();
     const stop = () => abort.abort();
     this.stopping.signal.addEventListener("abort", stop, { once: true });
@@ -112,29 +143,90 @@ export class JobWorker {
       await markStarted(this.o.db, range.jobId);
       const job = await jobRow(this.o.db, range.jobId);
       if (!job || (job.status !== "running" && job.status !== "queued")) return;
+      if (range.attempts > this.o.maxAttempts) return await this.giveUp(job, range);
+      if (job.page_count === null) return await this.convert(job, range, abort.signal);
       const request = job.request as JobRequest;
       const outcomes: ReadOutcome[] = [];
-      for await (const page of await this.pagesOf(range, request, abort.signal)) {
-        outcomes.push(await this.readPage(job.model, page, request.extract, abort.signal));
-      }
+      await this.withPages(job, range, abort.signal, async (pages) => {
+        for await (const page of pages) outcomes.push(await this.readPage(job.model, page, request.extract, abort.signal));
+      });
       abort.signal.throwIfAborted();
-      await storeRange(this.o.db, range, outcomes, this.o.store);
+      const stored = await storeRange(this.o.db, range, outcomes, this.o.store);
+      const m = this.o.metrics;
+      if (m) {
+        m.ranges.inc({ outcome: stored ? "stored" : "duplicate" });
+        m.rangeDuration.observe((Date.now() - claimedAt) / 1000);
+        if (stored) {
+          const ok = outcomes.filter((p) => p.ok).length;
+          m.pages.inc({ outcome: "ok" }, ok);
+          m.pages.inc({ outcome: "failed" }, outcomes.length - ok);
+        }
+      }
     } finally {
       clearInterval(renewal);
       this.stopping.signal.removeEventListener("abort", stop);
     }
   }
 
-  /** The range's pages as images, in order, each with its page number in the document. */
-  private async pagesOf(range: LeasedRange, request: JobRequest, signal: AbortSignal): Promise<AsyncIterable<PageInput> | PageInput[]> {
-    const document = await jobDocument(this.o.db, range.jobId);
-    if (request.kind === "image") return [{ pageNumber: 1, image: document, mimeType: request.mime_type }];
-    if (request.kind !== "pdf") throw new FolioError("internal_error", `a ${request.kind} job has no pages to read yet`);
-    // Ranges count the pages to read (the selection's, or every page); the selection says which page each is.
-    const numbers = Array.from({ length: range.lastPage - range.firstPage + 1 }, (_, i) => request.selected?.[range.firstPage + i - 1] ?? range.firstPage + i);
-    const parsed = parsePages(numbers.join(","));
-    if (!parsed.ok) throw new FolioError("internal_error", `range ${range.firstPage}-${range.lastPage}: ${parsed.problem}`);
-    return streamPdfPages(document, { dpi: PAGE_DPI, maxPages: numbers.length, pages: parsed.selection, timeoutMs: this.o.pdfTimeoutMs, signal });
+  /** An office document's conversion range: converted once, its pages queued (see convert.ts). */
+  private async convert(job: JobRow, range: LeasedRange, signal: AbortSignal): Promise<void> {
+    if (!this.o.conversion) return this.failJob(job, range, new FolioError("conversion_not_available", "office documents need the conversion service, which this worker was not given"));
+    try {
+      await convertJob(this.o.db, job, range, { converter: this.o.conversion, rangePages: this.o.rangePages, maxPages: this.o.maxPages, store: this.o.store }, signal);
+      this.o.metrics?.ranges.inc({ outcome: "converted" });
+    } catch (err) {
+      if (abandonsRange(err) || signal.aborted) throw err;
+      // The document cannot be converted (damaged, too many pages, …): another try would fail the same way.
+      await this.failJob(job, range, err instanceof FolioError ? err : new FolioError("internal_error", "the document could not be converted"));
+    }
+  }
+
+  /** Ends the job as failed with `err` (its range finished with it: once). */
+  private async failJob(job: JobRow, range: LeasedRange, err: FolioError): Promise<void> {
+    await this.o.db.transaction().execute(async (trx) => {
+      if (await finishRange(trx, range)) await endJob(trx, job.id, "failed", { code: err.code, message: err.message }, this.o.store);
+    });
+  }
+
+  /** A range claimed more than maxAttempts times: its pages are stored as failed (the conversion's: the job fails). */
+  private async giveUp(job: JobRow, range: LeasedRange): Promise<void> {
+    const why = `gave up after ${range.attempts - 1} attempts to read pages ${range.firstPage}-${range.lastPage}, each ended by its worker stopping`;
+    this.o.log.error({ job: job.id, first_page: range.firstPage, attempts: range.attempts }, "job range given up");
+    this.o.metrics?.ranges.inc({ outcome: "given_up" });
+    if (job.page_count === null) return this.failJob(job, range, new FolioError("internal_error", why));
+    const numbers = pageNumbers(job, range);
+    await storeRange(this.o.db, range, numbers.map((pageNumber) => ({ pageNumber, ok: false as const, error: { code: "page_failed", message: why } })), this.o.store);
+  }
+
+  /**
+   * Runs `use` over the range's pages as images, in order, each with its
+   * page number in the document: a PDF's rendered from this worker's file
+   * of the document, an image as it is, a converted document's from its
+   * stored page images.
+   */
+  private async withPages(job: JobRow, range: LeasedRange, signal: AbortSignal, use: (pages: AsyncIterable<PageInput> | PageInput[]) => Promise<void>): Promise<void> {
+    const request = job.request as JobRequest;
+    if (request.kind === "office") {
+      const images = await this.o.db
+        .selectFrom("ocr_job_images")
+        .select(["page_number", "png"])
+        .where("job_id", "=", job.id)
+        .where("position", ">=", range.firstPage)
+        .where("position", "<=", range.lastPage)
+        .orderBy("position")
+        .execute();
+      return use(images.map((i) => ({ pageNumber: i.page_number, image: i.png, mimeType: "image/png" })));
+    }
+    const path = await this.documents.acquire(job.id);
+    try {
+      if (!path) throw new FolioError("service_unavailable", `job ${job.id} has no stored document (it ended)`, { retryable: true });
+      if (request.kind === "image") return await use([{ pageNumber: 1, image: await readFile(path), mimeType: request.mime_type }]);
+      const parsed = parsePages(pageNumbers(job, range).join(","));
+      if (!parsed.ok) throw new FolioError("internal_error", `range ${range.firstPage}-${range.lastPage}: ${parsed.problem}`);
+      await use(streamPdfPages({ path }, { dpi: PAGE_DPI, maxPages: range.lastPage - range.firstPage + 1, pages: parsed.selection, timeoutMs: this.o.pdfTimeoutMs, signal }));
+    } finally {
+      this.documents.release(job.id);
+    }
   }
 
   private async readPage(model: string, page: PageInput, options: ExtractOptions, signal: AbortSignal): Promise<ReadOutcome> {

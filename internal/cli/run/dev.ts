@@ -4,7 +4,8 @@
  */
 import { relative } from "node:path";
 import { edgeDatabaseTimeouts, startEdge } from "../../edge/index.ts";
-import { conversionSchema, edgeSchema, extractionSchema, parseConfig, type Env } from "../../platform/config/index.ts";
+import { startWorker } from "../../jobs/service.ts";
+import { conversionSchema, edgeSchema, extractionSchema, parseConfig, workerSchema, type Env } from "../../platform/config/index.ts";
 import { startExtraction } from "../../extraction/index.ts";
 import { startConversion, type RunningConversion } from "../../conversion/index.ts";
 import type { Logger } from "../../platform/log/index.ts";
@@ -28,7 +29,18 @@ export async function runDev(env: Env): Promise<void> {
   const database = await openDatabase({ databaseUrl: config.DATABASE_URL, dataDir: config.FOLIO_DATA_DIR, poolSize: config.FOLIO_DB_POOL_SIZE, timeouts: edgeDatabaseTimeouts(config), log });
   await migrateToLatest(database.db);
   const dev = await ensureDevAccount(database.db, config.FOLIO_DATA_DIR);
-  const edge = await startEdge({ config, log, database, alsoMetrics: [extraction.metrics.registry, ...(conversion ? [conversion.metrics.registry] : [])] });
+  // The jobs worker in process: durable jobs run on `make run` as in a cluster, against the same database.
+  const worker = await startWorker({
+    config: parseConfig(workerSchema, {
+      ...devEnv,
+      FOLIO_EXTRACTION_ADDRESS: extraction.grpc.address,
+      ...(conversion ? { FOLIO_CONVERSION_ADDRESS: conversion.grpc.address } : {}),
+    }),
+    log: log.child({ component: "worker" }),
+    database,
+    sharedProcess: true,
+  });
+  const edge = await startEdge({ config, log, database, alsoMetrics: [extraction.metrics.registry, worker.metrics.registry, ...(conversion ? [conversion.metrics.registry] : [])] });
   const keyPath = relative(process.cwd(), dev.keyFile) || dev.keyFile;
   log.info({ url: edge.url, metrics: edge.metricsUrl, database: database.description, ratelimit: config.REDIS_URL ? "redis" : "in-process" }, "folio dev is running");
   console.error(
@@ -45,6 +57,7 @@ export async function runDev(env: Env): Promise<void> {
   );
   stopOnSignal(log, async () => {
     await edge.close();
+    await worker.close();
     await extraction.close();
     await conversion?.close();
     await database.close();

@@ -7,11 +7,11 @@ import type { Command } from "commander";
 import { PAGE_DPI } from "../../formats/index.ts";
 import { runDev } from "./dev.ts";
 import { runOperator } from "./operator.ts";
-import { runConversion, runEdge, runExtraction } from "./services.ts";
+import { runConversion, runEdge, runExtraction, runWorker } from "./services.ts";
 
 export { ensureDevAccount, DEV_CREDIT_CENTS } from "./dev-account.ts";
 export { serveHealth } from "./operator.ts";
-export { runConversion, runDev, runEdge, runExtraction, runOperator };
+export { runConversion, runDev, runEdge, runExtraction, runOperator, runWorker };
 
 export function registerRunCommands(program: Command): void {
   program
@@ -33,6 +33,11 @@ export function registerRunCommands(program: Command): void {
     .command("conversion")
     .description(`Run the conversion service (gRPC): office documents to ${PAGE_DPI}-DPI PNG pages, one sandbox per document (FOLIO_SANDBOX)`)
     .action(async () => runConversion(process.env));
+
+  program
+    .command("worker")
+    .description("Run a jobs worker: reads the pages of durable OCR jobs (POST /v1/ocr/jobs) through the extraction service; run as many as you like against one database")
+    .action(async () => runWorker(process.env));
 
   program
     .command("operator")

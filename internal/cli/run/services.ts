@@ -1,11 +1,12 @@
 /**
- * `folio edge`, `folio extraction`, `folio conversion`: one service each, from
+ * `folio edge`, `folio extraction`, `folio conversion`, `folio worker`: one service each, from
  * its configuration, until SIGINT/SIGTERM.
  */
 import { startConversion } from "../../conversion/index.ts";
 import { startEdge } from "../../edge/index.ts";
 import { startExtraction } from "../../extraction/index.ts";
-import { conversionSchema, edgeSchema, extractionSchema, parseConfig, type Env } from "../../platform/config/index.ts";
+import { startWorker } from "../../jobs/service.ts";
+import { conversionSchema, edgeSchema, extractionSchema, parseConfig, workerSchema, type Env } from "../../platform/config/index.ts";
 import { createLogger, type Logger } from "../../platform/log/index.ts";
 
 /** Runs the edge until SIGINT/SIGTERM. */
@@ -31,6 +32,15 @@ export async function runConversion(env: Env): Promise<void> {
   const config = parseConfig(conversionSchema, env);
   const log = createLogger(config.LOG_LEVEL);
   const running = await startConversion({ config, log });
+  stopOnSignal(log, () => running.close());
+}
+
+/** Runs a jobs worker until SIGINT/SIGTERM: it reads durable OCR jobs' pages (docs/jobs.md). */
+export async function runWorker(env: Env): Promise<void> {
+  const config = parseConfig(workerSchema, env);
+  if (!config.DATABASE_URL) throw new Error("configuration: DATABASE_URL: required for `folio worker` (embedded PGlite is for `folio dev` only)");
+  const log = createLogger(config.LOG_LEVEL);
+  const running = await startWorker({ config, log });
   stopOnSignal(log, () => running.close());
 }
 

@@ -16,6 +16,11 @@ import modelsRecommended from "./models.recommended.ts";
 import modelsCategories from "./models.categories.ts";
 import modelsGet from "./models.get.ts";
 import ocr from "./ocr.ts";
+import jobsCreate from "./jobs.create.ts";
+import jobsGet from "./jobs.get.ts";
+import jobsPages from "./jobs.pages.ts";
+import jobsEvents from "./jobs.events.ts";
+import jobsCancel from "./jobs.cancel.ts";
 import chatCompletions from "./chat.completions.ts";
 import convert from "./convert.ts";
 import convertEstimate from "./convert.estimate.ts";
@@ -42,6 +47,11 @@ export const routes: ReadonlyArray<(app: App, deps: EdgeDeps) => void> = [
   modelsCategories,
   modelsGet,
   ocr,
+  jobsCreate,
+  jobsGet,
+  jobsPages,
+  jobsEvents,
+  jobsCancel,
   chatCompletions,
   convert,
   convertEstimate,

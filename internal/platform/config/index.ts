@@ -47,6 +47,18 @@ export const commonSchema = {
   FOLIO_METRICS_HOST: Type.String({ default: "0.0.0.0", description: "Address the /metrics listener binds." }),
 };
 
+/** Durable OCR jobs (docs/jobs.md): what the edge accepts and the workers read by. */
+export const jobsSchema = {
+  FOLIO_JOB_MAX_PAGES: Type.Integer({ minimum: 1, maximum: 100_000, default: 5000, description: "Most pages of one durable OCR job (POST /v1/ocr/jobs); FOLIO_MAX_PAGES stays the limit of synchronous calls." }),
+  FOLIO_JOB_MAX_BYTES: Type.Integer({
+    minimum: 1024,
+    default: 500 * 1024 * 1024,
+    description: "Largest document of a durable OCR job sent as a multipart upload (streamed to disk and the database, never whole in memory); url and base64 jobs keep FOLIO_MAX_DOCUMENT_BYTES.",
+  }),
+  FOLIO_JOB_RETENTION_DAYS: Type.Number({ minimum: 0.0001, maximum: 3650, default: 7, description: "How long a finished job's results are kept; then the job is deleted (its GETs answer 404)." }),
+  FOLIO_JOB_RANGE_PAGES: Type.Integer({ minimum: 1, maximum: 100, default: 4, description: "Pages a worker claims at a time (one lease, one transaction storing them with their charge)." }),
+};
+
 /** The edge (public HTTP API) process. */
 export const edgeSchema = Type.Object({
   ...commonSchema,
@@ -91,8 +103,31 @@ export const edgeSchema = Type.Object({
   FOLIO_EXTRACTION_DEADLINE_SECONDS: Type.Number({ minimum: 1, maximum: 3600, default: 180, description: "gRPC deadline of one page or chat call to the extraction service." }),
   FOLIO_SSE_KEEPALIVE_SECONDS: Type.Number({ minimum: 0.05, maximum: 15, default: 15, description: "Longest silence of a streamed chat answer (stream: true): past it a keep-alive comment is sent, so proxies do not cut the stream." }),
   FOLIO_CONVERSION_DEADLINE_SECONDS: Type.Number({ minimum: 1, maximum: 3600, default: 180, description: "gRPC deadline of one call to the conversion service (its queue and sandbox time limit included)." }),
+  ...jobsSchema,
 });
 export type EdgeConfig = Static<typeof edgeSchema>;
+
+/** The jobs worker (`folio worker`): claims page ranges of durable OCR jobs and reads them through the extraction service. */
+export const workerSchema = Type.Object({
+  ...commonSchema,
+  DATABASE_URL: edgeSchema.properties.DATABASE_URL,
+  FOLIO_DATA_DIR: edgeSchema.properties.FOLIO_DATA_DIR,
+  FOLIO_DB_POOL_SIZE: edgeSchema.properties.FOLIO_DB_POOL_SIZE,
+  FOLIO_DB_CONNECT_TIMEOUT_SECONDS: edgeSchema.properties.FOLIO_DB_CONNECT_TIMEOUT_SECONDS,
+  FOLIO_DB_STATEMENT_TIMEOUT_SECONDS: Type.Number({ minimum: 0.1, maximum: 3600, default: 30, description: "Postgres statement_timeout of a worker's sessions (a range's pages are stored in one transaction)." }),
+  FOLIO_DB_IDLE_IN_TRANSACTION_TIMEOUT_SECONDS: edgeSchema.properties.FOLIO_DB_IDLE_IN_TRANSACTION_TIMEOUT_SECONDS,
+  FOLIO_EXTRACTION_ADDRESS: Type.String({ minLength: 1, description: "host:port of the extraction service (gRPC); required by `folio worker`." }),
+  FOLIO_CONVERSION_ADDRESS: edgeSchema.properties.FOLIO_CONVERSION_ADDRESS,
+  FOLIO_EXTRACTION_DEADLINE_SECONDS: edgeSchema.properties.FOLIO_EXTRACTION_DEADLINE_SECONDS,
+  FOLIO_CONVERSION_DEADLINE_SECONDS: edgeSchema.properties.FOLIO_CONVERSION_DEADLINE_SECONDS,
+  FOLIO_PDF_TIMEOUT_SECONDS: edgeSchema.properties.FOLIO_PDF_TIMEOUT_SECONDS,
+  ...jobsSchema,
+  FOLIO_WORKER_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 256, default: 2, description: "Ranges one worker process reads at a time (one page each at a time): about its CPUs for local engines." }),
+  FOLIO_JOB_LEASE_SECONDS: Type.Number({ minimum: 1, maximum: 3600, default: 30, description: "How long a claimed range stays a worker's without renewal (renewed every second): a dead worker's range is read again after it." }),
+  FOLIO_WORKER_POLL_SECONDS: Type.Number({ minimum: 0.05, maximum: 60, default: 0.5, description: "How long an idle worker slot waits before it looks for work again." }),
+  FOLIO_JOB_MAX_ATTEMPTS: Type.Integer({ minimum: 1, maximum: 100, default: 5, description: "Claims of one range before its pages are stored as failed (a page that kills its worker every time)." }),
+});
+export type WorkerConfig = Static<typeof workerSchema>;
 
 const decimalUsd = (description: string, def: string) => Type.String({ pattern: "^\\d+(\\.\\d+)?$", default: def, description });
 

@@ -195,6 +195,16 @@ export interface OcrJobPagesTable {
   created_at: CreatedAt;
 }
 
+/** A page image of a job's converted office document (migration 0005), kept until the job ends. */
+export interface OcrJobImagesTable {
+  job_id: string;
+  /** 1…n over the pages converted: what the job's ranges count. */
+  position: number;
+  /** The page in the document. */
+  page_number: number;
+  png: Buffer;
+}
+
 /** An event of a job, numbered 1, 2, 3 … per job without a gap. */
 export interface OcrJobEventsTable {
   /** `evt_…` */
@@ -219,6 +229,7 @@ export interface Database {
   ocr_job_ranges: OcrJobRangesTable;
   ocr_job_pages: OcrJobPagesTable;
   ocr_job_events: OcrJobEventsTable;
+  ocr_job_images: OcrJobImagesTable;
 }
 
 export type Account = Selectable<AccountsTable>;
@@ -268,4 +279,5 @@ export const COLUMNS: { [T in keyof Database]: { [C in keyof Database[T]]-?: tru
   ocr_job_ranges: { job_id: true, first_page: true, last_page: true, account_id: true, status: true, lease_owner: true, lease_expires_at: true, attempts: true },
   ocr_job_pages: { job_id: true, page_number: true, status: true, page: true, created_at: true },
   ocr_job_events: { id: true, job_id: true, sequence: true, type: true, data: true, created_at: true },
+  ocr_job_images: { job_id: true, position: true, page_number: true, png: true },
 };

@@ -13,6 +13,7 @@ const STATUS: Record<ErrorCode, number> = {
   permission_denied: 403,
   not_found: 404,
   idempotency_in_progress: 409,
+  job_not_finished: 409,
   idempotency_key_reused: 422,
   payload_too_large: 413,
   unsupported_media_type: 415,

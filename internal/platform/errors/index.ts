@@ -22,6 +22,7 @@ export type ErrorCode =
   | "payload_too_large"
   | "idempotency_key_reused"
   | "idempotency_in_progress"
+  | "job_not_finished"
   | "unsupported_media_type"
   | "internal_error";
 

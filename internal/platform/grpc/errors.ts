@@ -18,6 +18,7 @@ const GRPC_STATUS: Record<ErrorCode, status> = {
   permission_denied: status.PERMISSION_DENIED,
   not_found: status.NOT_FOUND,
   idempotency_in_progress: status.ABORTED,
+  job_not_finished: status.FAILED_PRECONDITION,
   idempotency_key_reused: status.ALREADY_EXISTS,
   insufficient_credits: status.FAILED_PRECONDITION,
   rate_limit_exceeded: status.RESOURCE_EXHAUSTED,

@@ -42,6 +42,7 @@ const CODES_TABLE: Record<ErrorCode, true> = {
   unsupported_media_type: true,
   idempotency_key_reused: true,
   idempotency_in_progress: true,
+  job_not_finished: true,
   internal_error: true,
 };
 const ALL_CODES = Object.keys(CODES_TABLE) as ErrorCode[];

@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { ConversionMetrics, EdgeMetrics, ExtractionMetrics, type Metrics } from "./index.ts";
+import { ConversionMetrics, EdgeMetrics, ExtractionMetrics, WorkerMetrics, type Metrics } from "./index.ts";
 import { OperatorMetrics } from "../../operator/metrics.ts";
 import { PoolMetrics } from "../../sandbox/kubernetes/pool.ts";
 
@@ -16,7 +16,7 @@ describe("docs/metrics.md", () => {
     const conversion = new ConversionMetrics(() => ({ waiting: 0 }));
     // The kubernetes backend's warm-pool counters, in the conversion process's registry.
     new PoolMetrics(conversion);
-    const processes: Metrics[] = [new EdgeMetrics(), new ExtractionMetrics(() => ({ ageSeconds: null, stale: false, models: [] })), conversion, new OperatorMetrics(false)];
+    const processes: Metrics[] = [new EdgeMetrics(), new ExtractionMetrics(() => ({ ageSeconds: null, stale: false, models: [] })), conversion, new WorkerMetrics(async () => ({ jobs: { queued: 0, running: 0, succeeded: 0, failed: 0, cancelled: 0 }, queuedPages: 0, oldestQueuedSeconds: 0 })), new OperatorMetrics(false)];
     const names = (await Promise.all(processes.map(registeredNames))).flat();
     expect(names.length).toBeGreaterThan(30);
     expect(names.filter((n) => !doc.includes("`" + n + "`"))).toEqual([]);

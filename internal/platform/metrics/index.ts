@@ -20,7 +20,7 @@ export class Metrics {
     return new Counter({ name: this.prefix + name, help, labelNames, registers: [this.registry] });
   }
 
-  gauge<L extends string>(name: string, help: string, labelNames: readonly L[] = [], collect?: (this: Gauge<L>) => void): Gauge<L> {
+  gauge<L extends string>(name: string, help: string, labelNames: readonly L[] = [], collect?: (this: Gauge<L>) => void | Promise<void>): Gauge<L> {
     return new Gauge({ name: this.prefix + name, help, labelNames, registers: [this.registry], ...(collect ? { collect } : {}) });
   }
 
@@ -152,6 +152,41 @@ export class ConversionMetrics extends Metrics {
     super("conversion", defaultMetrics);
     this.gauge("conversion_queue_depth", "Conversions waiting for a sandbox slot.", [], function () {
       this.set(load().waiting);
+    });
+  }
+}
+
+/** What the jobs' gauges read from the database at each scrape (the same in every replica: aggregate with max). */
+export interface JobQueueState {
+  jobs: Record<"queued" | "running" | "succeeded" | "failed" | "cancelled", number>;
+  queuedPages: number;
+  oldestQueuedSeconds: number;
+}
+
+/** The jobs worker's metrics (`folio worker`; docs/jobs.md). */
+export class WorkerMetrics extends Metrics {
+  readonly pages = this.counter("job_pages_total", "Pages of durable jobs stored by this worker, by outcome (ok or failed).", ["outcome"]);
+  readonly ranges = this.counter(
+    "job_ranges_total",
+    "Ranges this worker finished, by outcome: stored, duplicate (another worker stored it first), abandoned (left to its lease), converted (an office document's conversion), given_up.",
+    ["outcome"],
+  );
+  readonly rangeDuration = this.histogram("job_range_duration_seconds", "Time from a range's claim to its pages stored.", [], [0.5, 1, 2, 3, 5, 7.5, 10, 15, 20, 30, 60, 120, 300]);
+
+  constructor(state: () => Promise<JobQueueState>, defaultMetrics = true) {
+    super("worker", defaultMetrics);
+    // One query per scrape feeds the three gauges: a scrape reads them in one go.
+    let pending: Promise<JobQueueState> | null = null;
+    const read = () => (pending ??= state().finally(() => setTimeout(() => (pending = null), 100)));
+    this.gauge("jobs", "Durable jobs kept (not yet past their retention), by status.", ["status"], async function () {
+      const s = await read();
+      for (const [status, n] of Object.entries(s.jobs)) this.set({ status }, n);
+    });
+    this.gauge("job_queued_pages", "Pages of durable jobs not yet read (queued or in a range being read): what the workers' autoscaler reads.", [], async function () {
+      this.set((await read()).queuedPages);
+    });
+    this.gauge("job_oldest_queued_seconds", "Age of the oldest job still waiting for its first page to be claimed (0: none).", [], async function () {
+      this.set((await read()).oldestQueuedSeconds);
     });
   }
 }

@@ -1,0 +1,97 @@
+/**
+ * A running jobs worker (`folio worker`, and inside `folio dev`): the
+ * JobWorker's slots, the retention sweeper that deletes jobs past their
+ * retention, and the worker's metrics. Any number of these share one
+ * database; none holds state of its own.
+ */
+import { ConversionClient } from "../conversion/client.ts";
+import { ExtractionClient } from "../extraction/client.ts";
+import type { WorkerConfig } from "../platform/config/index.ts";
+import { openDatabase, type DatabaseHandle } from "../platform/db/index.ts";
+import type { Logger } from "../platform/log/index.ts";
+import { WorkerMetrics } from "../platform/metrics/index.ts";
+import { queueState } from "./queue.ts";
+import { deleteExpiredJobs } from "./store.ts";
+import { JobWorker } from "./worker.ts";
+
+/** Progress events of a job come at most this often (the API: "about one a second"). */
+export const PROGRESS_INTERVAL_MS = 1_000;
+/** How often a worker deletes the jobs past their retention (every worker does; the deletes do not collide). */
+const RETENTION_SWEEP_MS = 60_000;
+
+export interface RunningWorker {
+  worker: JobWorker;
+  metrics: WorkerMetrics;
+  metricsUrl: string | null;
+  close(): Promise<void>;
+}
+
+export interface StartWorkerOptions {
+  config: WorkerConfig;
+  log: Logger;
+  /** Reuse an open database (folio dev). */
+  database?: DatabaseHandle;
+  /** Serve the metrics from another service's listener (folio dev): no listener of its own, no process metrics. */
+  sharedProcess?: boolean;
+}
+
+export async function startWorker({ config, log, database, sharedProcess = false }: StartWorkerOptions): Promise<RunningWorker> {
+  const handle =
+    database ??
+    (await openDatabase({
+      databaseUrl: config.DATABASE_URL,
+      dataDir: config.FOLIO_DATA_DIR,
+      poolSize: config.FOLIO_DB_POOL_SIZE,
+      timeouts: {
+        connectMs: config.FOLIO_DB_CONNECT_TIMEOUT_SECONDS * 1000,
+        statementMs: config.FOLIO_DB_STATEMENT_TIMEOUT_SECONDS * 1000,
+        idleInTransactionMs: config.FOLIO_DB_IDLE_IN_TRANSACTION_TIMEOUT_SECONDS * 1000,
+      },
+      log,
+    }));
+  const metrics = new WorkerMetrics(() => queueState(handle.db), !sharedProcess);
+  const extraction = new ExtractionClient(config.FOLIO_EXTRACTION_ADDRESS, { catalogDeadlineMs: 10_000, workDeadlineMs: config.FOLIO_EXTRACTION_DEADLINE_SECONDS * 1000 });
+  const conversion = config.FOLIO_CONVERSION_ADDRESS
+    ? new ConversionClient(config.FOLIO_CONVERSION_ADDRESS, { infoDeadlineMs: 10_000, convertDeadlineMs: config.FOLIO_CONVERSION_DEADLINE_SECONDS * 1000 })
+    : undefined;
+  const store = { retentionMs: config.FOLIO_JOB_RETENTION_DAYS * 86_400_000, progressIntervalMs: PROGRESS_INTERVAL_MS };
+  const worker = new JobWorker({
+    db: handle.db,
+    extraction,
+    ...(conversion ? { conversion } : {}),
+    log,
+    concurrency: config.FOLIO_WORKER_CONCURRENCY,
+    leaseMs: config.FOLIO_JOB_LEASE_SECONDS * 1000,
+    pollMs: config.FOLIO_WORKER_POLL_SECONDS * 1000,
+    pdfTimeoutMs: config.FOLIO_PDF_TIMEOUT_SECONDS * 1000,
+    rangePages: config.FOLIO_JOB_RANGE_PAGES,
+    maxPages: config.FOLIO_JOB_MAX_PAGES,
+    maxAttempts: config.FOLIO_JOB_MAX_ATTEMPTS,
+    store,
+    metrics,
+  });
+  worker.start();
+  const sweep = () =>
+    deleteExpiredJobs(handle.db).then(
+      (n) => n > 0 && log.info({ deleted: n }, "jobs past their retention deleted"),
+      (err: unknown) => log.warn({ err }, "retention sweep failed; the next one tries again"),
+    );
+  void sweep();
+  const sweeper = setInterval(() => void sweep(), RETENTION_SWEEP_MS);
+  sweeper.unref();
+  const served = !sharedProcess && config.FOLIO_METRICS_ENABLED ? await metrics.serve(config.FOLIO_METRICS_HOST, config.FOLIO_METRICS_PORT) : null;
+  log.info({ worker: worker.id, concurrency: config.FOLIO_WORKER_CONCURRENCY, metrics: served ? served.port : null }, "jobs worker running");
+  return {
+    worker,
+    metrics,
+    metricsUrl: served ? `http://${config.FOLIO_METRICS_HOST}:${served.port}/metrics` : null,
+    close: async () => {
+      clearInterval(sweeper);
+      await worker.stop();
+      extraction.close();
+      conversion?.close();
+      await new Promise<void>((resolve) => (served ? served.server.close(() => resolve()) : resolve()));
+      if (!database) await handle.close();
+    },
+  };
+}

@@ -1,0 +1,265 @@
+/**
+ * Durable OCR jobs through the HTTP API (docs/jobs.md): a real edge, a real
+ * jobs worker and the real extraction service (tesseract over gRPC), on a
+ * Postgres database of this file's own (so no other file's worker takes
+ * these jobs' ranges, nor these workers theirs). Submission as JSON and as a
+ * streamed multipart upload, the job read back every way (job, pages,
+ * result, NDJSON, events resumed with Last-Event-ID), Idempotency-Key, the
+ * refusals known at once, cancel, and the money: the ledger equals the
+ * pricing rule on the pages read, one usage entry per job, nothing held after.
+ */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { sql } from "kysely";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { Decimal, chargeComponent } from "../internal/billing/index.ts";
+import { adminCreateAccount, adminCreateKey } from "../internal/cli/admin/index.ts";
+import type { RunningEdge } from "../internal/edge/index.ts";
+import type { RunningExtraction } from "../internal/extraction/index.ts";
+import { startWorker, type RunningWorker } from "../internal/jobs/service.ts";
+import { parseConfig, workerSchema } from "../internal/platform/config/index.ts";
+import { migrateToLatest, type DatabaseHandle } from "../internal/platform/db/index.ts";
+import { createLogger } from "../internal/platform/log/index.ts";
+import { cer } from "./cer.ts";
+import { call, privateDatabase, startTestEdge, startTestExtraction } from "./harness.ts";
+
+const FIXTURES = join(import.meta.dirname, "fixtures", "ocr");
+const PDF = readFileSync(join(FIXTURES, "ten-pages.pdf"));
+const PNG = readFileSync(join(FIXTURES, "english.png"));
+const truth = (n: number) => readFileSync(join(FIXTURES, `ten-pages.page-${n}.txt`), "utf8");
+/** local/tesseract's default price: 0.1 cent a page before the fee (docs/billing.md). */
+const PAGE_CENTS = new Decimal("0.1");
+
+let database: DatabaseHandle & { url: string };
+let extraction: RunningExtraction;
+let edge: RunningEdge;
+let worker: RunningWorker | undefined;
+
+function workerEnv() {
+  return {
+    DATABASE_URL: database.url,
+    FOLIO_EXTRACTION_ADDRESS: extraction.grpc.address,
+    FOLIO_METRICS_ENABLED: "false",
+    FOLIO_WORKER_POLL_SECONDS: "0.1",
+    FOLIO_JOB_RANGE_PAGES: "3",
+    LOG_LEVEL: "silent",
+  };
+}
+
+async function startJobsWorker(): Promise<RunningWorker> {
+  return startWorker({ config: parseConfig(workerSchema, workerEnv()), log: createLogger("silent") });
+}
+
+beforeAll(async () => {
+  database = await privateDatabase("jobs_api");
+  await migrateToLatest(database.db);
+  extraction = await startTestExtraction();
+  edge = await startTestEdge({ env: { DATABASE_URL: database.url, FOLIO_EXTRACTION_ADDRESS: extraction.grpc.address, FOLIO_JOB_RANGE_PAGES: "3", FOLIO_MAX_PAGES: "4" } });
+}, 60_000);
+afterAll(async () => {
+  await worker?.close();
+  await edge?.close();
+  await extraction?.close();
+  await database?.close();
+});
+
+let uniq = 0;
+async function account(cents = 10_000): Promise<{ id: string; key: string }> {
+  const a = await adminCreateAccount({ db: database.db }, { email: `jobs-${process.pid}-${++uniq}@test.invalid`, name: "jobs", creditsCents: cents, requestsPerMinute: 10_000 });
+  return { id: a.account.id, key: a.api_key.key };
+}
+
+async function settled(key: string, id: string, status = "succeeded") {
+  await vi.waitFor(async () => expect((await call(edge, "GET", `/v1/ocr/jobs/${id}`, key)).body.status).toBe(status), { timeout: 120_000, interval: 200 });
+  return (await call(edge, "GET", `/v1/ocr/jobs/${id}`, key)).body;
+}
+
+/** The job's debits, its usage entries and the account's money. */
+async function money(accountId: string, jobId: string) {
+  const { db } = database;
+  const debited = await db.selectFrom("ledger_entries").select(sql<string>`coalesce(-sum(amount_cents), 0)`.as("n")).where("request_id", "=", jobId).executeTakeFirstOrThrow();
+  const usage = await db.selectFrom("usage_logs").selectAll().where("id", "=", jobId).execute();
+  const acc = await db.selectFrom("accounts").select(["balance_cents", "held_cents"]).where("id", "=", accountId).executeTakeFirstOrThrow();
+  return { debited: Number(debited.n), usage, balance: Number(acc.balance_cents), held: Number(acc.held_cents) };
+}
+
+/** Reads a whole server-sent event stream: the events with their SSE ids. */
+async function readEvents(path: string, key: string, lastEventId?: string): Promise<{ sseId: string; type: string; data: { id: string; sequence: number; type: string; data: Record<string, unknown> } }[]> {
+  const res = await fetch(edge.url + path, { headers: { authorization: `Bearer ${key}`, ...(lastEventId ? { "last-event-id": lastEventId } : {}) }, signal: AbortSignal.timeout(120_000) });
+  expect(res.status).toBe(200);
+  expect(res.headers.get("content-type")).toMatch(/^text\/event-stream/);
+  const text = await res.text();
+  return text
+    .split("\n\n")
+    .filter((block) => block.includes("data: "))
+    .map((block) => {
+      const field = (name: string) => block.split("\n").find((l) => l.startsWith(`${name}: `))!.slice(name.length + 2);
+      return { sseId: field("id"), type: field("event"), data: JSON.parse(field("data")) };
+    });
+}
+
+describe("durable OCR jobs over HTTP", () => {
+  it("reads a PDF longer than the synchronous limit: job, pages, result, NDJSON, events and money agree", async () => {
+    worker = await startJobsWorker();
+    const { id: accountId, key } = await account();
+    // The edge's synchronous limit is 4 pages here: /v1/ocr refuses the document, a job takes it.
+    expect((await call(edge, "POST", "/v1/ocr", key, { base64: PDF.toString("base64"), model: "local/tesseract" })).status).toBe(400);
+    const created = await call(edge, "POST", "/v1/ocr/jobs", key, { base64: PDF.toString("base64"), model: "local/tesseract", metadata: { case: "A-17" } });
+    expect(created.status).toBe(202);
+    expect(created.body).toMatchObject({ object: "ocr.job", status: "queued", model: "local/tesseract", page_count: 10, pages_completed: 0, metadata: { case: "A-17" } });
+    expect(created.body.id).toMatch(/^job_/);
+    expect(created.headers.get("location")).toBe(`/v1/ocr/jobs/${created.body.id}`);
+    const id = created.body.id as string;
+
+    const events = await readEvents(`/v1/ocr/jobs/${id}/events`, key);
+    expect(events.map((e) => e.data.sequence)).toEqual(events.map((_, i) => i + 1));
+    expect(events.map((e) => e.sseId)).toEqual(events.map((e) => String(e.data.sequence)));
+    expect(events[0]!.type).toBe("ocr.job.started");
+    expect(events.at(-1)!.type).toBe("ocr.job.succeeded");
+    expect(events.at(-1)!.data.data).toMatchObject({ status: "succeeded", pages_completed: 10 });
+    // Resumed after the first event: the rest, and nothing before.
+    const resumed = await readEvents(`/v1/ocr/jobs/${id}/events`, key, "1");
+    expect(resumed.map((e) => e.data.sequence)).toEqual(events.slice(1).map((e) => e.data.sequence));
+    const byId = await readEvents(`/v1/ocr/jobs/${id}/events`, key, events.at(-2)!.data.id);
+    expect(byId.map((e) => e.type)).toEqual(["ocr.job.succeeded"]);
+
+    const job = await settled(key, id);
+    expect(job).toMatchObject({ page_count: 10, pages_completed: 10, pages_failed: 0, metadata: { case: "A-17" } });
+    expect(job.finished_at).toBeGreaterThanOrEqual(job.started_at);
+
+    const first = await call(edge, "GET", `/v1/ocr/jobs/${id}/pages?limit=4`, key);
+    expect(first.body.data.map((p: { page_number: number }) => p.page_number)).toEqual([1, 2, 3, 4]);
+    expect(first.body.has_more).toBe(true);
+    const last = await call(edge, "GET", `/v1/ocr/jobs/${id}/pages?starting_after=8&limit=4`, key);
+    expect(last.body).toMatchObject({ has_more: false });
+    expect(last.body.data.map((p: { page_number: number }) => p.page_number)).toEqual([9, 10]);
+
+    const result = await call(edge, "GET", `/v1/ocr/jobs/${id}/result`, key);
+    expect(result.status).toBe(200);
+    expect(result.body).toMatchObject({ id, object: "ocr.result", model: "local/tesseract", usage: { pages_processed: 10 } });
+    const pages = result.body.result.pages as { page_number: number; text: string }[];
+    expect(pages.map((p) => p.page_number)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    for (const p of pages) expect(cer(p.text, truth(p.page_number))).toBeLessThan(0.1);
+    expect(result.body.result.text).toBe(pages.map((p) => p.text).join("\n\n"));
+
+    const ndjson = await fetch(`${edge.url}/v1/ocr/jobs/${id}/result?format=ndjson`, { headers: { authorization: `Bearer ${key}` } });
+    expect(ndjson.headers.get("content-type")).toMatch(/^application\/x-ndjson/);
+    const lines = (await ndjson.text()).trim().split("\n").map((l) => JSON.parse(l) as { page: { page_number: number; text: string } });
+    expect(lines.map((l) => l.page.text)).toEqual(pages.map((p) => p.text));
+
+    // Money: the pricing rule on ten pages, once; one usage entry (id: the job); nothing held.
+    const m = await money(accountId, id);
+    const expected = chargeComponent(PAGE_CENTS.mul(10)).chargedCents;
+    expect(m.debited).toBe(expected);
+    expect(job.usage.total_cost_cents).toBe(expected);
+    expect(m.usage).toHaveLength(1);
+    expect(m.usage[0]).toMatchObject({ endpoint: "/v1/ocr/jobs", status: "success", pages_processed: 10, cost_cents: String(expected) });
+    expect(m).toMatchObject({ balance: 10_000 - expected, held: 0 });
+  }, 180_000);
+
+  it("takes a multipart upload streamed to disk, with a page selection and metadata as a form field", async () => {
+    worker ??= await startJobsWorker();
+    const { key } = await account();
+    const form = new FormData();
+    form.set("file", new Blob([PDF], { type: "application/pdf" }), "ten-pages.pdf");
+    form.set("model", "local/tesseract");
+    form.set("pages", "2-4,9");
+    form.set("metadata", JSON.stringify({ batch: "7" }));
+    const res = await fetch(`${edge.url}/v1/ocr/jobs`, { method: "POST", headers: { authorization: `Bearer ${key}` }, body: form });
+    const created = (await res.json()) as { id: string; page_count: number; metadata: Record<string, string> };
+    expect(res.status).toBe(202);
+    expect(created).toMatchObject({ page_count: 4, metadata: { batch: "7" } });
+    await settled(key, created.id);
+    const result = await call(edge, "GET", `/v1/ocr/jobs/${created.id}/result`, key);
+    const pages = result.body.result.pages as { page_number: number; text: string }[];
+    expect(pages.map((p) => p.page_number)).toEqual([2, 3, 4, 9]);
+    for (const p of pages) expect(cer(p.text, truth(p.page_number))).toBeLessThan(0.1);
+  }, 180_000);
+
+  it("reads an image as a one-page job", async () => {
+    worker ??= await startJobsWorker();
+    const { key } = await account();
+    const created = await call(edge, "POST", "/v1/ocr/jobs", key, { base64: PNG.toString("base64"), model: "local/tesseract" });
+    expect(created.body).toMatchObject({ page_count: 1 });
+    await settled(key, created.body.id);
+    const result = await call(edge, "GET", `/v1/ocr/jobs/${created.body.id}/result`, key);
+    expect(cer(result.body.result.text, readFileSync(join(FIXTURES, "english.txt"), "utf8"))).toBeLessThan(0.1);
+  }, 120_000);
+
+  it("gives the same job for the same Idempotency-Key and body, and a 422 for another body", async () => {
+    const { key } = await account();
+    const body = { base64: PNG.toString("base64"), model: "local/tesseract", metadata: { n: "1" } };
+    const headers = { "idempotency-key": `jobs-${process.pid}-${Date.now()}` };
+    const a = await call(edge, "POST", "/v1/ocr/jobs", key, body, { headers });
+    const b = await call(edge, "POST", "/v1/ocr/jobs", key, body, { headers });
+    expect(a.status).toBe(202);
+    expect(b.status).toBe(202);
+    expect(b.body.id).toBe(a.body.id);
+    expect(b.headers.get("idempotent-replayed")).toBe("true");
+    const other = await call(edge, "POST", "/v1/ocr/jobs", key, { ...body, metadata: { n: "2" } }, { headers });
+    expect(other.status).toBe(422);
+    const jobs = await database.db.selectFrom("ocr_jobs").select("id").where(sql<boolean>`metadata @> '{"n":"1"}'::jsonb`).execute();
+    expect(jobs.map((j) => j.id)).toEqual([a.body.id]);
+  });
+
+  it("refuses at once what can be known at once, with /v1/ocr's codes, and writes nothing", async () => {
+    const { id: accountId, key } = await account();
+    const post = (body: unknown) => call(edge, "POST", "/v1/ocr/jobs", key, body);
+    expect((await post({ base64: "not base64!!", model: "local/tesseract" })).body.error).toMatchObject({ code: "invalid_request", param: "base64" });
+    expect((await post({ base64: Buffer.from("GIF89a\u0001\u0000\u0001\u0000").toString("base64") + "x", model: "local/tesseract" })).status).toBe(400);
+    expect((await post({ base64: Buffer.from("PK\u0003\u0004 not really a zip").toString("base64") })).body.error.code).toBe("unsupported_format");
+    expect((await post({ base64: PNG.toString("base64"), model: "nobody/no-such-model" })).body.error.code).toBe("unsupported_model");
+    expect((await post({ base64: PDF.toString("base64"), pages: "11", model: "local/tesseract" })).body.error).toMatchObject({ code: "invalid_request", param: "pages" });
+    const many = Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`k${i}`, "v"]));
+    expect((await post({ base64: PNG.toString("base64"), metadata: many })).body.error.code).toBe("invalid_request");
+    expect((await post({ base64: PNG.toString("base64"), metadata: { k: 1 } })).body.error.code).toBe("invalid_request");
+    const poor = await account(0);
+    const refused = await call(edge, "POST", "/v1/ocr/jobs", poor.key, { base64: PDF.toString("base64"), model: "local/tesseract" });
+    expect(refused.status).toBe(402);
+    expect(refused.body.error.code).toBe("insufficient_credits");
+    const left = await database.db.selectFrom("ocr_jobs").select("id").where("account_id", "in", [accountId, poor.id]).execute();
+    expect(left).toEqual([]);
+    expect((await database.db.selectFrom("holds").select("id").where("account_id", "=", poor.id).execute()).length).toBe(0);
+  });
+
+  it("cancels a queued job: nothing read is charged, the hold goes back, the result is a 409; another account sees a 404", async () => {
+    // No worker runs during this test: the job stays queued until cancelled.
+    await worker?.close();
+    worker = undefined;
+    const { id: accountId, key } = await account();
+    const created = await call(edge, "POST", "/v1/ocr/jobs", key, { base64: PDF.toString("base64"), model: "local/tesseract" });
+    expect((await money(accountId, created.body.id)).held).toBeGreaterThan(0);
+    const stranger = await account();
+    expect((await call(edge, "GET", `/v1/ocr/jobs/${created.body.id}`, stranger.key)).status).toBe(404);
+    expect((await call(edge, "POST", `/v1/ocr/jobs/${created.body.id}/cancel`, stranger.key)).status).toBe(404);
+    const cancelled = await call(edge, "POST", `/v1/ocr/jobs/${created.body.id}/cancel`, key);
+    expect(cancelled.body).toMatchObject({ status: "cancelled", pages_completed: 0 });
+    const again = await call(edge, "POST", `/v1/ocr/jobs/${created.body.id}/cancel`, key);
+    expect(again.body).toMatchObject({ status: "cancelled", finished_at: cancelled.body.finished_at });
+    const result = await call(edge, "GET", `/v1/ocr/jobs/${created.body.id}/result`, key);
+    expect(result.status).toBe(409);
+    expect(result.body.error).toMatchObject({ code: "job_not_finished", status: "cancelled" });
+    const m = await money(accountId, created.body.id);
+    expect(m).toMatchObject({ debited: 0, held: 0, balance: 10_000 });
+    expect(m.usage[0]).toMatchObject({ status: "error", error_code: "cancelled", pages_processed: 0 });
+    const events = await readEvents(`/v1/ocr/jobs/${created.body.id}/events`, key);
+    expect(events.map((e) => e.type)).toEqual(["ocr.job.cancelled"]);
+  });
+
+  it("lists the account's jobs newest first, by status, a page at a time", async () => {
+    const { key } = await account();
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) ids.push((await call(edge, "POST", "/v1/ocr/jobs", key, { base64: PNG.toString("base64"), model: "local/tesseract" })).body.id);
+    await call(edge, "POST", `/v1/ocr/jobs/${ids[1]}/cancel`, key);
+    const all = await call(edge, "GET", "/v1/ocr/jobs?limit=2", key);
+    expect(all.body.data.map((j: { id: string }) => j.id)).toEqual([ids[2], ids[1]]);
+    expect(all.body.has_more).toBe(true);
+    const next = await call(edge, "GET", `/v1/ocr/jobs?limit=2&starting_after=${ids[1]}`, key);
+    expect(next.body).toMatchObject({ has_more: false });
+    expect(next.body.data.map((j: { id: string }) => j.id)).toEqual([ids[0]]);
+    const cancelled = await call(edge, "GET", "/v1/ocr/jobs?status=cancelled", key);
+    expect(cancelled.body.data.map((j: { id: string }) => j.id)).toEqual([ids[1]]);
+    const keyOnly = await adminCreateKey({ db: database.db }, { accountId: (await database.db.selectFrom("ocr_jobs").select("account_id").where("id", "=", ids[0]!).executeTakeFirstOrThrow()).account_id, permissions: ["usage:read"] });
+    expect((await call(edge, "GET", "/v1/ocr/jobs", keyOnly.key)).status).toBe(403);
+  });
+});
