@@ -15,8 +15,11 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import sharp from "sharp";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTestAccount, databaseUrl, startStack, startTestExtraction, type TestStack } from "./harness.ts";
+import { sql } from "kysely";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { Decimal, chargeComponent } from "../internal/billing/index.ts";
+import { startFolio, type FolioProcess } from "./folio-processes.ts";
+import { call, createTestAccount, databaseUrl, startStack, startTestExtraction, testDb, type TestStack } from "./harness.ts";
 import { PrivateRedis, killSandboxInFlight, proxyFor, viaPort, type FreezableProxy } from "./faults.ts";
 import { startFakeUpstream, type FakeUpstream } from "./fake-upstream.ts";
 import { PaidTraffic, reconcile, summary, type Allowed, type Books, type RequestSpec, type SentRequest } from "./paid-traffic.ts";
@@ -249,4 +252,59 @@ describe("faults while paid requests flow, on one stack", () => {
     // /v1/ocr does not stop work its client left: the unkeyed page was read and charged, once.
     expect(books.unanswered).toBe(1);
   }, 120_000);
+
+  it("a jobs worker SIGKILLed mid-job while requests flow: another worker finishes the job, every page once, billed once; the traffic's books reconcile", async () => {
+    const jobAccount = await createTestAccount({ creditsCents: 10_000 });
+    const acc = await createTestAccount({ creditsCents: 100_000 });
+    const traffic = new PaidTraffic(stack.edge, acc.adminKey);
+    const stream = traffic.stream(200, mixed("worker killed"));
+    const workerEnv = async () => {
+      const port = await freePort();
+      return {
+        env: {
+          DATABASE_URL: viaPort(databaseUrl(), postgres.port),
+          FOLIO_EXTRACTION_ADDRESS: stack.extraction.grpc.address,
+          FOLIO_METRICS_HOST: "127.0.0.1",
+          FOLIO_METRICS_PORT: String(port),
+          FOLIO_WORKER_CONCURRENCY: "1",
+          FOLIO_JOB_LEASE_SECONDS: "3",
+          FOLIO_WORKER_POLL_SECONDS: "0.1",
+        },
+        ready: `http://127.0.0.1:${port}/metrics`,
+      };
+    };
+    let second: FolioProcess | undefined;
+    try {
+      const created = await call(stack.edge, "POST", "/v1/ocr/jobs", jobAccount.adminKey, { base64: (await readFile(ocrFixturePath("ten-pages.pdf"))).toString("base64"), model: KEYED.local });
+      expect(created.status, JSON.stringify(created.body)).toBe(202);
+      const id = created.body.id as string;
+      const w = await workerEnv();
+      const first = await startFolio("worker", w.env, w.ready);
+      const job = () => call(stack.edge, "GET", `/v1/ocr/jobs/${id}`, jobAccount.adminKey);
+      await vi.waitFor(async () => expect((await job()).body.pages_completed).toBeGreaterThanOrEqual(2), { timeout: 60_000, interval: 50 });
+      await first.kill();
+      expect((await job()).body.pages_completed, "the job was over before the kill").toBeLessThan(10);
+      const w2 = await workerEnv();
+      second = await startFolio("worker", w2.env, w2.ready);
+      await vi.waitFor(async () => expect((await job()).body.status).toBe("succeeded"), { timeout: 90_000, interval: 250 });
+      const done = (await job()).body;
+      expect(done).toMatchObject({ pages_completed: 10, pages_failed: 0 });
+      const { db } = await testDb();
+      const pages = await db.selectFrom("ocr_job_pages").select("page_number").where("job_id", "=", id).orderBy("page_number").execute();
+      expect(pages.map((p) => p.page_number)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+      const usage = await db.selectFrom("usage_logs").select(["cost_cents", "pages_processed"]).where("id", "=", id).execute();
+      expect(usage).toEqual([{ cost_cents: String(done.usage.total_cost_cents), pages_processed: 10 }]);
+      const debited = await db.selectFrom("ledger_entries").select(sql<string>`coalesce(-sum(amount_cents), 0)`.as("n")).where("request_id", "=", id).executeTakeFirstOrThrow();
+      expect(Number(debited.n)).toBe(chargeComponent(new Decimal("0.1").mul(10)).chargedCents);
+      const account = await db.selectFrom("accounts").select(["balance_cents", "held_cents"]).where("id", "=", jobAccount.accountId).executeTakeFirstOrThrow();
+      expect(Number(account.held_cents)).toBe(0);
+      expect(Number(account.balance_cents)).toBe(10_000 - Number(debited.n));
+    } finally {
+      await stream.stop();
+      await second?.stop();
+    }
+    const books = await reconcile(acc.accountId, traffic);
+    expect(books.successes).toBeGreaterThan(0);
+  }, 240_000);
 });
+
