@@ -210,6 +210,9 @@ describe("durable OCR jobs over HTTP", () => {
     expect((await post({ base64: Buffer.from("PK\u0003\u0004 not really a zip").toString("base64") })).body.error.code).toBe("unsupported_format");
     expect((await post({ base64: PNG.toString("base64"), model: "nobody/no-such-model" })).body.error.code).toBe("unsupported_model");
     expect((await post({ base64: PDF.toString("base64"), pages: "11", model: "local/tesseract" })).body.error).toMatchObject({ code: "invalid_request", param: "pages" });
+    // An office document needs the conversion service, which this edge was not given.
+    const docx = readFileSync(join(import.meta.dirname, "fixtures", "convert", "one-page.docx"));
+    expect((await post({ base64: docx.toString("base64"), model: "local/tesseract" })).body.error.code).toBe("conversion_not_available");
     const many = Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`k${i}`, "v"]));
     expect((await post({ base64: PNG.toString("base64"), metadata: many })).body.error.code).toBe("invalid_request");
     expect((await post({ base64: PNG.toString("base64"), metadata: { k: 1 } })).body.error.code).toBe("invalid_request");

@@ -205,6 +205,28 @@ describe("durable jobs read by workers", () => {
     expect(await cancelJob(database.db, "acc_someoneelse", jobId, { retentionMs: 1 }), "another account's job is not found").toBeUndefined();
   }, 180_000);
 
+  it("gives a range up after maxAttempts claims: its pages are stored as failed, not charged, and a job with nothing read fails", async () => {
+    const { accountId, jobId } = await tenPageJob(1000, 50, 10);
+    // Four workers died holding the range (attempts 4): the fifth claim is past maxAttempts 4.
+    await database.db.updateTable("ocr_job_ranges").set({ attempts: 4 }).where("job_id", "=", jobId).execute();
+    const read: number[] = [];
+    const w = worker("w-give-up", recording(read), { maxAttempts: 4 });
+    w.start();
+    try {
+      await vi.waitFor(async () => expect((await jobRow(database.db, jobId))?.status).toBe("failed"), { timeout: 30_000, interval: 100 });
+    } finally {
+      await w.stop();
+    }
+    expect(read).toEqual([]);
+    const job = (await jobRow(database.db, jobId))!;
+    expect(job).toMatchObject({ pages_completed: 0, pages_failed: 10, error_code: "page_failed" });
+    const pages = await pagesAfter(database.db, jobId, 0, 100);
+    expect((pages.data as { error?: { message: string } }[]).every((p) => /gave up after 4 attempts/.test(p.error?.message ?? ""))).toBe(true);
+    const { debited, account } = await accounted(jobId, accountId);
+    expect(debited).toBe(0);
+    expect(account).toMatchObject({ balance_cents: 1000, held_cents: 0 });
+  }, 60_000);
+
   it("deletes a job with its pages and events once its retention has run out", async () => {
     const { jobId } = await tenPageJob(100, 5, 10);
     await database.db.updateTable("ocr_jobs").set({ status: "succeeded", expires_at: new Date(Date.now() - 1000) }).where("id", "=", jobId).execute();

@@ -1,0 +1,89 @@
+/**
+ * An office document as a durable job (docs/jobs.md): the conversion service
+ * in real runsc sandboxes converts it once, in the worker that claims its
+ * conversion range; its pages are then read like a PDF's. Private database,
+ * so no other file's worker takes the job.
+ */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { sql } from "kysely";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { adminCreateAccount } from "../internal/cli/admin/index.ts";
+import type { RunningConversion } from "../internal/conversion/index.ts";
+import type { RunningEdge } from "../internal/edge/index.ts";
+import type { RunningExtraction } from "../internal/extraction/index.ts";
+import { startWorker, type RunningWorker } from "../internal/jobs/service.ts";
+import { parseConfig, workerSchema } from "../internal/platform/config/index.ts";
+import { migrateToLatest, type DatabaseHandle } from "../internal/platform/db/index.ts";
+import { createLogger } from "../internal/platform/log/index.ts";
+import { call, privateDatabase, startTestConversion, startTestEdge, startTestExtraction } from "./harness.ts";
+
+const DOCX = readFileSync(join(import.meta.dirname, "fixtures", "convert", "two-pages.docx"));
+
+let database: DatabaseHandle & { url: string };
+let extraction: RunningExtraction;
+let conversion: RunningConversion;
+let edge: RunningEdge;
+let worker: RunningWorker;
+
+beforeAll(async () => {
+  database = await privateDatabase("jobs_office");
+  await migrateToLatest(database.db);
+  extraction = await startTestExtraction();
+  conversion = await startTestConversion({ FOLIO_SANDBOX: "runsc", FOLIO_CONVERSION_CONCURRENCY: "1" });
+  const services = { FOLIO_EXTRACTION_ADDRESS: extraction.grpc.address, FOLIO_CONVERSION_ADDRESS: conversion.grpc.address };
+  edge = await startTestEdge({ env: { DATABASE_URL: database.url, ...services } });
+  worker = await startWorker({
+    config: parseConfig(workerSchema, { DATABASE_URL: database.url, ...services, FOLIO_METRICS_ENABLED: "false", FOLIO_WORKER_POLL_SECONDS: "0.1", LOG_LEVEL: "silent" }),
+    log: createLogger("silent"),
+  });
+}, 180_000);
+afterAll(async () => {
+  await worker?.close();
+  await edge?.close();
+  await conversion?.close();
+  await extraction?.close();
+  await database?.close();
+});
+
+describe("an office document as a durable job", () => {
+  it("is converted once, its pages counted and read; the conversion is its own component, charged once; the hold is set from the pages", async () => {
+    const made = await adminCreateAccount({ db: database.db }, { email: `office-${process.pid}@test.invalid`, name: "office", creditsCents: 50, requestsPerMinute: 1000 });
+    const key = made.api_key.key;
+    const created = await call(edge, "POST", "/v1/ocr/jobs", key, { base64: DOCX.toString("base64"), model: "local/tesseract", metadata: { kind: "docx" } });
+    expect(created.status, JSON.stringify(created.body)).toBe(202);
+    // Pages are known once converted.
+    expect(created.body).toMatchObject({ page_count: null, status: "queued" });
+    const id = created.body.id as string;
+    await vi.waitFor(async () => expect((await call(edge, "GET", `/v1/ocr/jobs/${id}`, key)).body.status).toBe("succeeded"), { timeout: 150_000, interval: 250 });
+    const job = (await call(edge, "GET", `/v1/ocr/jobs/${id}`, key)).body;
+    expect(job).toMatchObject({ page_count: 2, pages_completed: 2, pages_failed: 0, metadata: { kind: "docx" } });
+    // Two tesseract pages (0.1 + 0.1 cents → 1 cent) plus the conversion (1 cent minimum): what /v1/ocr charges for it.
+    expect(job.usage.total_cost_cents).toBe(2);
+    const result = await call(edge, "GET", `/v1/ocr/jobs/${id}/result`, key);
+    expect(result.body.result.pages.map((p: { page_number: number }) => p.page_number)).toEqual([1, 2]);
+    expect(result.body.result.text).toMatch(/quick brown fox/i);
+    const ledger = await database.db.selectFrom("ledger_entries").select(["amount_cents", "description"]).where("request_id", "=", id).execute();
+    expect(ledger.filter((l) => /conversion/.test(l.description ?? ""))).toHaveLength(1);
+    expect(-ledger.reduce((n, l) => n + Number(l.amount_cents), 0)).toBe(2);
+    const account = await database.db.selectFrom("accounts").select(["balance_cents", "held_cents"]).where("id", "=", made.account.id).executeTakeFirstOrThrow();
+    expect({ balance: Number(account.balance_cents), held: Number(account.held_cents) }).toEqual({ balance: 48, held: 0 });
+    // The converted pages' images went with the job's end.
+    const images = await database.db.selectFrom("ocr_job_images").select(sql<string>`count(*)`.as("n")).where("job_id", "=", id).executeTakeFirstOrThrow();
+    expect(Number(images.n)).toBe(0);
+  }, 180_000);
+
+  it("fails a document that cannot be converted with the conversion's code, charging nothing", async () => {
+    const made = await adminCreateAccount({ db: database.db }, { email: `office-bad-${process.pid}@test.invalid`, name: "office", creditsCents: 50, requestsPerMinute: 1000 });
+    const key = made.api_key.key;
+    const encrypted = readFileSync(join(import.meta.dirname, "fixtures", "convert", "password.odt"));
+    const created = await call(edge, "POST", "/v1/ocr/jobs", key, { base64: encrypted.toString("base64"), model: "local/tesseract" });
+    expect(created.status, JSON.stringify(created.body)).toBe(202);
+    const id = created.body.id as string;
+    await vi.waitFor(async () => expect((await call(edge, "GET", `/v1/ocr/jobs/${id}`, key)).body.status).toBe("failed"), { timeout: 150_000, interval: 250 });
+    const job = (await call(edge, "GET", `/v1/ocr/jobs/${id}`, key)).body;
+    expect(job.error.code).toMatch(/^(conversion_failed|invalid_request|unsupported_format)$/);
+    const account = await database.db.selectFrom("accounts").select(["balance_cents", "held_cents"]).where("id", "=", made.account.id).executeTakeFirstOrThrow();
+    expect({ balance: Number(account.balance_cents), held: Number(account.held_cents) }).toEqual({ balance: 50, held: 0 });
+  }, 180_000);
+});
