@@ -21,6 +21,7 @@ import { parseConfig, workerSchema } from "../internal/platform/config/index.ts"
 import { migrateToLatest, type DatabaseHandle } from "../internal/platform/db/index.ts";
 import { createLogger } from "../internal/platform/log/index.ts";
 import { cer } from "./cer.ts";
+import { startFakeUpstream, type FakeUpstream } from "./fake-upstream.ts";
 import { call, privateDatabase, startTestEdge, startTestExtraction } from "./harness.ts";
 
 const FIXTURES = join(import.meta.dirname, "fixtures", "ocr");
@@ -34,6 +35,8 @@ let database: DatabaseHandle & { url: string };
 let extraction: RunningExtraction;
 let edge: RunningEdge;
 let worker: RunningWorker | undefined;
+/** The OpenRouter test double: upstream models' pages go there. */
+let upstream: FakeUpstream;
 
 function workerEnv() {
   return {
@@ -53,13 +56,15 @@ async function startJobsWorker(): Promise<RunningWorker> {
 beforeAll(async () => {
   database = await privateDatabase("jobs_api");
   await migrateToLatest(database.db);
-  extraction = await startTestExtraction();
+  upstream = await startFakeUpstream();
+  extraction = await startTestExtraction({ upstream: { baseUrl: upstream.baseUrl, apiKey: upstream.apiKey } });
   edge = await startTestEdge({ env: { DATABASE_URL: database.url, FOLIO_EXTRACTION_ADDRESS: extraction.grpc.address, FOLIO_JOB_RANGE_PAGES: "3", FOLIO_MAX_PAGES: "4" } });
 }, 60_000);
 afterAll(async () => {
   await worker?.close();
   await edge?.close();
   await extraction?.close();
+  await upstream?.close();
   await database?.close();
 });
 
@@ -175,6 +180,23 @@ describe("durable OCR jobs over HTTP", () => {
     expect(pages.map((p) => p.page_number)).toEqual([2, 3, 4, 9]);
     for (const p of pages) expect(cer(p.text, truth(p.page_number))).toBeLessThan(0.1);
   }, 180_000);
+
+  it("sends an upstream model a PDF job's pages as PNG, as /v1/ocr does, and bills the reported cost", async () => {
+    worker ??= await startJobsWorker();
+    const { id: accountId, key } = await account();
+    upstream.script("openai/gpt-4.1-mini", { kind: "text", text: "Hello from the model" }, { times: 3 });
+    const before = upstream.chatRequests().length;
+    const created = await call(edge, "POST", "/v1/ocr/jobs", key, { base64: PDF.toString("base64"), model: "openai/gpt-4.1-mini", pages: "1-3" });
+    expect(created.status, JSON.stringify(created.body)).toBe(202);
+    const job = await settled(key, created.body.id);
+    expect(job).toMatchObject({ pages_completed: 3, model: "openai/gpt-4.1-mini" });
+    const sent = upstream.chatRequests().slice(before);
+    expect(sent).toHaveLength(3);
+    for (const r of sent) expect(JSON.stringify(r.body)).toContain("data:image/png;base64,");
+    expect(job.usage.prompt_tokens).toBeGreaterThan(0);
+    expect(job.usage.total_cost_cents).toBe(Math.max(1, Math.ceil(job.usage.provider_cost_cents * 1.05 - 1e-9)));
+    expect((await money(accountId, created.body.id)).debited).toBe(job.usage.total_cost_cents);
+  }, 120_000);
 
   it("reads an image as a one-page job", async () => {
     worker ??= await startJobsWorker();
