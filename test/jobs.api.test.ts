@@ -271,6 +271,15 @@ describe("durable OCR jobs over HTTP", () => {
     expect(events.map((e) => e.type)).toEqual(["ocr.job.cancelled"]);
   });
 
+  it("states every job route in the OpenAPI document", async () => {
+    const doc = await call(edge, "GET", "/v1/openapi.json");
+    const paths = Object.keys(doc.body.paths as Record<string, unknown>);
+    for (const p of ["/v1/ocr/jobs", "/v1/ocr/jobs/{id}", "/v1/ocr/jobs/{id}/pages", "/v1/ocr/jobs/{id}/result", "/v1/ocr/jobs/{id}/events", "/v1/ocr/jobs/{id}/cancel"]) expect(paths).toContain(p);
+    const create = doc.body.paths["/v1/ocr/jobs"].post;
+    expect(Object.keys(create.requestBody.content).sort()).toEqual(["application/json", "multipart/form-data"]);
+    expect(Object.keys(create.responses)).toContain("202");
+  });
+
   it("lists the account's jobs newest first, by status, a page at a time", async () => {
     const { key } = await account();
     const ids: string[] = [];
