@@ -158,7 +158,16 @@ export async function submitJob(deps: EdgeDeps, s: JobSubmission): Promise<Recor
           },
         }
       : {}),
-  });
+  }).then(
+    (jobId) => (deps.metrics.holds.inc({ outcome: "taken" }), jobId),
+    (err: unknown) => {
+      if (err instanceof FolioError && err.code === "insufficient_credits") {
+        deps.metrics.holds.inc({ outcome: "insufficient" });
+        deps.metrics.insufficientCredits.inc();
+      }
+      throw err;
+    },
+  );
   if (idem) idem.claim.finished = true;
   return view ?? jobView((await jobRow(deps.db, id))!);
 }

@@ -78,9 +78,6 @@ export async function insertJob(db: Db, job: NewJob): Promise<string> {
   const holdId = job.hold ? newId("hold") : null;
   const size = Buffer.isBuffer(job.document) ? job.document.length : job.document.bytes;
   await db.transaction().execute(async (trx) => {
-    if (job.hold && !(await takeHold(trx, { id: holdId!, accountId: job.accountId, apiKeyId: job.apiKeyId, amountCents: job.hold.cents, ttlMs: job.hold.ttlMs }))) {
-      throw insufficient(job.hold.cents);
-    }
     await trx
       .insertInto("ocr_jobs")
       .values({
@@ -104,6 +101,10 @@ export async function insertJob(db: Db, job: NewJob): Promise<string> {
     let seq = 0;
     for await (const chunk of chunksOf(job.document)) await trx.insertInto("ocr_job_chunks").values({ job_id: id, seq: seq++, data: chunk }).execute();
     await addRanges(trx, { id, accountId: job.accountId }, job.pageCount ?? 1, job.pageCount === null ? 1 : job.rangePages);
+    // Last: the hold locks the account's row, which the account's other requests need, until this commits.
+    if (job.hold && !(await takeHold(trx, { id: holdId!, accountId: job.accountId, apiKeyId: job.apiKeyId, amountCents: job.hold.cents, ttlMs: job.hold.ttlMs }))) {
+      throw insufficient(job.hold.cents);
+    }
     if (job.idempotency) await job.idempotency.store.complete(job.idempotency.claim, await job.idempotency.answer((await jobRow(trx, id))!), trx);
   });
   return id;
