@@ -56,7 +56,13 @@ export const jobsSchema = {
     description: "Largest document of a durable OCR job sent as a multipart upload (streamed to disk and the database, never whole in memory); url and base64 jobs keep FOLIO_MAX_DOCUMENT_BYTES.",
   }),
   FOLIO_JOB_RETENTION_DAYS: Type.Number({ minimum: 0.0001, maximum: 3650, default: 7, description: "How long a finished job's results are kept; then the job is deleted (its GETs answer 404)." }),
-  FOLIO_JOB_RANGE_PAGES: Type.Integer({ minimum: 1, maximum: 100, default: 4, description: "Pages a worker claims at a time (one lease, one transaction storing them with their charge)." }),
+  FOLIO_JOB_RANGE_PAGES: Type.Integer({
+    minimum: 1,
+    maximum: 100,
+    default: 2,
+    description:
+      "Pages a worker claims at a time (one lease, one transaction storing them with their charge). Small: a job's first pages are readable sooner, and another account's job waits at most one range for a free worker.",
+  }),
 };
 
 /** The edge (public HTTP API) process. */
