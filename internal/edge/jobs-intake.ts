@@ -17,10 +17,10 @@ import { holdCents, type HoldBasis } from "../billing/index.ts";
 import { pdfPageCount, sniffDocument, type Sniffed } from "../documents/index.ts";
 import type { ResolvedModel } from "../extraction/client.ts";
 import type { ExtractOptions } from "../contracts/index.ts";
-import { parsePages, planPages, selectionOverLimit, type PageSelection } from "../formats/pages.ts";
+import { planPages, type PageSelection } from "../formats/pages.ts";
 import { insertJob, jobRow, jobView, type JobRequest } from "../jobs/index.ts";
 import { FolioError } from "../platform/errors/index.ts";
-import { checkLayoutSupport, loadDocument, type DocumentSource } from "./pipeline.ts";
+import { checkLayoutSupport, loadDocument, pageSelectionOf, type DocumentSource } from "./pipeline.ts";
 import { conversionOf } from "./services.ts";
 import type { PaidIdempotency, Payer } from "../billing/index.ts";
 import type { EdgeDeps } from "./types.ts";
@@ -43,16 +43,6 @@ export interface JobSubmission {
   rawOptions: Record<string, unknown>;
   metadata: Record<string, string>;
   idempotency?: PaidIdempotency;
-}
-
-/** The `pages` option of a job: /v1/ocr's rules with the job's page limit. */
-function selectionOf(deps: EdgeDeps, text: string | undefined): PageSelection | undefined {
-  if (text === undefined) return undefined;
-  const parsed = parsePages(text);
-  if (!parsed.ok) throw new FolioError("invalid_request", parsed.problem, { param: "pages" });
-  const over = selectionOverLimit(parsed.selection, deps.jobs.maxPages);
-  if (over) throw new FolioError("invalid_request", over, { param: "pages", extra: { max_pages: deps.jobs.maxPages } });
-  return parsed.selection;
 }
 
 /** What the document is and, for a PDF or an image, which pages the job reads (null: an office document, counted once converted). */
@@ -112,7 +102,7 @@ async function head(path: string, bytes: number): Promise<Buffer> {
 /** Checks the submission, writes the job with its hold (402 when the balance is short), and answers the job as stored. */
 export async function submitJob(deps: EdgeDeps, s: JobSubmission): Promise<Record<string, unknown>> {
   checkLayoutSupport(s.model, s.options);
-  const selection = selectionOf(deps, s.pages);
+  const selection = pageSelectionOf(deps, s.pages, deps.jobs.maxPages);
   const { sniffed, document, selected } = await inspect(deps, s, selection);
   const office = selected === null;
   const basis: HoldBasis = {

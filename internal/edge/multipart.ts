@@ -6,10 +6,11 @@
  * (and the same 400s) applies to it.
  */
 import { createHash } from "node:crypto";
+import { once } from "node:events";
 import { createWriteStream } from "node:fs";
 import { Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
-import multipart from "@fastify/multipart";
+import multipart, { type MultipartFile } from "@fastify/multipart";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { FolioError } from "../platform/errors/index.ts";
 
@@ -72,18 +73,23 @@ async function discardBody(raw: FastifyRequest["raw"], limit: number, timeoutMs:
   });
 }
 
-/** Reads the form: at most one file (field `file`) and short text fields, within the limits. */
-export async function readMultipart(req: FastifyRequest, fileLimit: number): Promise<Record<string, unknown>> {
+/**
+ * Reads the form's parts in order: text fields into the body (each once),
+ * the one file part (field `file`) through `takeFile`, which puts what the
+ * body should hold for it; anything else is a 400 naming the field.
+ */
+async function readForm(req: FastifyRequest, fileLimit: number, takeFile: (part: MultipartFile, body: Record<string, unknown>) => Promise<void>): Promise<Record<string, unknown>> {
   const body: Record<string, unknown> = {};
   try {
     for await (const part of req.parts()) {
       if (part.type === "file") {
         if (part.fieldname !== "file") {
-          await part.toBuffer().catch(() => undefined);
+          // Read and dropped, not buffered: a job's form allows a 500 MB file.
+          part.file.resume();
+          await once(part.file, "end").catch(() => undefined);
           throw new FolioError("invalid_request", `unknown field '${part.fieldname}'; send the document in the field 'file'`, { param: part.fieldname });
         }
-        body.file = await part.toBuffer();
-        uploads.set(req, { filename: part.filename, mimetype: part.mimetype });
+        await takeFile(part, body);
       } else {
         if (body[part.fieldname] !== undefined) throw new FolioError("invalid_request", `field '${part.fieldname}' is given more than once`, { param: part.fieldname });
         body[part.fieldname] = String(part.value);
@@ -93,6 +99,14 @@ export async function readMultipart(req: FastifyRequest, fileLimit: number): Pro
     throw multipartError(err, fileLimit);
   }
   return body;
+}
+
+/** Reads the form: at most one file (field `file`) and short text fields, within the limits. */
+export function readMultipart(req: FastifyRequest, fileLimit: number): Promise<Record<string, unknown>> {
+  return readForm(req, fileLimit, async (part, body) => {
+    body.file = await part.toBuffer();
+    uploads.set(req, { filename: part.filename, mimetype: part.mimetype });
+  });
 }
 
 /** An upload streamed to a file (a durable job's document): its path, size and hash, never its bytes in memory. */
@@ -115,42 +129,27 @@ export function storedUploadOf(req: FastifyRequest): StoredUpload | undefined {
  * not memory. The body gets `file: { bytes, sha256 }` in its place, so the
  * schema and the Idempotency-Key's fingerprint see the file by its hash.
  */
-export async function readMultipartToFile(req: FastifyRequest, fileLimit: number, path: string): Promise<Record<string, unknown>> {
-  const body: Record<string, unknown> = {};
-  try {
-    for await (const part of req.parts()) {
-      if (part.type === "file") {
-        if (part.fieldname !== "file") {
-          part.file.resume();
-          throw new FolioError("invalid_request", `unknown field '${part.fieldname}'; send the document in the field 'file'`, { param: part.fieldname });
-        }
-        const hash = createHash("sha256");
-        let bytes = 0;
-        await pipeline(
-          part.file,
-          new Transform({
-            transform(chunk: Buffer, _enc, done) {
-              hash.update(chunk);
-              bytes += chunk.length;
-              done(null, chunk);
-            },
-          }),
-          createWriteStream(path, { mode: 0o600 }),
-        );
-        // The plugin truncates a file over the limit and marks it so, rather than failing the stream.
-        if (part.file.truncated) throw Object.assign(new Error("file too large"), { code: "FST_REQ_FILE_TOO_LARGE" });
-        const upload: StoredUpload = { filename: part.filename, mimetype: part.mimetype, path, bytes, sha256: hash.digest("hex") };
-        stored.set(req, upload);
-        body.file = { bytes, sha256: upload.sha256 };
-      } else {
-        if (body[part.fieldname] !== undefined) throw new FolioError("invalid_request", `field '${part.fieldname}' is given more than once`, { param: part.fieldname });
-        body[part.fieldname] = String(part.value);
-      }
-    }
-  } catch (err) {
-    throw multipartError(err, fileLimit);
-  }
-  return body;
+export function readMultipartToFile(req: FastifyRequest, fileLimit: number, path: string): Promise<Record<string, unknown>> {
+  return readForm(req, fileLimit, async (part, body) => {
+    const hash = createHash("sha256");
+    let bytes = 0;
+    await pipeline(
+      part.file,
+      new Transform({
+        transform(chunk: Buffer, _enc, done) {
+          hash.update(chunk);
+          bytes += chunk.length;
+          done(null, chunk);
+        },
+      }),
+      createWriteStream(path, { mode: 0o600 }),
+    );
+    // The plugin truncates a file over the limit and marks it so, rather than failing the stream.
+    if (part.file.truncated) throw Object.assign(new Error("file too large"), { code: "FST_REQ_FILE_TOO_LARGE" });
+    const upload: StoredUpload = { filename: part.filename, mimetype: part.mimetype, path, bytes, sha256: hash.digest("hex") };
+    stored.set(req, upload);
+    body.file = { bytes, sha256: upload.sha256 };
+  });
 }
 
 /** The multipart plugin's own errors, as domain errors with the one error shape. */

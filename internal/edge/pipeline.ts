@@ -115,14 +115,15 @@ export function strategyOf(body: { strategy?: string; provider_preferences?: { s
 /**
  * The request's `pages` option, read once before any work: a 400 naming the
  * field when it is not a selection, or when it selects more pages than the
- * limit (an open range, `"5-"`, is counted once the document's pages are).
+ * limit (`maxPages`: a synchronous call's, or a job's; an open range,
+ * `"5-"`, is counted once the document's pages are).
  */
-export function pageSelectionOf(deps: EdgeDeps, text: string | undefined): PageSelection | undefined {
+export function pageSelectionOf(deps: EdgeDeps, text: string | undefined, maxPages = deps.documents.maxPages): PageSelection | undefined {
   if (text === undefined) return undefined;
   const parsed = parsePages(text);
   if (!parsed.ok) throw new FolioError("invalid_request", parsed.problem, { param: "pages" });
-  const over = selectionOverLimit(parsed.selection, deps.documents.maxPages);
-  if (over) throw new FolioError("invalid_request", over, { param: "pages", extra: { max_pages: deps.documents.maxPages } });
+  const over = selectionOverLimit(parsed.selection, maxPages);
+  if (over) throw new FolioError("invalid_request", over, { param: "pages", extra: { max_pages: maxPages } });
   return parsed.selection;
 }
 
