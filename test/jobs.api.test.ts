@@ -31,6 +31,9 @@ const truth = (n: number) => readFileSync(join(FIXTURES, `ten-pages.page-${n}.tx
 /** local/tesseract's default price: 0.1 cent a page before the fee (docs/billing.md). */
 const PAGE_CENTS = new Decimal("0.1");
 
+/** Small limits, to see them hold: a synchronous document (and a job's image) up to 150 kB, a job's PDF upload up to 200 kB. */
+const SIZES = { FOLIO_MAX_DOCUMENT_BYTES: "150000", FOLIO_JOB_MAX_BYTES: "200000" };
+
 let database: DatabaseHandle & { url: string };
 let extraction: RunningExtraction;
 let edge: RunningEdge;
@@ -58,7 +61,7 @@ beforeAll(async () => {
   await migrateToLatest(database.db);
   upstream = await startFakeUpstream();
   extraction = await startTestExtraction({ upstream: { baseUrl: upstream.baseUrl, apiKey: upstream.apiKey } });
-  edge = await startTestEdge({ env: { DATABASE_URL: database.url, FOLIO_EXTRACTION_ADDRESS: extraction.grpc.address, FOLIO_JOB_RANGE_PAGES: "3", FOLIO_MAX_PAGES: "4" } });
+  edge = await startTestEdge({ env: { DATABASE_URL: database.url, FOLIO_EXTRACTION_ADDRESS: extraction.grpc.address, FOLIO_JOB_RANGE_PAGES: "3", FOLIO_MAX_PAGES: "4", ...SIZES } });
 }, 60_000);
 afterAll(async () => {
   await worker?.close();
@@ -197,6 +200,27 @@ describe("durable OCR jobs over HTTP", () => {
     expect(job.usage.total_cost_cents).toBe(Math.max(1, Math.ceil(job.usage.provider_cost_cents * 1.05 - 1e-9)));
     expect((await money(accountId, created.body.id)).debited).toBe(job.usage.total_cost_cents);
   }, 120_000);
+
+  it("bounds uploads: a PDF by the job limit, an image (read whole) by the synchronous one, each a 413 naming it", async () => {
+    const { id: accountId, key } = await account();
+    const upload = async (bytes: Buffer, name: string, type: string) => {
+      const form = new FormData();
+      form.set("file", new Blob([bytes], { type }), name);
+      form.set("model", "local/tesseract");
+      const res = await fetch(`${edge.url}/v1/ocr/jobs`, { method: "POST", headers: { authorization: `Bearer ${key}` }, body: form });
+      return { status: res.status, body: (await res.json()) as { error: { code: string; message: string; param?: string; max_bytes?: number } } };
+    };
+    // Bytes after a PNG's end or a PDF's trailer leave each what it is.
+    const bigPdf = await upload(Buffer.concat([PDF, Buffer.alloc(200_000, 0x20)]), "big.pdf", "application/pdf");
+    expect(bigPdf.status).toBe(413);
+    expect(bigPdf.body.error).toMatchObject({ code: "payload_too_large", param: "file", max_bytes: 200_000 });
+    const bigImage = await upload(Buffer.concat([PNG, Buffer.alloc(40_000)]), "big.png", "image/png");
+    expect(bigImage.status).toBe(413);
+    expect(bigImage.body.error).toMatchObject({ code: "payload_too_large", param: "file", max_bytes: 150_000 });
+    expect(bigImage.body.error.message).toMatch(/read whole/);
+    const jobs = await database.db.selectFrom("ocr_jobs").select("id").where("account_id", "=", accountId).execute();
+    expect(jobs).toEqual([]);
+  });
 
   it("reads an image as a one-page job", async () => {
     worker ??= await startJobsWorker();
