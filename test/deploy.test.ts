@@ -58,8 +58,8 @@ import {
   type K8sObject,
   type RenderOptions,
 } from "../deploy/kustomize/generate.ts";
-import { cliSchema, conversionSchema, edgeSchema, extractionSchema, operatorSchema, parseConfig } from "../internal/platform/config/index.ts";
-import { ConversionMetrics, EdgeMetrics, ExtractionMetrics, type Metrics } from "../internal/platform/metrics/index.ts";
+import { cliSchema, conversionSchema, edgeSchema, extractionSchema, operatorSchema, parseConfig, workerSchema } from "../internal/platform/config/index.ts";
+import { ConversionMetrics, EdgeMetrics, ExtractionMetrics, WorkerMetrics, type JobQueueState, type Metrics } from "../internal/platform/metrics/index.ts";
 import { OperatorMetrics } from "../internal/operator/metrics.ts";
 import { NETWORK_POLICY_NAME, SANDBOX_UID, buildJob, buildNetworkPolicy, networkPolicyMatches, parseLabelSelector } from "../internal/operator/job.ts";
 import { API_VERSION, KIND, SANDBOX_POD_LABELS, type ConversionSandbox } from "../internal/operator/types.ts";
@@ -424,6 +424,7 @@ const PROCESS_SCHEMAS: Record<string, TObject> = {
   extraction: extractionSchema,
   conversion: conversionSchema,
   operator: operatorSchema,
+  worker: workerSchema,
   migrate: cliSchema,
 };
 /** Variables a container may carry beyond its process's schema. */
@@ -598,7 +599,7 @@ function rbacProblems(objects: K8sObject[]): string[] {
     const got = [...new Set(granted)].sort();
     if (JSON.stringify(got) !== JSON.stringify(wanted)) out.push(`${component} is granted ${JSON.stringify(got)}, expected ${JSON.stringify(wanted)}`);
   }
-  for (const component of ["edge", "extraction"]) {
+  for (const component of ["edge", "extraction", "worker"]) {
     const pod = componentPod(objects, component);
     if (!pod) continue;
     const bound = objects.some((o) => o.kind === "RoleBinding" && (o as K8sObject & { subjects: { name: string }[] }).subjects.some((s) => s.name === pod.spec.serviceAccountName));
@@ -620,16 +621,11 @@ function allProblems(objects: K8sObject[]): string[] {
 
 // ---------------------------------------------------------------- metric names
 
+/** A queue as the worker's gauges read it from the database. */
+const QUEUE_STATE: JobQueueState = { jobs: { queued: 1, running: 1, succeeded: 0, failed: 0, cancelled: 0 }, queuedPages: 8, oldestQueuedSeconds: 3 };
+
 /** Every sample name the metrics classes register (histograms as _bucket, _sum, _count). */
-async function registeredMetricNames(): Promise<Set<string>> {
-  const all: Metrics[] = [
-    new EdgeMetrics(),
-    new ExtractionMetrics(() => ({ ageSeconds: 1, stale: false, models: [] })),
-    new ConversionMetrics(() => ({ waiting: 0 })),
-    new OperatorMetrics(),
-    // The kubernetes backend's warm-pool counters, in the conversion process's registry.
-    ((m) => (new PoolMetrics(m), m))(new ConversionMetrics(() => ({ waiting: 0 }))),
-  ];
+async function registeredMetricNames(all: Metrics[] = everyProcessMetrics()): Promise<Set<string>> {
   const names = new Set<string>();
   for (const m of all) {
     for (const metric of await m.registry.getMetricsAsJSON()) {
@@ -639,6 +635,19 @@ async function registeredMetricNames(): Promise<Set<string>> {
     }
   }
   return names;
+}
+
+/** The metrics of every Folio process, as each builds them. */
+function everyProcessMetrics(): Metrics[] {
+  return [
+    new EdgeMetrics(),
+    new ExtractionMetrics(() => ({ ageSeconds: 1, stale: false, models: [] })),
+    new ConversionMetrics(() => ({ waiting: 0 })),
+    new OperatorMetrics(),
+    // The kubernetes backend's warm-pool counters, in the conversion process's registry.
+    ((m) => (new PoolMetrics(m), m))(new ConversionMetrics(() => ({ waiting: 0 }))),
+    new WorkerMetrics(() => Promise.resolve(QUEUE_STATE)),
+  ];
 }
 
 /** The folio_… identifiers of a PromQL expression (string literals removed first). */
@@ -695,19 +704,23 @@ describe("helm chart deploy/helm/folio", () => {
         "Deployment/folio-edge",
         "Deployment/folio-extraction",
         "Deployment/folio-operator",
+        "Deployment/folio-worker",
         "HorizontalPodAutoscaler/folio-conversion",
         "HorizontalPodAutoscaler/folio-edge",
         "HorizontalPodAutoscaler/folio-extraction",
+        "HorizontalPodAutoscaler/folio-worker",
         "Job/folio-migrate",
         "NetworkPolicy/folio-conversion",
         "NetworkPolicy/folio-edge",
         "NetworkPolicy/folio-extraction",
         "NetworkPolicy/folio-operator",
         "NetworkPolicy/folio-sandbox-pods",
+        "NetworkPolicy/folio-worker",
         "PodDisruptionBudget/folio-conversion",
         "PodDisruptionBudget/folio-edge",
         "PodDisruptionBudget/folio-extraction",
         "PodDisruptionBudget/folio-operator",
+        "PodDisruptionBudget/folio-worker",
         "Role/folio-conversion",
         "Role/folio-operator",
         "RoleBinding/folio-conversion",
@@ -721,6 +734,7 @@ describe("helm chart deploy/helm/folio", () => {
         "ServiceAccount/folio-extraction",
         "ServiceAccount/folio-operator",
         "ServiceAccount/folio-sandbox",
+        "ServiceAccount/folio-worker",
       ].sort(),
     );
   });
@@ -803,6 +817,158 @@ describe("helm chart deploy/helm/folio", () => {
     const notes = output.slice(output.indexOf("NOTES:"));
     expect(notes).toContain("folio admin account create --email");
     expect(notes).toContain("port-forward svc/");
+  });
+});
+
+describe("the jobs worker deploy/helm/folio/templates/worker.yaml", () => {
+  const worker = (objects: K8sObject[]) => componentPod(objects, "worker")!;
+  const envOf = (pod: PodTemplate) => pod.spec.containers[0]!.env ?? [];
+  const jobsEnv = (pod: PodTemplate) => Object.fromEntries(envOf(pod).filter((e) => e.name.startsWith("FOLIO_JOB_") && e.name !== "FOLIO_JOB_LEASE_SECONDS").map((e) => [e.name, e.value]));
+  const SHARED_JOB_VARIABLES = ["FOLIO_JOB_MAX_BYTES", "FOLIO_JOB_MAX_PAGES", "FOLIO_JOB_RANGE_PAGES", "FOLIO_JOB_RETENTION_DAYS"];
+
+  it("runs `folio worker` from the service image with the edge's pod and container security contexts, and no token", () => {
+    const objects = renderChart();
+    const pod = worker(objects);
+    const edge = componentPod(objects, "edge")!;
+    const container = pod.spec.containers[0]!;
+    expect(pod.owner.kind).toBe("Deployment");
+    expect(pod.spec.containers.map((c) => c.name)).toEqual(["worker"]);
+    expect(container.args).toEqual(["worker"]);
+    expect(container.image).toBe(edge.spec.containers[0]!.image);
+    expect(pod.spec.securityContext).toEqual(edge.spec.securityContext);
+    expect(container.securityContext).toEqual(edge.spec.containers[0]!.securityContext);
+    expect(container.securityContext?.readOnlyRootFilesystem).toBe(true);
+    expect(securityProblems(pod)).toEqual([]);
+    expect(pod.spec.automountServiceAccountToken).toBe(false);
+    // Not a sandbox: the cluster's default runtime.
+    expect((pod.spec as { runtimeClassName?: string }).runtimeClassName).toBeUndefined();
+    // Metrics is its only port, and the metrics Service (and so the ServiceMonitor) selects it.
+    expect(container.ports).toEqual([{ name: "metrics", containerPort: 9090, protocol: "TCP" }]);
+    const metricsService = objects.find((o) => o.kind === "Service" && o.metadata.name === "folio-metrics")!;
+    expect(selects(spec<{ selector: Record<string, string> }>(metricsService).selector, pod.labels), JSON.stringify(pod.labels)).toBe(true);
+  });
+
+  it("sets only variables of `folio worker`, which its schema parses, reaching the chart's services with the edge's database Secret", () => {
+    const objects = renderChart();
+    const pod = worker(objects);
+    const names = envOf(pod).map((e) => e.name);
+    const unknown = names.filter((n) => !(n in workerSchema.properties));
+    expect(unknown, names.join(", ")).toEqual([]);
+    const config = parseConfig(workerSchema, containerEnv(pod.spec.containers[0]!));
+    expect(config).toMatchObject({ FOLIO_EXTRACTION_ADDRESS: "folio-extraction:50051", FOLIO_CONVERSION_ADDRESS: "folio-conversion:50052", FOLIO_WORKER_CONCURRENCY: 2, FOLIO_JOB_LEASE_SECONDS: 30 });
+    // The addresses are the chart's Services on their gRPC ports.
+    for (const address of [config.FOLIO_EXTRACTION_ADDRESS, config.FOLIO_CONVERSION_ADDRESS!]) {
+      const [host, port] = address.split(":");
+      const svc = objects.find((o) => o.kind === "Service" && o.metadata.name === host);
+      expect(svc, address).toBeDefined();
+      expect(spec<{ ports: { port: number }[] }>(svc!).ports.map((p) => p.port), address).toContain(Number(port));
+    }
+    const dbRef = (p: PodTemplate) => envOf(p).find((e) => e.name === "DATABASE_URL")?.valueFrom;
+    expect(dbRef(pod)).toEqual(dbRef(componentPod(objects, "edge")!));
+    expect(dbRef(pod)).toBeDefined();
+    // The edge's conversion deadline too: the same call, the same sandbox time limit.
+    const edgeEnv = containerEnv(componentPod(objects, "edge")!.spec.containers[0]!);
+    expect(config.FOLIO_CONVERSION_DEADLINE_SECONDS).toBe(Number(edgeEnv.FOLIO_CONVERSION_DEADLINE_SECONDS));
+  });
+
+  it.each([
+    ["the default values", [] as string[]],
+    ["jobs values set", ["jobs.maxPages=1234", "jobs.maxBytes=1073741824", "jobs.retentionDays=3", "jobs.rangePages=8"]],
+  ])("gives the edge and the workers the same FOLIO_JOB_* values, from `jobs`, with %s", (_name, set) => {
+    const objects = renderChart({ set });
+    const onWorker = jobsEnv(worker(objects));
+    const onEdge = jobsEnv(componentPod(objects, "edge")!);
+    expect(Object.keys(onWorker).sort()).toEqual(SHARED_JOB_VARIABLES);
+    expect(onEdge).toEqual(onWorker);
+    const values = parseYaml(read("deploy/helm/folio/values.yaml")) as { jobs: Record<string, number> };
+    const given = Object.fromEntries(set.map((kv) => kv.replace(/^jobs\./, "").split("=") as [string, string]));
+    const want = { ...Object.fromEntries(Object.entries(values.jobs).map(([k, v]) => [k, String(v)])), ...given };
+    expect(onWorker).toEqual({ FOLIO_JOB_MAX_PAGES: want.maxPages, FOLIO_JOB_MAX_BYTES: want.maxBytes, FOLIO_JOB_RETENTION_DAYS: want.retentionDays, FOLIO_JOB_RANGE_PAGES: want.rangePages });
+    // Both processes read them alike.
+    const parsed = (schema: TObject, pod: PodTemplate) => Object.fromEntries(SHARED_JOB_VARIABLES.map((n) => [n, (parseConfig(schema, containerEnv(pod.spec.containers[0]!)) as Record<string, unknown>)[n]]));
+    expect(parsed(edgeSchema, componentPod(objects, "edge")!)).toEqual(parsed(workerSchema, worker(objects)));
+  });
+
+  it("defaults to the code's own defaults, so an install without values behaves as `folio dev` does", () => {
+    const env = containerEnv(worker(renderChart()).spec.containers[0]!);
+    const set = ["FOLIO_WORKER_CONCURRENCY", "FOLIO_JOB_LEASE_SECONDS", ...SHARED_JOB_VARIABLES];
+    const defaults = parseConfig(workerSchema, { DATABASE_URL: PLACEHOLDERS.DATABASE_URL, FOLIO_EXTRACTION_ADDRESS: "x:1" }) as Record<string, unknown>;
+    const rendered = parseConfig(workerSchema, env) as Record<string, unknown>;
+    expect(Object.fromEntries(set.map((n) => [n, rendered[n]]))).toEqual(Object.fromEntries(set.map((n) => [n, defaults[n]])));
+  });
+
+  it("passes concurrency and lease, gives /tmp its own size, and a grace period of at least the lease", () => {
+    const pod = worker(renderChart({ set: ["worker.concurrency=6", "worker.leaseSeconds=90", "worker.tmpSize=5Gi", "worker.terminationGracePeriodSeconds=20"] }));
+    const env = containerEnv(pod.spec.containers[0]!);
+    expect(env).toMatchObject({ FOLIO_WORKER_CONCURRENCY: "6", FOLIO_JOB_LEASE_SECONDS: "90" });
+    expect(pod.spec.volumes).toEqual([{ name: "tmp", emptyDir: { sizeLimit: "5Gi" } }]);
+    expect((pod.spec as { terminationGracePeriodSeconds?: number }).terminationGracePeriodSeconds).toBe(90);
+    const defaults = worker(renderChart());
+    expect(defaults.spec.volumes).toEqual([{ name: "tmp", emptyDir: { sizeLimit: "2Gi" } }]);
+    expect((defaults.spec as { terminationGracePeriodSeconds?: number }).terminationGracePeriodSeconds).toBeGreaterThanOrEqual(Number(containerEnv(defaults.spec.containers[0]!).FOLIO_JOB_LEASE_SECONDS));
+  });
+
+  it("scales on folio_job_queued_pages, a metric the worker registers, as this release's metrics job; fixed replicas without the HPA", async () => {
+    const objects = renderChart({ apiVersions: MONITORING_API_VERSIONS });
+    const hpa = objects.find((o) => o.kind === "HorizontalPodAutoscaler" && o.metadata.name === "folio-worker")!;
+    type External = { type: string; external?: { metric: { name: string; selector?: { matchLabels?: Record<string, string> } }; target: { type: string; averageValue?: string } } };
+    const s = spec<{ scaleTargetRef: { kind: string; name: string }; minReplicas: number; maxReplicas: number; metrics: External[] }>(hpa);
+    expect(s.scaleTargetRef).toMatchObject({ kind: "Deployment", name: worker(objects).owner.metadata.name });
+    expect([s.minReplicas, s.maxReplicas]).toEqual([2, 10]);
+    expect(s.metrics.map((m) => m.type)).toEqual(["External"]);
+    const metric = s.metrics[0]!.external!;
+    expect(metric.target).toEqual({ type: "AverageValue", averageValue: "50" });
+    const workerNames = await registeredMetricNames([new WorkerMetrics(() => Promise.resolve(QUEUE_STATE))]);
+    expect([...workerNames].filter((n) => n.startsWith("folio_job"))).toContain(metric.metric.name);
+    // The series the alerts read: the ServiceMonitor's job label is the metrics Service's name.
+    const rule = objects.find((o) => o.kind === "PrometheusRule")!;
+    const job = metric.metric.selector?.matchLabels?.job;
+    expect(job).toBe(objects.find((o) => o.kind === "Service" && o.metadata.labels?.["app.kubernetes.io/component"] === "metrics")!.metadata.name);
+    expect(JSON.stringify(rule.spec)).toContain(`folio_job_queued_pages{job=\\"${job}\\"}`);
+
+    const fixed = renderChart({ set: ["worker.autoscaling.enabled=false", "worker.replicas=3"] });
+    expect(fixed.filter((o) => o.kind === "HorizontalPodAutoscaler").map(ref)).not.toContain("HorizontalPodAutoscaler/folio-worker");
+    expect(spec<{ replicas?: number }>(worker(fixed).owner).replicas).toBe(3);
+  });
+
+  it("lets the workers reach extraction and conversion through the NetworkPolicies, and nothing reach the workers but scrapes", () => {
+    const objects = renderChart();
+    const pod = worker(objects);
+    type Policy = { podSelector: { matchLabels: Record<string, string> }; ingress: { from?: { podSelector?: { matchLabels?: Record<string, string> } }[]; ports?: { port?: string | number }[] }[] };
+    const policyOf = (component: string) =>
+      spec<Policy>(objects.find((o) => o.kind === "NetworkPolicy" && selects(spec<Policy>(o).podSelector.matchLabels, componentPod(objects, component)!.labels))!);
+    for (const service of ["extraction", "conversion"]) {
+      const admitted = policyOf(service).ingress.some((r) => r.from?.some((peer) => selects(peer.podSelector?.matchLabels, pod.labels)) && r.ports?.some((p) => p.port === "grpc"));
+      expect(admitted, service).toBe(true);
+    }
+    expect(policyOf("worker").ingress).toEqual([{ ports: [{ protocol: "TCP", port: "metrics" }] }]);
+  });
+
+  it("alerts on waiting jobs, absent workers (by the worker pods' component label) and ranges given up", () => {
+    const objects = renderChart({ apiVersions: MONITORING_API_VERSIONS });
+    const rule = objects.find((o) => o.kind === "PrometheusRule")!;
+    const group = spec<{ groups: { name: string; rules: { alert: string; expr: string; for?: string; labels: { severity: string } }[] }[] }>(rule).groups.find((g) => g.name === "folio.jobs")!;
+    const byName = Object.fromEntries(group.rules.map((r) => [r.alert, r]));
+    expect(Object.keys(byName).sort()).toEqual(["FolioJobRangesGivenUp", "FolioJobWorkersAbsent", "FolioJobsWaiting"]);
+    expect(byName.FolioJobsWaiting!.expr).toMatch(/^max\(folio_job_oldest_queued_seconds\{job="folio-metrics"\}\) > 600$/);
+    expect(byName.FolioJobsWaiting!.for).toBe("5m");
+    expect(byName.FolioJobWorkersAbsent!.for).toBe("10m");
+    // `component` is the ServiceMonitor's relabelling of the pod label app.kubernetes.io/component.
+    const component = worker(objects).labels["app.kubernetes.io/component"];
+    expect(byName.FolioJobWorkersAbsent!.expr).toContain(`component="${component}"`);
+    const monitor = spec<{ endpoints: { relabelings: { sourceLabels: string[]; targetLabel: string }[] }[] }>(objects.find((o) => o.kind === "ServiceMonitor")!);
+    expect(monitor.endpoints[0]!.relabelings).toContainEqual({ sourceLabels: ["__meta_kubernetes_pod_label_app_kubernetes_io_component"], targetLabel: "component" });
+    expect(byName.FolioJobRangesGivenUp!.expr).toContain('outcome="given_up"');
+    expect(byName.FolioJobRangesGivenUp!.labels.severity).toBe("warning");
+    const threshold = renderChart({ apiVersions: MONITORING_API_VERSIONS, set: ["metrics.prometheusRule.jobsWaitingSeconds=120"] });
+    expect(JSON.stringify(threshold.find((o) => o.kind === "PrometheusRule")!.spec)).toContain("folio_job_oldest_queued_seconds{job=\\\"folio-metrics\\\"}) > 120");
+  });
+
+  it("renders nothing of the worker with worker.enabled=false", () => {
+    const objects = renderChart({ apiVersions: MONITORING_API_VERSIONS, set: ["worker.enabled=false"] });
+    expect(objects.filter((o) => o.metadata.labels?.["app.kubernetes.io/component"] === "worker").map(ref)).toEqual([]);
+    expect(JSON.stringify(objects)).not.toContain('"app.kubernetes.io/component":"worker"');
+    expect(allProblems(objects)).toEqual([]);
   });
 });
 
@@ -943,6 +1109,12 @@ describe("observability", () => {
       "folio_ratelimit_rejections_total",
       "folio_billing_insufficient_credits_total",
       "folio_catalog_age_seconds",
+      "folio_jobs",
+      "folio_job_queued_pages",
+      "folio_job_oldest_queued_seconds",
+      "folio_job_pages_total",
+      "folio_job_range_duration_seconds_bucket",
+      "folio_job_ranges_total",
     ]) {
       expect(queries, name).toContain(name);
     }
@@ -952,7 +1124,17 @@ describe("observability", () => {
     const rule = renderChart({ apiVersions: MONITORING_API_VERSIONS }).find((o) => o.kind === "PrometheusRule")!;
     const rules = spec<{ groups: { rules: { alert: string; expr: string }[] }[] }>(rule).groups.flatMap((g) => g.rules);
     expect(rules.map((r) => r.alert)).toEqual(
-      expect.arrayContaining(["FolioHighErrorRate", "FolioHighLatency", "FolioCatalogStale", "FolioConversionFailures", "FolioConversionTimeouts", "FolioSandboxBacklog"]),
+      expect.arrayContaining([
+        "FolioHighErrorRate",
+        "FolioHighLatency",
+        "FolioCatalogStale",
+        "FolioConversionFailures",
+        "FolioConversionTimeouts",
+        "FolioSandboxBacklog",
+        "FolioJobsWaiting",
+        "FolioJobWorkersAbsent",
+        "FolioJobRangesGivenUp",
+      ]),
     );
     const unknown = rules.flatMap((r) => folioMetricNames(r.expr).filter((n) => !registered.has(n)).map((n) => `${n} in ${r.alert}`));
     expect(unknown).toEqual([]);
@@ -1051,7 +1233,7 @@ describe("container images deploy/docker", () => {
 
 describe("docs/operations.md", () => {
   const doc = (): string => read("docs/operations.md");
-  const COMPONENTS = ["edge", "extraction", "conversion", "operator"];
+  const COMPONENTS = ["edge", "extraction", "conversion", "operator", "worker"];
   /** Values documented as a whole rather than key by key. */
   const WHOLE = new Set(["resources", "podSecurityContext", "containerSecurityContext", "labels", "annotations", "env", "nodeSelector", "affinity", "scheduling", "overhead", "podAnnotations", "commonLabels"]);
 

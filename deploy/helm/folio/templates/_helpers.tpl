@@ -130,6 +130,39 @@ values given as url/apiKey, or is created by the operator when none is).
       optional: {{ not (or .Values.upstream.apiKey .Values.upstream.existingSecret) }}
 {{- end -}}
 
+{{/*
+The chart's gRPC services, as the edge and the workers reach them: the same
+addresses and deadlines for both.
+*/}}
+{{- define "folio.env.services" -}}
+{{- $fullname := include "folio.fullname" . -}}
+- name: FOLIO_EXTRACTION_ADDRESS
+  value: {{ printf "%s-extraction:50051" $fullname | quote }}
+{{- if .Values.conversion.enabled }}
+- name: FOLIO_CONVERSION_ADDRESS
+  value: {{ printf "%s-conversion:50052" $fullname | quote }}
+# The sandbox's time limit plus a minute for the queue and the sandbox pod's start.
+- name: FOLIO_CONVERSION_DEADLINE_SECONDS
+  value: {{ add .Values.conversion.timeoutSeconds 60 | quote }}
+{{- end }}
+{{- end -}}
+
+{{/*
+Durable jobs' limits (values `jobs`): the edge accepts jobs by them and the
+workers read by them, so both get them from here. maxBytes goes through int64:
+a float64 from YAML would print as 5.24288e+08.
+*/}}
+{{- define "folio.env.jobs" -}}
+- name: FOLIO_JOB_MAX_PAGES
+  value: {{ .Values.jobs.maxPages | int64 | quote }}
+- name: FOLIO_JOB_MAX_BYTES
+  value: {{ .Values.jobs.maxBytes | int64 | quote }}
+- name: FOLIO_JOB_RETENTION_DAYS
+  value: {{ .Values.jobs.retentionDays | toString | quote }}
+- name: FOLIO_JOB_RANGE_PAGES
+  value: {{ .Values.jobs.rangePages | int64 | quote }}
+{{- end -}}
+
 {{/* Variables every long-running process reads, then the component's extra env map. */}}
 {{- define "folio.env.common" -}}
 - name: LOG_LEVEL
@@ -271,6 +304,18 @@ imagePullSecrets:
 app.kubernetes.io/name: folio
 app.kubernetes.io/component: sandbox
 app.kubernetes.io/managed-by: folio-operator
+{{- end -}}
+
+{{/* NetworkPolicy peers that call the gRPC services: the edge, and the jobs workers when they run. */}}
+{{- define "folio.grpcClients" -}}
+- podSelector:
+    matchLabels:
+      {{- include "folio.selectorLabels" (dict "root" . "component" "edge") | nindent 6 }}
+{{- if .Values.worker.enabled }}
+- podSelector:
+    matchLabels:
+      {{- include "folio.selectorLabels" (dict "root" . "component" "worker") | nindent 6 }}
+{{- end }}
 {{- end -}}
 
 {{/* The ingress rule of every Folio pod's metrics port: from networkPolicy.metricsFrom, or from anywhere. */}}
