@@ -205,6 +205,34 @@ describe("durable jobs read by workers", () => {
     expect(await cancelJob(database.db, "acc_someoneelse", jobId, { retentionMs: 1 }), "another account's job is not found").toBeUndefined();
   }, 180_000);
 
+  it("a stopping worker finishes its range within the drain time; stopped at once, it gives its range back for another worker to claim now, the claim not counted", async () => {
+    const { jobId } = await tenPageJob(1000, 50, 10);
+    const read: number[] = [];
+    const slow: PageReader = {
+      extractPage: async (model, page, options, signal) => {
+        read.push(page.pageNumber);
+        await new Promise((r) => setTimeout(r, 300));
+        return client.extractPage(model, page, options, signal);
+      },
+    };
+    // One range of ten pages; stopped after its first page without a drain: given back at once.
+    const first = worker("stops-at-once", slow, { leaseMs: 60_000 });
+    first.start();
+    await vi.waitFor(() => expect(read.length).toBeGreaterThanOrEqual(1), { timeout: 30_000, interval: 20 });
+    await first.stop(0);
+    const range = await database.db.selectFrom("ocr_job_ranges").select(["status", "attempts", "lease_owner"]).where("job_id", "=", jobId).executeTakeFirstOrThrow();
+    expect(range).toEqual({ status: "pending", attempts: 0, lease_owner: null });
+    // A drained stop: the range being read is finished and stored before stop() returns, nothing more is claimed.
+    const second = worker("drains", slow, { leaseMs: 60_000 });
+    second.start();
+    await vi.waitFor(async () => expect((await database.db.selectFrom("ocr_job_ranges").select("status").where("job_id", "=", jobId).executeTakeFirstOrThrow()).status).toBe("leased"), { timeout: 30_000, interval: 20 });
+    await second.stop(60_000);
+    const job = (await jobRow(database.db, jobId))!;
+    expect(job).toMatchObject({ status: "succeeded", pages_completed: 10 });
+    const after = await database.db.selectFrom("ocr_job_ranges").select(["status", "attempts"]).where("job_id", "=", jobId).executeTakeFirstOrThrow();
+    expect(after).toEqual({ status: "done", attempts: 1 });
+  }, 120_000);
+
   it("gives a range up after maxAttempts claims: its pages are stored as failed, not charged, and a job with nothing read fails", async () => {
     const { accountId, jobId } = await tenPageJob(1000, 50, 10);
     // Four workers died holding the range (attempts 4): the fifth claim is past maxAttempts 4.

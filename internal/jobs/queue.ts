@@ -119,6 +119,22 @@ export async function renewLease(db: Db, range: Pick<LeasedRange, "jobId" | "fir
 }
 
 /**
+ * Gives a range `worker` holds back to the queue at once (a worker that
+ * stops mid-range): claimable again now rather than after its lease, and
+ * its claim not counted as an attempt (it was not the range that failed).
+ */
+export async function releaseLease(db: Db, range: Pick<LeasedRange, "jobId" | "firstPage">, worker: string): Promise<void> {
+  await db
+    .updateTable("ocr_job_ranges")
+    .set({ status: "pending", lease_owner: null, lease_expires_at: null, attempts: sql`greatest(attempts - 1, 0)` })
+    .where("job_id", "=", range.jobId)
+    .where("first_page", "=", range.firstPage)
+    .where("status", "=", "leased")
+    .where("lease_owner", "=", worker)
+    .execute();
+}
+
+/**
  * Marks a range done, in the caller's transaction (the one that stores its
  * pages). True when this call finished it; false when it was done already
  * (a worker that lost its lease finished second: the caller must then

@@ -87,7 +87,7 @@ export async function startWorker({ config, log, database, sharedProcess = false
     metricsUrl: served ? `http://${config.FOLIO_METRICS_HOST}:${served.port}/metrics` : null,
     close: async () => {
       clearInterval(sweeper);
-      await worker.stop();
+      await worker.stop(config.FOLIO_WORKER_DRAIN_SECONDS * 1000);
       extraction.close();
       conversion?.close();
       await new Promise<void>((resolve) => (served ? served.server.close(() => resolve()) : resolve()));

@@ -21,7 +21,7 @@ import type { WorkerMetrics } from "../platform/metrics/index.ts";
 import { readFile } from "node:fs/promises";
 import { convertJob, type DocumentConverter } from "./convert.ts";
 import { JobDocuments } from "./documents.ts";
-import { claimRange, finishRange, renewLease, type LeasedRange } from "./queue.ts";
+import { claimRange, finishRange, releaseLease, renewLease, type LeasedRange } from "./queue.ts";
 import { endJob, jobRow, markStarted, storeRange, type JobRequest, type JobRow, type ReadOutcome, type StoreOptions } from "./store.ts";
 
 /** What the worker needs of the extraction service (its gRPC client has it). */
@@ -104,11 +104,22 @@ export class JobWorker {
     for (let i = 0; i < this.o.concurrency; i++) this.slots.push(this.slot());
   }
 
-  /** Stops claiming, aborts the ranges being read (their leases run out) and waits for the slots to end. */
-  async stop(): Promise<void> {
+  /**
+   * Stops claiming, lets the ranges being read finish for up to `drainMs`
+   * (a rollout or a scale-down then costs no reading twice), aborts what is
+   * still being read (its leases run out and other workers read it again),
+   * and waits for the slots to end.
+   */
+  async stop(drainMs = 0): Promise<void> {
     this.running = false;
+    const all = Promise.all(this.slots);
+    if (drainMs > 0) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([all, new Promise((r) => (timer = setTimeout(r, drainMs)))]);
+      clearTimeout(timer);
+    }
     this.stopping.abort();
-    await Promise.all(this.slots);
+    await all;
     await this.documents.close();
   }
 
@@ -120,7 +131,11 @@ export class JobWorker {
         if (range) await this.process(range);
       } catch (err) {
         if (range) this.o.metrics?.ranges.inc({ outcome: "abandoned" });
-        if (!this.running) return;
+        if (!this.running) {
+          // Stopping: the range goes back to the queue now, not after its lease (if the database answers).
+          if (range) await releaseLease(this.o.db, range, this.id).catch(() => undefined);
+          return;
+        }
         this.o.log.warn({ err, job: range?.jobId, first_page: range?.firstPage }, "a job range was not stored; its lease will run out and it will be read again");
       }
       if (!range && this.running) await new Promise((r) => setTimeout(r, this.o.pollMs));

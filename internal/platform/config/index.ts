@@ -131,6 +131,12 @@ export const workerSchema = Type.Object({
   FOLIO_WORKER_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 256, default: 2, description: "Ranges one worker process reads at a time (one page each at a time): about its CPUs for local engines." }),
   FOLIO_JOB_LEASE_SECONDS: Type.Number({ minimum: 1, maximum: 3600, default: 30, description: "How long a claimed range stays a worker's without renewal (renewed every second): a dead worker's range is read again after it." }),
   FOLIO_WORKER_POLL_SECONDS: Type.Number({ minimum: 0.05, maximum: 60, default: 0.5, description: "How long an idle worker slot waits before it looks for work again." }),
+  FOLIO_WORKER_DRAIN_SECONDS: Type.Number({
+    minimum: 0,
+    maximum: 3600,
+    default: 20,
+    description: "On SIGTERM a worker stops claiming and finishes the ranges it reads for up to this long; what is unread then is aborted and read again elsewhere after its lease.",
+  }),
   FOLIO_JOB_MAX_ATTEMPTS: Type.Integer({ minimum: 1, maximum: 100, default: 5, description: "Claims of one range before its pages are stored as failed (a page that kills its worker every time)." }),
 });
 export type WorkerConfig = Static<typeof workerSchema>;
