@@ -8,14 +8,30 @@
  * The 402 needs an account with no credit. PGlite allows one process, so it
  * is made with `folio admin account create --credits-cents 0` on the same
  * data folder *before* `folio dev` starts: the real CLI, no back door.
+ *
+ * Long documents run as durable jobs. The real case needs a synchronous
+ * limit small enough for the ten-page fixture and a worker of its own: an
+ * edge started in this process with FOLIO_MAX_PAGES=4, the extraction
+ * service (tesseract) and a jobs worker, on a Postgres database of this
+ * file's own, so no other test file's worker takes its jobs. What a real
+ * server does not do on cue (a stream that drops mid-job, a page that fails)
+ * is stubbed in the browser against folio dev's page.
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
+import { chromium, type Browser, type BrowserContext, type Page, type Request } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { adminCreateAccount } from "../internal/cli/admin/index.ts";
+import type { RunningEdge } from "../internal/edge/index.ts";
+import type { RunningExtraction } from "../internal/extraction/index.ts";
+import { startWorker, type RunningWorker } from "../internal/jobs/service.ts";
+import { parseConfig, workerSchema } from "../internal/platform/config/index.ts";
+import { migrateToLatest, type DatabaseHandle } from "../internal/platform/db/index.ts";
+import { createLogger } from "../internal/platform/log/index.ts";
+import { privateDatabase, startTestEdge, startTestExtraction } from "./harness.ts";
 import { freePort } from "./support.ts";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -103,8 +119,8 @@ interface Opened {
   statuses(): Promise<string[]>;
 }
 
-/** The page at a given width, with the progress area's texts recorded as they change. */
-async function open(width: number): Promise<Opened> {
+/** The page at a given width (on folio dev, or the server at `origin`), with the progress area's texts recorded as they change. */
+async function open(width: number, origin = baseUrl): Promise<Opened> {
   const context = await browser.newContext({ viewport: { width, height: 900 }, deviceScaleFactor: 1 });
   const page = await context.newPage();
   const console: string[] = [];
@@ -118,13 +134,13 @@ async function open(width: number): Promise<Opened> {
       if (target) new MutationObserver(() => window.__statuses.push(target.textContent || "")).observe(target, { childList: true, characterData: true, subtree: true });
     });
   `);
-  await page.goto(`${baseUrl}/playground`);
+  await page.goto(`${origin}/playground`);
   return { context, page, console, statuses: () => page.evaluate<string[]>("window.__statuses") };
 }
 
 /** Runs `test` on a fresh page of the playground `width` px wide; its browser context is closed afterwards. */
-async function withPage(width: number, test: (o: Opened) => Promise<void>): Promise<void> {
-  const o = await open(width);
+async function withPage(width: number, test: (o: Opened) => Promise<void>, origin = baseUrl): Promise<void> {
+  const o = await open(width, origin);
   try {
     await test(o);
   } finally {
@@ -150,6 +166,16 @@ async function shot(page: Page, name: string): Promise<void> {
 const OVERFLOW = "document.documentElement.scrollWidth - window.innerWidth";
 
 const text = async (page: Page, selector: string) => (await page.locator(selector).allInnerTexts()).join("\n");
+
+/** Waits for `selector` (text or CSS) to be visible; when it is not, fails saying what the page showed instead. */
+async function waitShown(o: Opened, locator: ReturnType<Page["locator"]>, timeout: number): Promise<void> {
+  try {
+    await locator.waitFor({ timeout });
+  } catch (err) {
+    const shown = { statuses: await o.statuses(), error: await text(o.page, "#error"), job: await text(o.page, "#job-info"), console: o.console };
+    throw new Error(`${(err as Error).message.split("\n")[0]}; the page showed ${JSON.stringify(shown, null, 2)}`, { cause: err });
+  }
+}
 
 // A browser, folio dev and real conversions: give each case room under a loaded parallel run.
 describe("the playground page (/playground on folio dev)", { timeout: 180_000 }, () => {
@@ -302,7 +328,185 @@ describe("the playground page (/playground on folio dev)", { timeout: 180_000 },
     });
   });
 
+  it("follows a job across a dropped event stream (Last-Event-ID), reads its pages 200 at a time, shows a failed page; the same file again goes to a job at once (the job API stubbed in the browser)", async () => {
+    // What a real server does not do on cue: the event stream ends after the second event, and page 3 fails.
+    // The framing mixes CRLF and LF, a comment, and data split over two lines, as the event-stream format allows.
+    const job = (over: Record<string, unknown>) => ({
+      id: "job_stub", object: "ocr.job", status: "running", model: "local/tesseract", page_count: 3, pages_completed: 0, pages_failed: 0,
+      usage: { pages_processed: 0, prompt_tokens: 0, completion_tokens: 0, tokens_used: 0, provider_cost_cents: 0, platform_fee_cents: 0, total_cost_cents: 0, processing_time_ms: 0 },
+      metadata: {}, created_at: 1795000000, started_at: 1795000001, finished_at: null, ...over,
+    });
+    const event = (sequence: number, type: string, data: Record<string, unknown>) => ({ id: `evt_${sequence}`, type, sequence, created_at: 1795000000 + sequence, data });
+    const done = job({
+      status: "succeeded", pages_completed: 2, pages_failed: 1, finished_at: 1795000009,
+      usage: { pages_processed: 2, prompt_tokens: 0, completion_tokens: 0, tokens_used: 0, provider_cost_cents: 0.2, platform_fee_cents: 0.01, total_cost_cents: 1, processing_time_ms: 8000 },
+    });
+    const page = (n: number, text: string) => ({ page_number: n, text, confidence: 0.9 });
+    const seen = { process: 0, jobs: [] as Request[], events: [] as (string | undefined)[], pages: [] as string[] };
+    await withPage(1280, async (o) => {
+      await o.page.route("**/v1/playground/process", (route) => {
+        seen.process += 1;
+        return route.fulfill({
+          status: 400,
+          contentType: "application/json",
+          body: JSON.stringify({ error: { code: "invalid_request", message: "the document has 300 pages; at most 100 are processed per request", param: "file", page_count: 300, max_pages: 100 } }),
+        });
+      });
+      const at = (path: string) => (url: URL) => url.pathname === path;
+      await o.page.route(at("/v1/ocr/jobs"), (route) => {
+        seen.jobs.push(route.request());
+        return route.fulfill({ status: 202, contentType: "application/json", body: JSON.stringify(job({ status: "queued", started_at: null })) });
+      });
+      await o.page.route(at("/v1/ocr/jobs/job_stub/events"), (route) => {
+        const last = route.request().headers()["last-event-id"];
+        seen.events.push(last);
+        const first = event(1, "ocr.job.started", job({}));
+        const body =
+          last === undefined
+            ? `: keep-alive\r\n\r\nid: 1\r\nevent: ocr.job.started\r\ndata: ${JSON.stringify(first)}\r\n\r\n` +
+              `id: 2\nevent: ocr.job.progress\ndata: {"id":"evt_2","type":"ocr.job.progress",\ndata: "sequence":2,"created_at":1795000002,"data":${JSON.stringify(job({ pages_completed: 1 }))}}\n\n`
+            : `id: 3\nevent: ocr.job.succeeded\ndata: ${JSON.stringify(event(3, "ocr.job.succeeded", done))}\n\n`;
+        return route.fulfill({ status: 200, contentType: "text/event-stream", body });
+      });
+      await o.page.route(at("/v1/ocr/jobs/job_stub/pages"), (route) => {
+        const url = new URL(route.request().url());
+        seen.pages.push(url.search);
+        const after = Number(url.searchParams.get("starting_after"));
+        const body =
+          after === 0
+            ? { object: "list", data: [page(1, "First page text"), page(2, "Second page text")], has_more: true }
+            : { object: "list", data: [{ page_number: 3, text: "", error: { code: "upstream_error", message: "the model failed on this page" } }], has_more: false };
+        return route.fulfill({ status: 200, contentType: "application/json", body: JSON.stringify(body) });
+      });
+
+      await fillAndRun(o, devKey, fixture("ocr/ten-pages.pdf"));
+      await waitShown(o, o.page.getByRole("heading", { name: "Result" }), 30_000);
+      expect(seen.process).toBe(1);
+      expect(seen.events, "Last-Event-ID of each connection").toEqual([undefined, "2"]);
+      expect(seen.pages).toEqual(["?starting_after=0&limit=200", "?starting_after=2&limit=200"]);
+      const form = seen.jobs[0]!.postDataBuffer()!.toString("latin1");
+      expect(seen.jobs[0]!.headers()["content-type"]).toMatch(/^multipart\/form-data/);
+      for (const field of ['name="file"; filename="ten-pages.pdf"', 'name="model"', "local/tesseract", 'name="output_format"', 'name="metadata"', '{"filename":"ten-pages.pdf"}']) expect(form).toContain(field);
+
+      const statuses = (await o.statuses()).join(" | ");
+      expect(statuses, statuses).toMatch(/The document has 300 pages, more than the 100 one request reads: running it as a job/);
+      expect(statuses).toMatch(/Job running: read 1 of 3 pages/);
+      expect(statuses).toMatch(/connection to the job's events was lost; trying again/);
+      expect(await o.page.locator("#pages h3").allTextContents()).toEqual(["Page 1 of 3", "Page 2 of 3", "Page 3 of 3"]);
+      expect(await text(o.page, "#pages pre")).toMatch(/First page text[\s\S]*Second page text/);
+      expect(await text(o.page, "#pages")).toMatch(/This page could not be read \(not charged\): the model failed on this page \[upstream_error\]/);
+      expect(await o.page.locator("#pages img").count()).toBe(0);
+      expect(await o.page.locator("#pages-note").isVisible()).toBe(true);
+      const summary = await text(o.page, "#summary");
+      expect(summary, summary).toMatch(/\$0\.01 charged/);
+      expect(summary).toMatch(/1 page could not be read and was not charged/);
+      expect(summary).toMatch(/Job\s+job_stub/);
+      expect(await text(o.page, "#job-info")).toMatch(/job_stub/);
+      await shot(o.page, "job-stubbed");
+
+      // Run again: the page knows this file is over the limit and starts a job without the synchronous call.
+      await o.page.getByRole("button", { name: "Run" }).click();
+      await o.page.locator("#run:enabled").waitFor({ timeout: 30_000 });
+      expect(await text(o.page, "#progress-text")).toMatch(/Done: 3 pages, \$0\.01 \(job job_stub\)/);
+      expect(seen.process).toBe(1);
+      expect(seen.jobs).toHaveLength(2);
+      expect(o.console.filter((l) => l.startsWith("pageerror"))).toEqual([]);
+    });
+  });
+
   it("never let a key reach folio dev's log", () => {
     for (const key of [devKey, poorKey, hurriedKey]) expect(devOutput.includes(key), "a key in folio dev's output").toBe(false);
+  });
+});
+
+describe("documents longer than one request reads, as durable jobs (an edge with FOLIO_MAX_PAGES=4 and a jobs worker)", { timeout: 180_000 }, () => {
+  let database: DatabaseHandle & { url: string };
+  let extraction: RunningExtraction;
+  let edge: RunningEdge;
+  let worker: RunningWorker | undefined;
+  let uniq = 0;
+
+  async function account(): Promise<string> {
+    const made = await adminCreateAccount({ db: database.db }, { email: `playground-jobs-${process.pid}-${++uniq}@example.test`, name: "playground jobs", creditsCents: 1_000, requestsPerMinute: 10_000 });
+    return made.api_key.key;
+  }
+  async function job(key: string, id: string): Promise<{ status: string; pages_completed: number; page_count: number }> {
+    const res = await fetch(`${edge.url}/v1/ocr/jobs/${id}`, { headers: { authorization: `Bearer ${key}` } });
+    expect(res.status).toBe(200);
+    return (await res.json()) as { status: string; pages_completed: number; page_count: number };
+  }
+  /** The job id the page shows. */
+  const shownJobId = async (page: Page) => /job_\w+/.exec(await text(page, "#job-info"))?.[0] ?? "";
+
+  beforeAll(async () => {
+    database = await privateDatabase("playground_e2e");
+    await migrateToLatest(database.db);
+    extraction = await startTestExtraction();
+    edge = await startTestEdge({ env: { DATABASE_URL: database.url, FOLIO_EXTRACTION_ADDRESS: extraction.grpc.address, FOLIO_MAX_PAGES: "4" } });
+  }, 60_000);
+  afterAll(async () => {
+    await worker?.close();
+    await edge?.close();
+    await extraction?.close();
+    await database?.close();
+  });
+
+  it("runs a ten-page PDF as a job when the synchronous call is refused for its pages: job id, progress, then the text of all ten pages and the cost", async () => {
+    worker ??= await startWorker({
+      config: parseConfig(workerSchema, { DATABASE_URL: database.url, FOLIO_EXTRACTION_ADDRESS: extraction.grpc.address, FOLIO_METRICS_ENABLED: "false", FOLIO_WORKER_POLL_SECONDS: "0.1", LOG_LEVEL: "silent" }),
+      log: createLogger("silent"),
+    });
+    const key = await account();
+    await withPage(1280, async (o) => {
+      await fillAndRun(o, key, fixture("ocr/ten-pages.pdf"));
+      await waitShown(o, o.page.getByRole("heading", { name: "Result" }), 150_000);
+      const statuses = (await o.statuses()).join(" | ");
+      expect(statuses, statuses).toMatch(/The document has 10 pages, more than the 4 one request reads: running it as a job/);
+      expect(statuses).toMatch(/Job (queued|running: read \d+ of 10 pages)/);
+      expect(statuses).toMatch(/Done: 10 pages, \$0\.02 \(job job_\w+\)/);
+      const id = await shownJobId(o.page);
+      expect(id, await text(o.page, "#job-info")).toMatch(/^job_/);
+      expect(await job(key, id)).toMatchObject({ status: "succeeded", page_count: 10, pages_completed: 10 });
+
+      const headings = await o.page.locator("#pages h3").allTextContents();
+      expect(headings).toEqual(Array.from({ length: 10 }, (_, i) => `Page ${i + 1} of 10`));
+      const texts = await o.page.locator("#pages pre").allInnerTexts();
+      expect(texts).toHaveLength(10);
+      texts.forEach((t, i) => expect(t, `page ${i + 1}: ${t.slice(0, 200)}`).toMatch(new RegExp(`Chapter\\s*${i + 1}\\b`, "i")));
+      expect(await o.page.locator("#pages img").count()).toBe(0);
+      expect(await o.page.locator("#pages-note").innerText()).toMatch(/Jobs do not keep page images/);
+      const summary = await text(o.page, "#summary");
+      expect(summary, summary).toMatch(/\$0\.02 charged/);
+      expect(summary).toMatch(/ten-pages\.pdf, 10 pages, read as a durable job/);
+      expect(summary).toMatch(/provider 1¢ \+ fee 0\.05¢/);
+      expect(summary).toContain(id);
+      // The limit the server stated replaces the page's assumption.
+      expect(await o.page.locator("#long-help").innerText()).toMatch(/more than 4 pages/);
+      expect(o.console.filter((l) => l.includes(key) || l.startsWith("pageerror"))).toEqual([]);
+      await shot(o.page, "job-result");
+    }, edge.url);
+  });
+
+  it("cancels a queued job with the Cancel button: the job ends cancelled, nothing was charged, and its id stays on the page", async () => {
+    // No worker runs during this test: the job stays queued until it is cancelled.
+    await worker?.close();
+    worker = undefined;
+    const key = await account();
+    await withPage(1024, async (o) => {
+      await fillAndRun(o, key, fixture("ocr/ten-pages.pdf"));
+      await waitShown(o, o.page.getByText(/Job queued: waiting for a worker/), 30_000);
+      const id = await shownJobId(o.page);
+      expect(id).toMatch(/^job_/);
+      await o.page.getByRole("button", { name: "Cancel" }).click();
+      const alert = o.page.getByRole("alert");
+      await alert.getByText("Job cancelled").waitFor({ timeout: 30_000 });
+      const said = await alert.innerText();
+      expect(said, said).toContain(id);
+      expect(said).toMatch(/No page had been read: nothing was charged/);
+      expect(await job(key, id)).toMatchObject({ status: "cancelled", pages_completed: 0 });
+      expect(await o.page.locator("#job-info").isVisible()).toBe(true);
+      expect(await o.page.getByRole("button", { name: "Cancel" }).isHidden()).toBe(true);
+      await shot(o.page, "job-cancelled");
+    }, edge.url);
   });
 });

@@ -2,14 +2,17 @@
  * `folio ocr` and `folio convert`: read or convert a document through a
  * running Folio (POST /v1/playground/process for its progress events and
  * page images, POST /v1/convert), over the HTTP client in `http.ts`.
+ * `folio ocr --async` and `--job` go through a durable job instead (`jobs.ts`).
  */
-import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { mkdir, writeFile } from "node:fs/promises";
 import { basename, join } from "node:path";
 import type { Writable } from "node:stream";
 import cliProgress from "cli-progress";
 import { formatCents } from "../../billing/format.ts";
 import { CONVERSION_FORMATS, CONVERSION_MIME_TYPES, FORMAT_EXTENSIONS, conversionFormatForFilename } from "../../formats/index.ts";
 import { ClientError, apiFailure, connect, failure, ndjson, send, type ApiErrorBody, type ConnectionOptions } from "./http.ts";
+import { readInput } from "./input.ts";
+import { runFollowJob, runOcrJob } from "./jobs.ts";
 
 export const OUTPUT_FORMATS = ["text", "json", "markdown"] as const;
 
@@ -22,8 +25,16 @@ export interface OcrOptions extends ConnectionOptions {
   pages?: string;
   format?: (typeof OUTPUT_FORMATS)[number];
   out?: string;
-  /** Show the progress bar: default when stderr is a terminal. */
+  /** Show the progress bar: default when stderr is a terminal (with async and job: a line per event elsewhere). */
   progress?: boolean;
+  /** Read it as a durable job (POST /v1/ocr/jobs), followed until it ends. */
+  async?: boolean;
+  /** Follow this existing job instead of reading a document, and write its result. */
+  job?: string;
+  /** Ctrl-C while following a job cancels it (default: the job goes on). */
+  cancelOnInterrupt?: boolean;
+  /** `key=value` pairs kept with the job. */
+  metadata?: string[];
 }
 
 export interface ConvertOptions extends ConnectionOptions {
@@ -38,9 +49,19 @@ export interface Io {
   stdout: Writable;
   stderr: Writable & { isTTY?: boolean };
   env: Record<string, string | undefined>;
+  /** Calls `handler` on Ctrl-C until the returned function is called (the process: SIGINT). */
+  onInterrupt?: (handler: () => void) => () => void;
 }
 
-const processIo = (): Io => ({ stdout: process.stdout, stderr: process.stderr, env: process.env });
+const processIo = (): Io => ({
+  stdout: process.stdout,
+  stderr: process.stderr,
+  env: process.env,
+  onInterrupt: (handler) => {
+    process.on("SIGINT", handler);
+    return () => process.off("SIGINT", handler);
+  },
+});
 
 /** The parts of a playground result the terminal uses (docs/playground.md has the whole shape). */
 interface Result {
@@ -61,11 +82,19 @@ type StreamEvent =
   | { event: "result"; result: Result }
   | { event: "error"; status: number; error: ApiErrorBody };
 
-/** `folio ocr FILE|URL`: the text (or the JSON result) on stdout, the cost on stderr, page images into --out. */
-export async function runOcr(target: string, o: OcrOptions, io: Io = processIo()): Promise<void> {
-  if (o.model && o.strategy) throw new ClientError("give --model or --strategy, not both");
+/**
+ * `folio ocr FILE|URL`: the text (or the JSON result) on stdout, the cost on
+ * stderr, page images into --out. With `--async` (or `--job ID`) through a
+ * durable job. Answers the exit status: 0, or 130 after Ctrl-C left a job
+ * running; failures throw a ClientError.
+ */
+export async function runOcr(target: string | undefined, o: OcrOptions, io: Io = processIo()): Promise<number> {
+  checkOcrFlags(target, o);
   const format = o.format ?? "text";
   const conn = connect(o, io.env);
+  if (o.job !== undefined) return runFollowJob(conn, o.job, o, io);
+  if (target === undefined) throw new ClientError("give a file or URL to read (or --job ID to follow a job)");
+  if (o.async) return runOcrJob(conn, target, o, io);
   const fields: Record<string, string> = {
     ...(o.model ? { model: o.model } : {}),
     ...(o.strategy ? { strategy: o.strategy } : {}),
@@ -107,6 +136,30 @@ export async function runOcr(target: string, o: OcrOptions, io: Io = processIo()
   if (format === "json") io.stdout.write(`${JSON.stringify(withoutImages(result), null, 2)}\n`);
   else io.stdout.write(result.result.text.endsWith("\n") ? result.result.text : `${result.result.text}\n`);
   io.stderr.write(`${costLine(result)}\n`);
+  return 0;
+}
+
+/** Flags that cannot go together, refused before anything is sent. */
+function checkOcrFlags(target: string | undefined, o: OcrOptions): void {
+  if (o.model && o.strategy) throw new ClientError("give --model or --strategy, not both");
+  if (o.job !== undefined) {
+    if (target !== undefined) throw new ClientError("give a file or URL to read, or --job ID to follow a job, not both");
+    const fixed = (
+      [
+        ["--model", o.model],
+        ["--strategy", o.strategy],
+        ["--tables", o.tables],
+        ["--language", o.language],
+        ["--pages", o.pages],
+        ["--metadata", o.metadata?.length ? o.metadata : undefined],
+      ] as const
+    ).filter(([, v]) => v !== undefined && v !== false);
+    if (fixed.length > 0) throw new ClientError(`--job follows a job as it was submitted: ${fixed.map(([f]) => f).join(", ")} cannot change it`);
+  }
+  const durable = o.async || o.job !== undefined;
+  if (durable && o.out) throw new ClientError("a job keeps no page images: --out needs the synchronous command (without --async or --job)");
+  if (!durable && o.metadata?.length) throw new ClientError("--metadata is kept with a job: add --async");
+  if (!durable && o.cancelOnInterrupt) throw new ClientError("--cancel-on-interrupt is for --async and --job (Ctrl-C on a synchronous read stops it anyway)");
 }
 
 /** `folio convert FILE --out DIR`: PNG pages into DIR, their paths on stdout, the cost on stderr. */
@@ -136,15 +189,6 @@ export async function runConvert(file: string, o: ConvertOptions, io: Io = proce
   );
   for (const path of written) io.stdout.write(`${path}\n`);
   io.stderr.write(`cost: ${formatCents(r.usage.total_cost_cents)} · ${r.result.page_count} page${r.result.page_count === 1 ? "" : "s"} · ${(r.usage.compute_time_ms / 1000).toFixed(1)} s compute · ${r.id}\n`);
-}
-
-async function readInput(path: string): Promise<Buffer> {
-  try {
-    return await readFile(path);
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    throw new ClientError(code === "ENOENT" ? `no such file: ${path}` : code === "EISDIR" ? `${path} is a folder, not a file` : `cannot read ${path}: ${code ?? String(err)}`);
-  }
 }
 
 

@@ -38,12 +38,13 @@ export interface Handlers {
   event(e: ProgressEvent): void;
 }
 
-export interface Running {
-  done: Promise<PlaygroundResult>;
+/** A request under way: its answer, and a way to stop it. */
+export interface Running<T> {
+  done: Promise<T>;
   cancel(): void;
 }
 
-export function processDocument(req: ProcessRequest, on: Handlers): Running {
+export function processDocument(req: ProcessRequest, on: Handlers): Running<PlaygroundResult> {
   const xhr = new XMLHttpRequest();
   let settled = false;
   const done = new Promise<PlaygroundResult>((resolve, reject) => {
@@ -100,15 +101,19 @@ export function processDocument(req: ProcessRequest, on: Handlers): Running {
     });
     xhr.addEventListener("error", () => fail(new RequestFailed(0, { code: "network_error", message: "the server could not be reached" })));
     xhr.addEventListener("abort", () => fail(new RequestFailed(0, { code: "cancelled", message: "cancelled" })));
-    const payload = body(req);
+    const payload = requestBody(req);
     if (typeof payload === "string") xhr.setRequestHeader("content-type", "application/json");
     xhr.send(payload);
   });
   return { done, cancel: () => xhr.abort() };
 }
 
-/** A file goes as multipart (no base64 inflation); a URL as JSON. */
-function body(req: ProcessRequest): FormData | string {
+/**
+ * A file goes as multipart (no base64 inflation); a URL as JSON. POST
+ * /v1/ocr/jobs takes the same fields in both forms (docs/jobs.md), plus
+ * `metadata`.
+ */
+export function requestBody(req: ProcessRequest, metadata?: Record<string, string>): FormData | string {
   if (req.file) {
     const form = new FormData();
     form.append("file", req.file, req.file.name);
@@ -118,6 +123,7 @@ function body(req: ProcessRequest): FormData | string {
     if (req.language) form.append("language", req.language);
     if (req.pages) form.append("pages", req.pages);
     form.append("output_format", req.outputFormat);
+    if (metadata) form.append("metadata", JSON.stringify(metadata));
     return form;
   }
   return JSON.stringify({
@@ -126,17 +132,29 @@ function body(req: ProcessRequest): FormData | string {
     ...(req.strategy ? { strategy: req.strategy } : {}),
     ...(req.pages ? { pages: req.pages } : {}),
     options: { extract_tables: req.extractTables, output_format: req.outputFormat, ...(req.language ? { language: req.language } : {}) },
+    ...(metadata ? { metadata } : {}),
   });
 }
 
-function errorFromResponse(xhr: XMLHttpRequest): RequestFailed {
-  const retry = Number(xhr.getResponseHeader("retry-after"));
+export function errorFromResponse(xhr: XMLHttpRequest): RequestFailed {
+  return errorFrom(xhr.status, xhr.responseText, xhr.getResponseHeader("retry-after"));
+}
+
+/** A fetch answer that is not a success, as a RequestFailed. */
+export async function errorFromFetch(res: Response): Promise<RequestFailed> {
+  const text = await res.text().catch(() => "");
+  return errorFrom(res.status, text, res.headers.get("retry-after"));
+}
+
+/** The one error shape (`{error: {code, message, …}}`) when the body has it, else the status in words. */
+function errorFrom(status: number, body: string, retryAfterHeader: string | null): RequestFailed {
+  const retry = Number(retryAfterHeader);
   const retryAfter = Number.isFinite(retry) && retry > 0 ? retry : undefined;
   try {
-    const parsed = JSON.parse(xhr.responseText) as { error?: ApiError };
-    if (parsed.error && typeof parsed.error.code === "string") return new RequestFailed(xhr.status, parsed.error, retryAfter);
+    const parsed = JSON.parse(body) as { error?: ApiError };
+    if (parsed.error && typeof parsed.error.code === "string") return new RequestFailed(status, parsed.error, retryAfter);
   } catch {
     /* not the error shape: described below */
   }
-  return new RequestFailed(xhr.status, { code: "http_error", message: `the server answered HTTP ${xhr.status}` }, retryAfter);
+  return new RequestFailed(status, { code: "http_error", message: `the server answered HTTP ${status}` }, retryAfter);
 }

@@ -1,13 +1,18 @@
 /**
  * The playground page: key (this tab only), document (file, drop or URL),
  * model or strategy, options; then progress, errors in plain words, and the
- * result. No secret is ever logged: this file has no console output at all.
+ * result. A document longer than one request reads runs as a durable job
+ * (run.ts), shown through the same views. No secret is ever logged: this
+ * file has no console output at all.
  */
-import { RequestFailed, processDocument, type Running } from "./api.ts";
+import { formatCents } from "../../../internal/billing/format.ts";
+import { RequestFailed, type Running } from "./api.ts";
 import { describeChoice, fillModelSelect, loadCatalog, type Catalog } from "./catalog.ts";
+import { JOBS_PATH } from "./jobs.ts";
 import { describeError } from "./messages.ts";
-import { renderPages, renderSummary, resultJson } from "./render.ts";
-import type { PlaygroundResult, ProgressEvent } from "./types.ts";
+import { renderPages, renderSummary, resultId, resultJson, resultText } from "./render.ts";
+import { DEFAULT_SYNC_MAX_PAGES, run, type Outcome } from "./run.ts";
+import type { OcrJob } from "./types.ts";
 
 const KEY_STORAGE = "folio.playground.apiKey";
 
@@ -35,14 +40,19 @@ const progress = $<HTMLElement>("progress");
 const progressText = $<HTMLParagraphElement>("progress-text");
 const progressBar = $<HTMLProgressElement>("progress-bar");
 const errorBox = $<HTMLDivElement>("error");
+const jobInfo = $<HTMLParagraphElement>("job-info");
+const longHelp = $<HTMLParagraphElement>("long-help");
+const pagesNote = $<HTMLParagraphElement>("pages-note");
 const resultSection = $<HTMLElement>("result");
 const resultHeading = $<HTMLHeadingElement>("result-heading");
 const copyStatus = $<HTMLParagraphElement>("copy-status");
 
 let catalog: Catalog | null = null;
 let droppedFile: File | null = null;
-let running: Running | null = null;
-let last: PlaygroundResult | null = null;
+let running: Running<Outcome> | null = null;
+/** The job of the current or last run, if it became one. */
+let jobId: string | null = null;
+let last: Outcome | null = null;
 
 // The key lives in sessionStorage: gone when the tab closes, never in localStorage or a cookie.
 keyInput.value = sessionStorage.getItem(KEY_STORAGE) ?? "";
@@ -105,24 +115,23 @@ function setProgress(text: string, value?: number): void {
   else progressBar.value = Math.max(0, Math.min(100, value));
 }
 
-function onEvent(e: ProgressEvent): void {
-  switch (e.event) {
-    case "started":
-      setProgress(`Started: ${e.document.format} with ${e.model}…`);
-      break;
-    case "converting":
-      setProgress(`Converting the ${e.format} document to page images…`);
-      break;
-    case "rasterizing":
-      setProgress("Rendering the PDF's pages…");
-      break;
-    case "extracting":
-      setProgress(`Extracting page 1 of ${e.page_count}…`, 0);
-      break;
-    case "page":
-      setProgress(e.completed < e.of ? `Extracting page ${e.completed + 1} of ${e.of}…` : `Extracted ${e.of} of ${e.of} pages`, (100 * e.completed) / e.of);
-      break;
-  }
+function showLimit(maxPages: number): void {
+  longHelp.textContent = `A document of more than ${maxPages} pages runs as a durable job on the server: the same progress and text, no page images.`;
+}
+showLimit(DEFAULT_SYNC_MAX_PAGES);
+
+/**
+ * The job's id in view from the moment it exists until the next run, so it
+ * can be found again: while it runs it goes on if the page is closed.
+ */
+function showJob(id: string, ended: boolean): void {
+  const path = `${JOBS_PATH}/${id}`;
+  jobInfo.replaceChildren(
+    ended ? "Job " : "Running as job ",
+    Object.assign(document.createElement("code"), { textContent: id }),
+    ended ? `. GET ${path} with this key finds it again, and ${path}/result its result if it succeeded.` : `. It goes on if this page is closed; GET ${path} with this key finds it again.`,
+  );
+  jobInfo.hidden = false;
 }
 
 function showError(e: RequestFailed): void {
@@ -158,10 +167,11 @@ form.addEventListener("submit", (e) => {
   const [kind, id] = modelSelect.value.split(/:(.*)/s) as [string, string];
 
   resultSection.hidden = true;
+  jobInfo.hidden = true;
+  jobId = null;
   runButton.disabled = true;
   cancelButton.hidden = false;
-  setProgress(file ? "Uploading… 0%" : "Sending…", file ? 0 : undefined);
-  running = processDocument(
+  running = run(
     {
       key,
       ...(file ? { file } : { url }),
@@ -172,17 +182,23 @@ form.addEventListener("submit", (e) => {
       outputFormat: formatSelect.value as "text" | "json" | "markdown",
     },
     {
-      uploadProgress: (loaded, total) => file && setProgress(`Uploading… ${Math.round((100 * loaded) / total)}%`, (100 * loaded) / total),
-      uploaded: () => setProgress("Uploaded; waiting for the server…"),
-      event: onEvent,
+      progress: setProgress,
+      job: (job: OcrJob) => {
+        jobId = job.id;
+        showJob(job.id, false);
+      },
+      limit: showLimit,
     },
   );
   running.done.then(
-    (r) => {
-      last = r;
-      setProgress(`Done: ${r.result.pages.length} page${r.result.pages.length === 1 ? "" : "s"}, ${r.cost.formatted}`, 100);
-      renderSummary($<HTMLDListElement>("summary"), r);
-      renderPages($<HTMLOListElement>("pages"), r);
+    (o) => {
+      last = o;
+      const pages = o.kind === "request" ? o.result.result.pages.length : o.pages.length;
+      const cost = o.kind === "request" ? o.result.cost.formatted : formatCents(o.job.usage.total_cost_cents);
+      setProgress(`Done: ${pages} page${pages === 1 ? "" : "s"}, ${cost}${o.kind === "job" ? ` (job ${o.job.id})` : ""}`, 100);
+      renderSummary($<HTMLDListElement>("summary"), o);
+      renderPages($<HTMLOListElement>("pages"), o);
+      pagesNote.hidden = o.kind !== "job";
       copyStatus.textContent = "";
       resultSection.hidden = false;
       resultHeading.focus();
@@ -192,6 +208,7 @@ form.addEventListener("submit", (e) => {
       showError(err instanceof RequestFailed ? err : new RequestFailed(0, { code: "page_error", message: String(err) }));
     },
   ).finally(() => {
+    if (jobId) showJob(jobId, true);
     running = null;
     runButton.disabled = false;
     cancelButton.hidden = true;
@@ -223,7 +240,7 @@ function download(text: string, name: string, type: string): void {
   setTimeout(() => URL.revokeObjectURL(href), 10_000);
   copyStatus.textContent = `${name} downloaded.`;
 }
-$<HTMLButtonElement>("copy-text").addEventListener("click", () => last && void copy(last.result.text, "Text"));
+$<HTMLButtonElement>("copy-text").addEventListener("click", () => last && void copy(resultText(last), "Text"));
 $<HTMLButtonElement>("copy-json").addEventListener("click", () => last && void copy(resultJson(last), "JSON"));
-$<HTMLButtonElement>("download-text").addEventListener("click", () => last && download(last.result.text, `${last.id}.txt`, "text/plain"));
-$<HTMLButtonElement>("download-json").addEventListener("click", () => last && download(resultJson(last), `${last.id}.json`, "application/json"));
+$<HTMLButtonElement>("download-text").addEventListener("click", () => last && download(resultText(last), `${resultId(last)}.txt`, "text/plain"));
+$<HTMLButtonElement>("download-json").addEventListener("click", () => last && download(resultJson(last), `${resultId(last)}.json`, "application/json"));

@@ -38,8 +38,12 @@ export function describeError(e: RequestFailed): Described {
       return { title: "Office documents cannot be converted here", detail: "This server has no conversion service. Images and PDFs still work." };
     case "invalid_api_key":
       return { title: "The API key was not accepted", detail: `${said(err.message)} Check the key (it starts with folio_sk_) and that it has not been revoked or expired.` };
-    case "permission_denied":
-      return { title: "This key may not use the playground", detail: `It lacks the permission ${(err.missing_permissions ?? ["playground:write"]).join(", ")}. Use a key created without a permission list, or one that includes it.` };
+    case "permission_denied": {
+      const missing = err.missing_permissions ?? ["playground:write"];
+      // Long documents run as jobs, which need ocr:write beside the playground's own permission.
+      const why = missing.includes("ocr:write") ? " Documents longer than one request reads run as OCR jobs, which need it." : "";
+      return { title: "This key may not do this", detail: `It lacks the permission ${missing.join(", ")}.${why} Use a key created without a permission list, or one that includes it.` };
+    }
     case "payload_too_large":
       return { title: "The file is too large", detail: `${said(err.message)}` };
     case "unsupported_model":
@@ -53,7 +57,20 @@ export function describeError(e: RequestFailed): Described {
     case "network_error":
       return { title: "The server could not be reached", detail: "Check the connection and that Folio is running, then try again." };
     case "cancelled":
+      if (typeof err.job_id === "string") return { title: "Cancelled", detail: `Loading the result was stopped. The job ${err.job_id} itself succeeded; its result stays readable by its id.` };
       return { title: "Cancelled", detail: "The run was stopped. Pages already read may have been charged." };
+    case "job_cancelled": {
+      const pages = typeof err.pages_completed === "number" ? err.pages_completed : 0;
+      const cost = typeof err.total_cost_cents === "number" ? ` (${dollars(err.total_cost_cents)})` : "";
+      return {
+        title: "Job cancelled",
+        detail: `The job ${String(err.job_id ?? "")} was stopped. ${pages === 0 ? "No page had been read: nothing was charged." : `The ${pages} page${pages === 1 ? "" : "s"} read before it stopped stay charged${cost} and readable by the job's id.`} The rest of the hold went back to the balance.`,
+      };
+    }
+    case "page_failed":
+      return { title: "No page could be read", detail: `${said(err.message)} Pages that are not read are not charged; try another model.` };
+    case "events_lost":
+      return { title: "The job's progress could not be followed", detail: `${said(err.message)} The job goes on on the server: find it again by its id.` };
     default:
       return { title: e.status >= 500 ? "The server failed" : "The request failed", detail: `${said(err.message)}` };
   }

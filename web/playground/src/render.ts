@@ -3,7 +3,10 @@
  * and only image data URLs of known image types are used as sources.
  */
 import { formatCents as cents } from "../../../internal/billing/format.ts";
-import type { PlaygroundResult, ResultPage, Table } from "./types.ts";
+import type { Outcome } from "./run.ts";
+import type { JobPage, PlaygroundResult, ResultPage, Table } from "./types.ts";
+
+type JobOutcome = Extract<Outcome, { kind: "job" }>;
 
 function el<K extends keyof HTMLElementTagNameMap>(tag: K, props: Partial<HTMLElementTagNameMap[K]> = {}, ...children: (Node | string)[]): HTMLElementTagNameMap[K] {
   const node = document.createElement(tag);
@@ -17,7 +20,13 @@ const seconds = (ms: number) => (ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed
 const size = (b: number) => (b < 1024 ? `${b} B` : b < 1024 * 1024 ? `${(b / 1024).toFixed(0)} KiB` : `${(b / 1024 / 1024).toFixed(1)} MiB`);
 const percent = (c: number) => `${Math.round(c * 100)}%`;
 
-export function renderSummary(dl: HTMLDListElement, r: PlaygroundResult): void {
+const pairs = (rows: [string, string][]) => rows.flatMap(([k, v]) => [el("dt", { textContent: k }), el("dd", { textContent: v })]);
+
+export function renderSummary(dl: HTMLDListElement, o: Outcome): void {
+  dl.replaceChildren(...pairs(o.kind === "request" ? requestSummary(o.result) : jobSummary(o)));
+}
+
+function requestSummary(r: PlaygroundResult): [string, string][] {
   const rows: [string, string][] = [
     ["Model", r.strategy ? `${r.model} (strategy ${r.strategy})` : r.model],
     ["Document", `${r.document.filename ? `${r.document.filename}, ` : ""}${r.document.format}, ${size(r.document.bytes)}, ${r.result.pages.length} page${r.result.pages.length === 1 ? "" : "s"}${r.document.converted ? ", converted to page images" : ""}`],
@@ -31,35 +40,79 @@ export function renderSummary(dl: HTMLDListElement, r: PlaygroundResult): void {
   rows.push(["Time", `${seconds(r.timings.total_ms)} in all: conversion ${seconds(r.timings.conversion_ms)}, extraction ${seconds(r.timings.extraction_ms)}`]);
   if (r.result.confidence !== undefined) rows.push(["Confidence", `${percent(r.result.confidence)} (the model's own score, not a measurement)`]);
   rows.push(["Request", r.id]);
-  dl.replaceChildren(...rows.flatMap(([k, v]) => [el("dt", { textContent: k }), el("dd", { textContent: v })]));
+  return rows;
+}
+
+/** A job's summary: its usage is /v1/ocr's, charged page by page as the pages were stored (docs/jobs.md "Money"). */
+function jobSummary(o: JobOutcome): [string, string][] {
+  const { job } = o;
+  const u = job.usage;
+  const count = job.page_count ?? o.pages.length;
+  const rows: [string, string][] = [
+    ["Model", job.model],
+    ["Document", `${o.source ? `${o.source}, ` : ""}${count} page${count === 1 ? "" : "s"}, read as a durable job`],
+    ["Cost", `${cents(u.total_cost_cents)} charged`],
+    [
+      `Pages (${u.pages_processed} read)`,
+      `${cents(u.total_cost_cents)} (provider ${exactCents(u.provider_cost_cents)} + fee ${exactCents(u.platform_fee_cents)})${job.pages_failed > 0 ? `; ${job.pages_failed} page${job.pages_failed === 1 ? "" : "s"} could not be read and ${job.pages_failed === 1 ? "was" : "were"} not charged` : ""}`,
+    ],
+  ];
+  if (u.tokens_used > 0) rows.push(["Tokens", `${u.prompt_tokens} prompt + ${u.completion_tokens} completion`]);
+  rows.push(["Time", `${seconds(u.processing_time_ms)} from the job's start to its end`]);
+  const confidence = meanConfidence(o.pages);
+  if (confidence !== undefined) rows.push(["Confidence", `${percent(confidence)} (the model's own score, not a measurement)`]);
+  if (o.tablesError) rows.push(["Tables", `could not be loaded: ${o.tablesError}`]);
+  rows.push(["Job", job.id]);
+  return rows;
+}
+
+/** The mean of the pages' confidences when every page has one (as the job's result computes it). */
+function meanConfidence(pages: JobPage[]): number | undefined {
+  const scores = pages.map((p) => p.confidence);
+  if (scores.length === 0 || scores.some((c) => c === undefined)) return undefined;
+  return (scores as number[]).reduce((a, b) => a + b, 0) / scores.length;
 }
 
 const SAFE_IMAGE = /^data:image\/(png|jpeg|webp|gif|bmp);base64,[A-Za-z0-9+/=]+$/;
 
-export function renderPages(list: HTMLOListElement, r: PlaygroundResult): void {
-  const pages = r.result.pages;
+/** A page as shown: the playground's (with its image) or a job's (text only; no image is kept). */
+type ShownPage = Omit<ResultPage, "image"> & { image?: ResultPage["image"]; error?: JobPage["error"] };
+
+export function renderPages(list: HTMLOListElement, o: Outcome): void {
+  const pages: ShownPage[] = o.kind === "request" ? o.result.result.pages : o.pages.map((p) => ({ ...p, tables: o.tables.get(p.page_number) ?? [] }));
   // "Page 2 of 5" only when every page came back; a selection ("pages") shows the document's numbers alone.
   const whole = pages.every((p, i) => p.page_number === i + 1);
-  list.replaceChildren(...pages.map((p) => renderPage(p, whole ? `Page ${p.page_number} of ${pages.length}` : `Page ${p.page_number}`)));
+  list.replaceChildren(...pages.map((p) => renderPage(p, whole ? `Page ${p.page_number} of ${pages.length}` : `Page ${p.page_number}`, o.kind === "request")));
 }
 
-function renderPage(p: ResultPage, name: string): HTMLLIElement {
+function renderPage(p: ShownPage, name: string, withImage: boolean): HTMLLIElement {
   const headingId = `page-${p.page_number}-heading`;
+  const text = el("div", { className: "page-text" });
+  if (p.confidence !== undefined) text.append(el("p", { className: "confidence", textContent: `Confidence ${percent(p.confidence)}` }));
+  if (p.error) {
+    text.append(el("p", { className: "page-error", textContent: `This page could not be read (not charged): ${p.error.message} [${p.error.code}]` }));
+  } else {
+    const pre = el("pre", { textContent: p.text || "(no text found)", tabIndex: 0 });
+    pre.setAttribute("aria-label", `Text of page ${p.page_number}`);
+    text.append(pre);
+  }
+  p.tables.forEach((t, i) => text.append(renderTable(t, i + 1)));
+  const grid = el("div", { className: withImage ? "page-grid" : "page-grid text-only" });
+  if (withImage) grid.append(renderImage(p, name));
+  grid.append(text);
+  const li = el("li", { className: "page" }, el("h3", { id: headingId, textContent: name }), grid);
+  li.setAttribute("aria-labelledby", headingId);
+  return li;
+}
+
+function renderImage(p: ShownPage, name: string): HTMLElement {
   const figure = el("figure", { className: "page-image" });
   if (p.image && SAFE_IMAGE.test(p.image.url)) {
     figure.append(el("img", { src: p.image.url, alt: `${name}, as the model read it`, loading: "lazy", decoding: "async" }));
   } else {
     figure.append(el("p", { className: "help", textContent: p.image_omitted === "response_image_limit" ? "Image left out: the response reached its image size limit." : "No image." }));
   }
-  const text = el("div", { className: "page-text" });
-  if (p.confidence !== undefined) text.append(el("p", { className: "confidence", textContent: `Confidence ${percent(p.confidence)}` }));
-  const pre = el("pre", { textContent: p.text || "(no text found)", tabIndex: 0 });
-  pre.setAttribute("aria-label", `Text of page ${p.page_number}`);
-  text.append(pre);
-  p.tables.forEach((t, i) => text.append(renderTable(t, i + 1)));
-  const li = el("li", { className: "page" }, el("h3", { id: headingId, textContent: name }), el("div", { className: "page-grid" }, figure, text));
-  li.setAttribute("aria-labelledby", headingId);
-  return li;
+  return figure;
 }
 
 /** A table as a table: the first row is the header (docs/ocr.md), in a scrollable, focusable region. */
@@ -79,8 +132,27 @@ function renderTable(t: Table, n: number): HTMLElement {
   return wrap;
 }
 
-/** The result as JSON for copying: page images are left out (they are large and shown above). */
-export function resultJson(r: PlaygroundResult): string {
+/** The result's text: a job's is its pages' texts joined as its result joins them (GET …/result). */
+export function resultText(o: Outcome): string {
+  return o.kind === "request" ? o.result.result.text : o.pages.map((p) => p.text).join("\n\n");
+}
+
+/** What the result is called: the request's id, or the job's. */
+export const resultId = (o: Outcome): string => (o.kind === "request" ? o.result.id : o.job.id);
+
+/**
+ * The result as JSON for copying: page images are left out (they are large
+ * and shown above); a job's is what GET /v1/ocr/jobs/{id}/result answers.
+ */
+export function resultJson(o: Outcome): string {
+  if (o.kind === "job") {
+    const { job } = o;
+    const confidence = meanConfidence(o.pages);
+    const tables = [...o.tables.entries()].sort(([a], [b]) => a - b).flatMap(([, t]) => t);
+    const result = { text: resultText(o), pages: o.pages, tables, ...(confidence !== undefined ? { confidence } : {}) };
+    return JSON.stringify({ id: job.id, object: "ocr.result", created: job.created_at, model: job.model, result, usage: job.usage, metadata: job.metadata }, null, 2);
+  }
+  const r = o.result;
   const pages = r.result.pages.map((p) => ({ ...p, image: p.image ? { mime_type: p.image.mime_type, bytes: p.image.bytes } : null }));
   return JSON.stringify({ ...r, result: { ...r.result, pages } }, null, 2);
 }

@@ -39,6 +39,18 @@ export interface CostComponent {
   compute_time_ms?: number;
 }
 
+/** `usage` of a reading answer: the same fields in /v1/ocr, the playground and a job (docs/ocr.md). */
+export interface Usage {
+  pages_processed: number;
+  prompt_tokens: number;
+  completion_tokens: number;
+  tokens_used: number;
+  provider_cost_cents: number;
+  platform_fee_cents: number;
+  total_cost_cents: number;
+  processing_time_ms: number;
+}
+
 export interface PlaygroundResult {
   id: string;
   object: "playground.result";
@@ -48,7 +60,7 @@ export interface PlaygroundResult {
   document: { filename?: string; mime_type: string; format: string; kind: string; bytes: number; converted: boolean };
   result: { text: string; pages: ResultPage[]; tables: Table[]; confidence?: number };
   timings: { load_ms: number; conversion_ms: number; extraction_ms: number; total_ms: number };
-  usage: { pages_processed: number; prompt_tokens: number; completion_tokens: number; tokens_used: number; provider_cost_cents: number; platform_fee_cents: number; total_cost_cents: number; processing_time_ms: number };
+  usage: Usage;
   cost: { currency: "USD"; components: CostComponent[]; provider_cost_cents: number; platform_fee_cents: number; total_cost_cents: number; formatted: string };
 }
 
@@ -60,6 +72,44 @@ export type ProgressEvent =
   | { event: "page"; page_number: number; completed: number; of: number };
 
 export type StreamEvent = ProgressEvent | { event: "result"; result: PlaygroundResult } | { event: "error"; status: number; error: ApiError };
+
+/** A durable OCR job (docs/jobs.md, "The job"). */
+export interface OcrJob {
+  id: string;
+  object: "ocr.job";
+  status: "queued" | "running" | "succeeded" | "failed" | "cancelled";
+  model: string;
+  /** Null until known: an office document's, until it is converted. */
+  page_count: number | null;
+  pages_completed: number;
+  pages_failed: number;
+  /** Charged so far; final once the job has ended. */
+  usage: Usage;
+  error?: { code: string; message: string };
+  metadata: Record<string, string>;
+  created_at: number;
+  started_at: number | null;
+  finished_at: number | null;
+}
+
+export type JobEventType = "ocr.job.started" | "ocr.job.progress" | "ocr.job.succeeded" | "ocr.job.failed" | "ocr.job.cancelled";
+
+/** The `data:` of one server-sent event of GET /v1/ocr/jobs/{id}/events: the job as that event left it. */
+export interface JobEvent {
+  id: string;
+  type: JobEventType;
+  sequence: number;
+  created_at: number;
+  data: OcrJob;
+}
+
+/** A stored page of a job (GET /v1/ocr/jobs/{id}/pages): no image; a page that could not be read has its error and no text. */
+export interface JobPage {
+  page_number: number;
+  text: string;
+  confidence?: number;
+  error?: { code: string; message: string };
+}
 
 export interface PriceSet {
   prompt: string;
