@@ -19,12 +19,10 @@ import { adminCreateAccount } from "../internal/cli/admin/index.ts";
 import { runOcr } from "../internal/cli/client/index.ts";
 import type { RunningEdge } from "../internal/edge/index.ts";
 import type { RunningExtraction } from "../internal/extraction/index.ts";
-import { startWorker, type RunningWorker } from "../internal/jobs/service.ts";
-import { parseConfig, workerSchema } from "../internal/platform/config/index.ts";
+import type { RunningWorker } from "../internal/jobs/service.ts";
 import { migrateToLatest, type DatabaseHandle } from "../internal/platform/db/index.ts";
-import { createLogger } from "../internal/platform/log/index.ts";
 import { cer } from "./cer.ts";
-import { call, privateDatabase, startTestEdge, startTestExtraction } from "./harness.ts";
+import { call, privateDatabase, startTestEdge, startTestExtraction, startTestWorker } from "./harness.ts";
 import { freePort } from "./support.ts";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -60,17 +58,7 @@ afterAll(async () => {
 });
 
 async function workerRunning(): Promise<void> {
-  worker ??= await startWorker({
-    config: parseConfig(workerSchema, {
-      DATABASE_URL: database.url,
-      FOLIO_EXTRACTION_ADDRESS: extraction.grpc.address,
-      FOLIO_METRICS_ENABLED: "false",
-      FOLIO_WORKER_POLL_SECONDS: "0.1",
-      FOLIO_JOB_RANGE_PAGES: RANGE_PAGES,
-      LOG_LEVEL: "silent",
-    }),
-    log: createLogger("silent"),
-  });
+  worker ??= await startTestWorker(database.url, extraction.grpc.address, { FOLIO_JOB_RANGE_PAGES: RANGE_PAGES });
 }
 
 async function noWorker(): Promise<void> {

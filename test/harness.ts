@@ -6,7 +6,8 @@ import { sql } from "kysely";
 import { afterAll, afterEach, beforeAll, inject } from "vitest";
 import { startFakeUpstream, type FakeUpstream } from "./fake-upstream.ts";
 import { startEdge, type RunningEdge } from "../internal/edge/index.ts";
-import { conversionSchema, edgeSchema, extractionSchema, parseConfig, type Env } from "../internal/platform/config/index.ts";
+import { conversionSchema, edgeSchema, extractionSchema, parseConfig, workerSchema, type Env } from "../internal/platform/config/index.ts";
+import { startWorker, type RunningWorker } from "../internal/jobs/service.ts";
 import { startConversion, type RunningConversion } from "../internal/conversion/index.ts";
 import { startExtraction, type RunningExtraction } from "../internal/extraction/index.ts";
 import { openDatabase, type DatabaseHandle } from "../internal/platform/db/index.ts";
@@ -215,6 +216,23 @@ export async function startStack(
     },
   };
   return stack;
+}
+
+/**
+ * A jobs worker in this process against `databaseUrl` (quiet, no metrics
+ * listener, polling every 100 ms), reading through `extractionAddress`;
+ * `env` adds or overrides its variables (a conversion address, range size).
+ */
+export async function startTestWorker(databaseUrl: string, extractionAddress: string, env: Env = {}): Promise<RunningWorker> {
+  const config = parseConfig(workerSchema, {
+    DATABASE_URL: databaseUrl,
+    FOLIO_EXTRACTION_ADDRESS: extractionAddress,
+    FOLIO_METRICS_ENABLED: "false",
+    FOLIO_WORKER_POLL_SECONDS: "0.1",
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? "silent",
+    ...env,
+  });
+  return startWorker({ config, log: createLogger(config.LOG_LEVEL) });
 }
 
 /** The account's usage log rows, oldest first. */

@@ -16,13 +16,11 @@ import { Decimal, chargeComponent } from "../internal/billing/index.ts";
 import { adminCreateAccount, adminCreateKey } from "../internal/cli/admin/index.ts";
 import type { RunningEdge } from "../internal/edge/index.ts";
 import type { RunningExtraction } from "../internal/extraction/index.ts";
-import { startWorker, type RunningWorker } from "../internal/jobs/service.ts";
-import { parseConfig, workerSchema } from "../internal/platform/config/index.ts";
+import type { RunningWorker } from "../internal/jobs/service.ts";
 import { migrateToLatest, type DatabaseHandle } from "../internal/platform/db/index.ts";
-import { createLogger } from "../internal/platform/log/index.ts";
 import { cer } from "./cer.ts";
 import { startFakeUpstream, type FakeUpstream } from "./fake-upstream.ts";
-import { call, privateDatabase, startTestEdge, startTestExtraction } from "./harness.ts";
+import { call, privateDatabase, startTestEdge, startTestExtraction, startTestWorker } from "./harness.ts";
 
 const FIXTURES = join(import.meta.dirname, "fixtures", "ocr");
 const PDF = readFileSync(join(FIXTURES, "ten-pages.pdf"));
@@ -41,19 +39,8 @@ let worker: RunningWorker | undefined;
 /** The OpenRouter test double: upstream models' pages go there. */
 let upstream: FakeUpstream;
 
-function workerEnv() {
-  return {
-    DATABASE_URL: database.url,
-    FOLIO_EXTRACTION_ADDRESS: extraction.grpc.address,
-    FOLIO_METRICS_ENABLED: "false",
-    FOLIO_WORKER_POLL_SECONDS: "0.1",
-    FOLIO_JOB_RANGE_PAGES: "3",
-    LOG_LEVEL: "silent",
-  };
-}
-
 async function startJobsWorker(): Promise<RunningWorker> {
-  return startWorker({ config: parseConfig(workerSchema, workerEnv()), log: createLogger("silent") });
+  return startTestWorker(database.url, extraction.grpc.address, { FOLIO_JOB_RANGE_PAGES: "3" });
 }
 
 beforeAll(async () => {

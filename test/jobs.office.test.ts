@@ -12,11 +12,9 @@ import { adminCreateAccount } from "../internal/cli/admin/index.ts";
 import type { RunningConversion } from "../internal/conversion/index.ts";
 import type { RunningEdge } from "../internal/edge/index.ts";
 import type { RunningExtraction } from "../internal/extraction/index.ts";
-import { startWorker, type RunningWorker } from "../internal/jobs/service.ts";
-import { parseConfig, workerSchema } from "../internal/platform/config/index.ts";
+import type { RunningWorker } from "../internal/jobs/service.ts";
 import { migrateToLatest, type DatabaseHandle } from "../internal/platform/db/index.ts";
-import { createLogger } from "../internal/platform/log/index.ts";
-import { call, privateDatabase, startTestConversion, startTestEdge, startTestExtraction } from "./harness.ts";
+import { call, privateDatabase, startTestConversion, startTestEdge, startTestExtraction, startTestWorker } from "./harness.ts";
 
 const DOCX = readFileSync(join(import.meta.dirname, "fixtures", "convert", "two-pages.docx"));
 
@@ -33,10 +31,7 @@ beforeAll(async () => {
   conversion = await startTestConversion({ FOLIO_SANDBOX: "runsc", FOLIO_CONVERSION_CONCURRENCY: "1" });
   const services = { FOLIO_EXTRACTION_ADDRESS: extraction.grpc.address, FOLIO_CONVERSION_ADDRESS: conversion.grpc.address };
   edge = await startTestEdge({ env: { DATABASE_URL: database.url, ...services } });
-  worker = await startWorker({
-    config: parseConfig(workerSchema, { DATABASE_URL: database.url, ...services, FOLIO_METRICS_ENABLED: "false", FOLIO_WORKER_POLL_SECONDS: "0.1", LOG_LEVEL: "silent" }),
-    log: createLogger("silent"),
-  });
+  worker = await startTestWorker(database.url, extraction.grpc.address, { FOLIO_CONVERSION_ADDRESS: conversion.grpc.address });
 }, 180_000);
 afterAll(async () => {
   await worker?.close();

@@ -27,11 +27,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { adminCreateAccount } from "../internal/cli/admin/index.ts";
 import type { RunningEdge } from "../internal/edge/index.ts";
 import type { RunningExtraction } from "../internal/extraction/index.ts";
-import { startWorker, type RunningWorker } from "../internal/jobs/service.ts";
-import { parseConfig, workerSchema } from "../internal/platform/config/index.ts";
+import type { RunningWorker } from "../internal/jobs/service.ts";
 import { migrateToLatest, type DatabaseHandle } from "../internal/platform/db/index.ts";
-import { createLogger } from "../internal/platform/log/index.ts";
-import { privateDatabase, startTestEdge, startTestExtraction } from "./harness.ts";
+import { privateDatabase, startTestEdge, startTestExtraction, startTestWorker } from "./harness.ts";
 import { freePort } from "./support.ts";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -452,10 +450,7 @@ describe("documents longer than one request reads, as durable jobs (an edge with
   });
 
   it("runs a ten-page PDF as a job when the synchronous call is refused for its pages: job id, progress, then the text of all ten pages and the cost", async () => {
-    worker ??= await startWorker({
-      config: parseConfig(workerSchema, { DATABASE_URL: database.url, FOLIO_EXTRACTION_ADDRESS: extraction.grpc.address, FOLIO_METRICS_ENABLED: "false", FOLIO_WORKER_POLL_SECONDS: "0.1", LOG_LEVEL: "silent" }),
-      log: createLogger("silent"),
-    });
+    worker ??= await startTestWorker(database.url, extraction.grpc.address);
     const key = await account();
     await withPage(1280, async (o) => {
       await fillAndRun(o, key, fixture("ocr/ten-pages.pdf"));
