@@ -52,6 +52,7 @@ export async function runDev(env: Env): Promise<void> {
       `  API docs:        ${edge.url}/docs`,
       `  Models:          ${extraction.catalog.snapshot().models.length} in the catalog${extractionConfig.FOLIO_UPSTREAM_API_KEY ? "" : " (local engines only: set FOLIO_UPSTREAM_API_KEY for upstream models)"}`,
       `  Conversion:      ${conversion ? `${conversion.backend} sandboxes` : "off (see the log above); office documents get conversion_not_available"}`,
+      `  Durable jobs:    POST ${edge.url}/v1/ocr/jobs, read by a worker in this process (docs/jobs.md)`,
       "",
     ].join("\n"),
   );
