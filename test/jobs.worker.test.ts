@@ -58,6 +58,7 @@ function worker(id: string, reader: PageReader, extra: Partial<JobWorkerOptions>
     pdfTimeoutMs: 60_000,
     rangePages: 2,
     maxPages: 100,
+    documents: { kind: "postgres" },
     maxAttempts: 5,
     store: { retentionMs: 86_400_000, progressIntervalMs: 0 },
     id,
@@ -79,6 +80,7 @@ async function tenPageJob(cents: number, holdCents: number, rangePages: number):
     document: PDF,
     pageCount: 10,
     hold: { cents: holdCents, ttlMs: 86_400_000 },
+    store: { kind: "postgres" },
     rangePages,
   });
   return { accountId, jobId, holdId: (await jobRow(db, jobId))!.hold_id! };

@@ -17,6 +17,7 @@ import { buildEdgeApp } from "./app.ts";
 import { ExtractionClient } from "../extraction/client.ts";
 import { ConversionClient } from "../conversion/client.ts";
 import { observingClientInterceptor } from "../platform/grpc/index.ts";
+import { jobDocumentStore } from "../jobs/index.ts";
 import type { App, EdgeDeps } from "./types.ts";
 
 export { buildEdgeApp } from "./app.ts";
@@ -125,6 +126,7 @@ export async function startEdge({ config, log, database, alsoMetrics = [] }: Sta
       rangePages: config.FOLIO_JOB_RANGE_PAGES,
       retentionMs: config.FOLIO_JOB_RETENTION_DAYS * 86_400_000,
       holdTtlMs: config.FOLIO_JOB_RETENTION_DAYS * 86_400_000,
+      documents: jobDocumentStore(config),
     },
     publicRequestsPerMinute: config.FOLIO_PUBLIC_REQUESTS_PER_MINUTE,
     bodyLimitBytes: config.FOLIO_BODY_LIMIT_BYTES,

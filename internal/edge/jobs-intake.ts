@@ -133,6 +133,7 @@ export async function submitJob(deps: EdgeDeps, s: JobSubmission): Promise<Recor
     request,
     metadata: s.metadata,
     document,
+    store: deps.jobs.documents,
     pageCount: selected?.length ?? null,
     hold: { cents: holdCents(basis), ttlMs: deps.jobs.holdTtlMs },
     rangePages: deps.jobs.rangePages,

@@ -9,6 +9,7 @@ import type { RateLimiter } from "../ratelimit/index.ts";
 import type { ExtractionClient } from "../extraction/client.ts";
 import type { ConversionClient } from "../conversion/client.ts";
 import type { FetchPolicy } from "../documents/index.ts";
+import type { DocumentStore } from "../jobs/index.ts";
 
 export type App = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, FastifyBaseLogger, TypeBoxTypeProvider>;
 
@@ -50,6 +51,8 @@ export interface EdgeDeps {
     retentionMs: number;
     /** How long a job's hold lasts without its job ending (then the sweeper releases it; later pages are still charged). */
     holdTtlMs: number;
+    /** Where jobs' documents are kept (internal/jobs/blobs.ts); the workers must use the same. */
+    documents: DocumentStore;
   };
   /** Limit per client address on routes that answer without a key. */
   publicRequestsPerMinute: number;

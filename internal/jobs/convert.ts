@@ -12,7 +12,8 @@ import type { Conversion, ConvertRequest } from "../contracts/index.ts";
 import { parsePages } from "../formats/pages.ts";
 import type { DB } from "../platform/db/index.ts";
 import { addRanges, finishRange, type LeasedRange } from "./queue.ts";
-import { endJob, jobDocument, type JobRequest, type JobRow, type StoreOptions } from "./store.ts";
+import { documentBytes, type DocumentStore } from "./blobs.ts";
+import { endJob, type JobRequest, type JobRow, type StoreOptions } from "./store.ts";
 
 /** What the worker needs of the conversion service (its gRPC client has it). */
 export interface DocumentConverter {
@@ -24,6 +25,7 @@ export interface ConvertJobOptions {
   rangePages: number;
   maxPages: number;
   store: StoreOptions;
+  documents: DocumentStore;
 }
 
 /** Converts the job's document and queues its pages; false when the range had been finished already. */
@@ -32,7 +34,7 @@ export async function convertJob(db: DB, job: JobRow, range: LeasedRange, o: Con
   const parsed = request.pages ? parsePages(request.pages) : undefined;
   const converted = await o.converter.convert(
     {
-      document: await jobDocument(db, job.id),
+      document: await documentBytes(db, o.documents, job.id),
       mimeType: request.mime_type,
       ...(request.filename ? { filename: request.filename } : {}),
       maxPages: o.maxPages,

@@ -10,7 +10,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { DB } from "../platform/db/index.ts";
-import { writeJobDocument } from "./store.ts";
+import { documentFile, type DocumentStore } from "./blobs.ts";
 
 interface Entry {
   ready: Promise<string | undefined>;
@@ -27,6 +27,7 @@ export class JobDocuments {
   /** @param idleMs how long an unused document's file is kept */
   constructor(
     private readonly db: DB,
+    private readonly store: DocumentStore,
     private readonly idleMs: number,
   ) {
     this.sweeper = setInterval(() => void this.sweep(), Math.max(1_000, Math.floor(idleMs / 2)));
@@ -73,10 +74,7 @@ export class JobDocuments {
   private async write(jobId: string): Promise<string | undefined> {
     this.dir ??= mkdtemp(join(tmpdir(), "folio-jobs-"));
     // A fresh name each time: a file being swept never collides with a new one of the same job.
-    const path = join(await this.dir, `${jobId}.${++this.written}`);
-    if (await writeJobDocument(this.db, jobId, path)) return path;
-    await rm(path, { force: true });
-    return undefined;
+    return documentFile(this.db, this.store, jobId, join(await this.dir, `${jobId}.${++this.written}`));
   }
 
   private async sweep(): Promise<void> {
@@ -85,7 +83,9 @@ export class JobDocuments {
       if (entry.users > 0 || now - entry.lastUsed < this.idleMs) continue;
       this.entries.delete(jobId);
       const path = await entry.ready.catch(() => undefined);
-      if (path) await rm(path, { force: true });
+      // Only this worker's own copies: the files store's documents are the store's.
+      const dir = this.dir && (await this.dir);
+      if (path && dir && path.startsWith(dir + "/")) await rm(path, { force: true });
     }
   }
 }

@@ -4,6 +4,7 @@
  */
 export { addRanges, claimRange, cutRanges, finishRange, openRanges, queueState, queuedPages, releaseLease, renewLease, type LeasedRange } from "./queue.ts";
 export { JOB_EVENT_TYPES, appendEvent, eventsAfter, type JobEvent, type JobEventType } from "./events.ts";
-export { CHUNK_BYTES, JOBS_ENDPOINT, cancelJob, deleteExpiredJobs, endJob, insertJob, jobDocument, jobRow, jobView, markStarted, pagesAfter, storeRange, writeJobDocument, type JobRequest, type JobRow, type JobStatus, type NewJob, type ReadOutcome, type StoreOptions } from "./store.ts";
+export { JOBS_ENDPOINT, cancelJob, deleteExpiredJobs, endJob, insertJob, jobRow, jobView, markStarted, pagesAfter, storeRange, type JobRequest, type JobRow, type JobStatus, type NewJob, type ReadOutcome, type StoreOptions } from "./store.ts";
 export { JobWorker, type JobWorkerOptions, type PageReader } from "./worker.ts";
 export { convertJob, type DocumentConverter } from "./convert.ts";
+export { CHUNK_BYTES, documentBytes, documentFile, jobDocumentStore, putDocument, sweepDocuments, type DocumentStore, type JobDocumentInput } from "./blobs.ts";

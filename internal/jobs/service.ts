@@ -11,6 +11,7 @@ import { openDatabase, type DatabaseHandle } from "../platform/db/index.ts";
 import type { Logger } from "../platform/log/index.ts";
 import { WorkerMetrics } from "../platform/metrics/index.ts";
 import { queueState } from "./queue.ts";
+import { jobDocumentStore, sweepDocuments } from "./blobs.ts";
 import { deleteExpiredJobs } from "./store.ts";
 import { JobWorker } from "./worker.ts";
 
@@ -54,6 +55,7 @@ export async function startWorker({ config, log, database, sharedProcess = false
   const conversion = config.FOLIO_CONVERSION_ADDRESS
     ? new ConversionClient(config.FOLIO_CONVERSION_ADDRESS, { infoDeadlineMs: 10_000, convertDeadlineMs: config.FOLIO_CONVERSION_DEADLINE_SECONDS * 1000 })
     : undefined;
+  const documents = jobDocumentStore(config);
   const store = { retentionMs: config.FOLIO_JOB_RETENTION_DAYS * 86_400_000, progressIntervalMs: PROGRESS_INTERVAL_MS };
   const worker = new JobWorker({
     db: handle.db,
@@ -68,12 +70,13 @@ export async function startWorker({ config, log, database, sharedProcess = false
     maxPages: config.FOLIO_JOB_MAX_PAGES,
     maxAttempts: config.FOLIO_JOB_MAX_ATTEMPTS,
     store,
+    documents,
     metrics,
   });
   worker.start();
   const sweep = () =>
-    deleteExpiredJobs(handle.db).then(
-      (n) => n > 0 && log.info({ deleted: n }, "jobs past their retention deleted"),
+    Promise.all([deleteExpiredJobs(handle.db), sweepDocuments(handle.db, documents)]).then(
+      ([jobs, files]) => (jobs > 0 || files > 0) && log.info({ deleted: jobs, document_files: files }, "jobs past their retention deleted"),
       (err: unknown) => log.warn({ err }, "retention sweep failed; the next one tries again"),
     );
   void sweep();

@@ -7,13 +7,13 @@
  * charges nothing the second time.
  */
 import { sql, type Kysely, type Selectable, type Transaction } from "kysely";
-import { open } from "node:fs/promises";
 import { Decimal, chargeJobPages, closeJobBilling, jobCharge, takeHold, type HoldBasis, type IdempotencyClaim, type IdempotencyStore, type StoredAnswer } from "../billing/index.ts";
 import type { ExtractOptions } from "../contracts/index.ts";
 import type { Database, OcrJobsTable } from "../platform/db/index.ts";
 import { FolioError } from "../platform/errors/index.ts";
 import { newId } from "../platform/ids/index.ts";
 import { appendEvent, type JobEventType } from "./events.ts";
+import { putDocument, type DocumentStore, type JobDocumentInput } from "./blobs.ts";
 import { addRanges, finishRange, openRanges, type LeasedRange } from "./queue.ts";
 
 type Db = Kysely<Database>;
@@ -21,8 +21,6 @@ type Trx = Transaction<Database>;
 export type JobRow = Selectable<OcrJobsTable>;
 export type JobStatus = OcrJobsTable["status"];
 
-/** The document is stored in chunks of this many bytes (a row each). */
-export const CHUNK_BYTES = 1024 * 1024;
 /** The usage log's endpoint of a job. */
 export const JOBS_ENDPOINT = "/v1/ocr/jobs";
 
@@ -51,8 +49,10 @@ export interface NewJob {
   model: string;
   request: JobRequest;
   metadata: Record<string, string>;
-  /** The document: bytes, or a file it was streamed to (read into the database 1 MiB at a time). */
-  document: Buffer | { path: string; bytes: number };
+  /** The document: bytes, or a file it was streamed to (read into the database 1 MiB at a time, or moved into the files store). */
+  document: JobDocumentInput;
+  /** Where the document is kept (blobs.ts). */
+  store: DocumentStore;
   /** Pages to read when known at once (PDFs, images); null for an office document until converted. */
   pageCount: number | null;
   /** The hold for the whole job, taken in the transaction that writes it (a 402 when the balance is not there). */
@@ -98,8 +98,7 @@ export async function insertJob(db: Db, job: NewJob): Promise<string> {
         expires_at: null,
       })
       .execute();
-    let seq = 0;
-    for await (const chunk of chunksOf(job.document)) await trx.insertInto("ocr_job_chunks").values({ job_id: id, seq: seq++, data: chunk }).execute();
+    await putDocument(trx, job.store, id, job.document);
     await addRanges(trx, { id, accountId: job.accountId }, job.pageCount ?? 1, job.pageCount === null ? 1 : job.rangePages);
     // Last: the hold locks the account's row, which the account's other requests need, until this commits.
     if (job.hold && !(await takeHold(trx, { id: holdId!, accountId: job.accountId, apiKeyId: job.apiKeyId, amountCents: job.hold.cents, ttlMs: job.hold.ttlMs }))) {
@@ -108,51 +107,6 @@ export async function insertJob(db: Db, job: NewJob): Promise<string> {
     if (job.idempotency) await job.idempotency.store.complete(job.idempotency.claim, await job.idempotency.answer((await jobRow(trx, id))!), trx);
   });
   return id;
-}
-
-/** The document in chunks of {@link CHUNK_BYTES}: a file is read one chunk at a time. */
-async function* chunksOf(document: NewJob["document"]): AsyncGenerator<Buffer> {
-  if (Buffer.isBuffer(document)) {
-    for (let at = 0; at < document.length; at += CHUNK_BYTES) yield document.subarray(at, at + CHUNK_BYTES);
-    return;
-  }
-  const file = await open(document.path, "r");
-  try {
-    for (;;) {
-      const chunk = Buffer.allocUnsafe(CHUNK_BYTES);
-      const { bytesRead } = await file.read(chunk, 0, CHUNK_BYTES, null);
-      if (bytesRead === 0) return;
-      yield bytesRead === CHUNK_BYTES ? chunk : chunk.subarray(0, bytesRead);
-    }
-  } finally {
-    await file.close();
-  }
-}
-
-/**
- * Writes the job's stored document to `path`, one chunk at a time (a
- * worker reads a 500 MB scan without holding it in memory). False when the
- * document is gone (the job ended).
- */
-export async function writeJobDocument(db: Db, jobId: string, path: string): Promise<boolean> {
-  const file = await open(path, "w", 0o600);
-  try {
-    let seq = 0;
-    for (;; seq++) {
-      const row = await db.selectFrom("ocr_job_chunks").select("data").where("job_id", "=", jobId).where("seq", "=", seq).executeTakeFirst();
-      if (!row) break;
-      await file.write(row.data);
-    }
-    return seq > 0;
-  } finally {
-    await file.close();
-  }
-}
-
-/** The stored document of a job, whole (empty once the job has ended and it was deleted). */
-export async function jobDocument(db: Db, jobId: string): Promise<Buffer> {
-  const chunks = await db.selectFrom("ocr_job_chunks").select("data").where("job_id", "=", jobId).orderBy("seq").execute();
-  return Buffer.concat(chunks.map((c) => c.data));
 }
 
 export async function jobRow(db: Db | Trx, jobId: string): Promise<JobRow | undefined> {

@@ -19,6 +19,7 @@ import type { DB } from "../platform/db/index.ts";
 import type { Logger } from "../platform/log/index.ts";
 import type { WorkerMetrics } from "../platform/metrics/index.ts";
 import { readFile } from "node:fs/promises";
+import type { DocumentStore } from "./blobs.ts";
 import { convertJob, type DocumentConverter } from "./convert.ts";
 import { JobDocuments } from "./documents.ts";
 import { claimRange, finishRange, releaseLease, renewLease, type LeasedRange } from "./queue.ts";
@@ -32,6 +33,8 @@ export interface PageReader {
 export interface JobWorkerOptions {
   db: DB;
   extraction: PageReader;
+  /** Where jobs' documents are kept (blobs.ts). */
+  documents: DocumentStore;
   /** The conversion service, for office documents (absent: their jobs fail with conversion_not_available). */
   conversion?: DocumentConverter;
   log: Pick<Logger, "info" | "warn" | "error">;
@@ -95,7 +98,7 @@ export class JobWorker {
 
   constructor(private readonly o: JobWorkerOptions) {
     this.id = o.id ?? `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
-    this.documents = new JobDocuments(o.db, DOCUMENT_IDLE_MS);
+    this.documents = new JobDocuments(o.db, o.documents, DOCUMENT_IDLE_MS);
   }
 
   start(): void {
@@ -187,7 +190,7 @@ export class JobWorker {
   private async convert(job: JobRow, range: LeasedRange, signal: AbortSignal): Promise<void> {
     if (!this.o.conversion) return this.failJob(job, range, new FolioError("conversion_not_available", "office documents need the conversion service, which this worker was not given"));
     try {
-      await convertJob(this.o.db, job, range, { converter: this.o.conversion, rangePages: this.o.rangePages, maxPages: this.o.maxPages, store: this.o.store }, signal);
+      await convertJob(this.o.db, job, range, { converter: this.o.conversion, rangePages: this.o.rangePages, maxPages: this.o.maxPages, store: this.o.store, documents: this.o.documents }, signal);
       this.o.metrics?.ranges.inc({ outcome: "converted" });
     } catch (err) {
       if (abandonsRange(err) || signal.aborted) throw err;

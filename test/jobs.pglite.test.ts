@@ -1,0 +1,75 @@
+/**
+ * Durable jobs on the embedded database of `folio dev` (PGlite): the same
+ * queue and money, with the documents kept as files in the data folder
+ * instead of in PGlite (internal/jobs/blobs.ts: PGlite's memory never
+ * shrinks), moved there from the upload, read by the worker where they lie,
+ * and deleted by the sweep once the job has ended.
+ */
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { sql } from "kysely";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { ensureDevAccount } from "../internal/cli/run/index.ts";
+import { startEdge, type RunningEdge } from "../internal/edge/index.ts";
+import type { RunningExtraction } from "../internal/extraction/index.ts";
+import { jobDocumentStore, sweepDocuments } from "../internal/jobs/index.ts";
+import { startWorker, type RunningWorker } from "../internal/jobs/service.ts";
+import { edgeSchema, parseConfig, workerSchema } from "../internal/platform/config/index.ts";
+import { migrateToLatest, openDatabase, type DatabaseHandle } from "../internal/platform/db/index.ts";
+import { createLogger } from "../internal/platform/log/index.ts";
+import { cer } from "./cer.ts";
+import { call, startTestExtraction } from "./harness.ts";
+
+const FIXTURES = join(import.meta.dirname, "fixtures", "ocr");
+const PDF = readFileSync(join(FIXTURES, "ten-pages.pdf"));
+
+let dir: string;
+let database: DatabaseHandle;
+let extraction: RunningExtraction;
+let edge: RunningEdge;
+let worker: RunningWorker | undefined;
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), "folio-jobs-pglite-"));
+  database = await openDatabase({ dataDir: dir });
+  await migrateToLatest(database.db);
+  extraction = await startTestExtraction();
+  const env = { FOLIO_DATA_DIR: dir, FOLIO_EXTRACTION_ADDRESS: extraction.grpc.address, FOLIO_METRICS_ENABLED: "false", LOG_LEVEL: "silent" };
+  edge = await startEdge({ config: parseConfig(edgeSchema, { ...env, FOLIO_HTTP_HOST: "127.0.0.1", FOLIO_HTTP_PORT: "0" }), log: createLogger("silent"), database });
+  worker = await startWorker({ config: parseConfig(workerSchema, { ...env, FOLIO_WORKER_POLL_SECONDS: "0.1" }), log: createLogger("silent"), database });
+}, 60_000);
+afterAll(async () => {
+  await worker?.close();
+  await edge?.close();
+  await extraction?.close();
+  await database?.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe("durable jobs on embedded PGlite", () => {
+  it("keeps the document as a file in the data folder, not in the database, reads the job, and sweeps the file once it ended", async () => {
+    const key = readFileSync((await ensureDevAccount(database.db, dir)).keyFile, "utf8").trim();
+    const form = new FormData();
+    form.set("file", new Blob([PDF], { type: "application/pdf" }), "ten-pages.pdf");
+    form.set("model", "local/tesseract");
+    const res = await fetch(`${edge.url}/v1/ocr/jobs`, { method: "POST", headers: { authorization: `Bearer ${key}` }, body: form });
+    const job = (await res.json()) as { id: string };
+    expect(res.status, JSON.stringify(job)).toBe(202);
+    const file = join(dir, "jobs", job.id);
+    expect(readFileSync(file).equals(PDF), "the upload moved into the data folder, whole").toBe(true);
+    const chunks = await database.db.selectFrom("ocr_job_chunks").select(sql<string>`count(*)`.as("n")).where("job_id", "=", job.id).executeTakeFirstOrThrow();
+    expect(Number(chunks.n)).toBe(0);
+
+    await vi.waitFor(async () => expect((await call(edge, "GET", `/v1/ocr/jobs/${job.id}`, key)).body.status).toBe("succeeded"), { timeout: 120_000, interval: 200 });
+    const result = await call(edge, "GET", `/v1/ocr/jobs/${job.id}/result`, key);
+    const pages = result.body.result.pages as { page_number: number; text: string }[];
+    expect(pages).toHaveLength(10);
+    for (const p of pages) expect(cer(p.text, readFileSync(join(FIXTURES, `ten-pages.page-${p.page_number}.txt`), "utf8"))).toBeLessThan(0.1);
+
+    // The worker's sweep (each minute) deletes an ended job's file; called here rather than waited for.
+    expect(await sweepDocuments(database.db, jobDocumentStore({ FOLIO_DATA_DIR: dir }))).toBe(1);
+    expect(existsSync(file)).toBe(false);
+    expect(readdirSync(join(dir, "jobs"))).toEqual([]);
+  }, 150_000);
+});
