@@ -20,6 +20,7 @@ import usageBench from "./usage.ts";
 import k8sPool from "./k8s-pool.ts";
 import convert from "./convert.ts";
 import convertCorpus from "./convert-corpus.ts";
+import jobs from "./jobs.ts";
 
 export interface BenchmarkReport {
   /** Human-readable report, printed as is. */
@@ -51,6 +52,7 @@ const benchmarks: readonly Benchmark[] = [
   convertCorpus,
   usageBench,
   k8sPool,
+  jobs,
 ];
 
 const ARTIFACTS = "test-artifacts";

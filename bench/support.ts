@@ -1,5 +1,7 @@
+import { createServer } from "node:net";
 import { Writable } from "node:stream";
 import { fileURLToPath } from "node:url";
+import pg from "pg";
 import { edgeSchema, parseConfig, type EdgeConfig, type Env } from "../internal/platform/config/index.ts";
 import { openDatabase } from "../internal/platform/db/index.ts";
 import { adminAddCredits } from "../internal/cli/admin/index.ts";
@@ -84,4 +86,48 @@ export async function runIfMain(moduleUrl: string, run: () => Promise<BenchmarkR
   console.log(report.text);
   console.log(JSON.stringify(report.json));
   process.exit(report.ok ? 0 : 1);
+}
+
+/** A free TCP port on 127.0.0.1 (for a child process that cannot be told to pick one and report it). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once("error", reject);
+    s.listen(0, "127.0.0.1", () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * A benchmark database `name` on DATABASE_URL's server, dropped (with
+ * whatever an earlier, interrupted run left in it) and created empty; not
+ * migrated. Drop it with {@link dropBenchDatabase}.
+ */
+export async function emptyBenchDatabaseUrl(base: string, name: string): Promise<string> {
+  if (!/^[a-z_][a-z0-9_]*$/.test(name)) throw new Error(`not a plain database name: '${name}'`);
+  const client = new pg.Client({ connectionString: base });
+  await client.connect();
+  try {
+    await client.query(`drop database if exists ${name} with (force)`);
+    await client.query(`create database ${name}`);
+  } finally {
+    await client.end();
+  }
+  const url = new URL(base);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+/** Drops a database made by {@link emptyBenchDatabaseUrl}, closing its connections. */
+export async function dropBenchDatabase(base: string, name: string): Promise<void> {
+  if (!/^[a-z_][a-z0-9_]*$/.test(name)) throw new Error(`not a plain database name: '${name}'`);
+  const client = new pg.Client({ connectionString: base });
+  await client.connect();
+  try {
+    await client.query(`drop database if exists ${name} with (force)`);
+  } finally {
+    await client.end();
+  }
 }
