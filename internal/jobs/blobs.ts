@@ -3,8 +3,9 @@
  * chunks (`ocr_job_chunks`): every edge and worker replica reads it there.
  * With the embedded database of `folio dev` (PGlite, one process) as a file
  * in its data folder instead: PGlite runs inside the process, and a
- * 500 MB document written through it would stay in its WebAssembly memory,
- * which never shrinks (measured: docs/benchmarks.md "Durable jobs"). An
+ * 500 MB document written through it would pass through its WebAssembly
+ * memory, which never shrinks. (The memory growth of folio dev during a
+ * long job is something else: docs/benchmarks.md "Durable jobs".) An
  * object store can come later behind the same functions.
  */
 import { existsSync } from "node:fs";
