@@ -1,4 +1,3 @@
-import { createServer } from "node:net";
 import { Writable } from "node:stream";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
@@ -88,17 +87,8 @@ export async function runIfMain(moduleUrl: string, run: () => Promise<BenchmarkR
   process.exit(report.ok ? 0 : 1);
 }
 
-/** A free TCP port on 127.0.0.1 (for a child process that cannot be told to pick one and report it). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
+/** A free TCP port on 127.0.0.1 (the tests' helper): for a child process that cannot be told to pick one and report it. */
+export { freePort } from "../test/support.ts";
 
 /**
  * A benchmark database `name` on DATABASE_URL's server, dropped (with
