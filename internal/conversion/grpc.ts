@@ -11,7 +11,7 @@ import type { ConvertReply } from "../gen/proto/folio/conversion/v1/ConvertReply
 import type { ConvertRequest__Output } from "../gen/proto/folio/conversion/v1/ConvertRequest.ts";
 import { parsePages, type PageSelection } from "../formats/pages.ts";
 import { FolioError } from "../platform/errors/index.ts";
-import { callSignal, failStream, grpc, loadProto, unary } from "../platform/grpc/index.ts";
+import { failStream, grpc, loadProto, unary, withCallSignal } from "../platform/grpc/index.ts";
 import type { ConversionService } from "./service.ts";
 
 export const CONVERSION_SERVICE_NAME = "folio.conversion.v1.ConversionService";
@@ -60,7 +60,7 @@ export function registerConversion(server: grpc.Server, svc: ConversionService, 
 async function streamConversion(svc: ConversionService, call: grpc.ServerWritableStream<ConvertRequest__Output, ConvertReply>): Promise<void> {
   const req = call.request;
   const traceparent = call.metadata.get("traceparent")[0];
-  const result = await svc.convert(
+  const result = await withCallSignal(call, (signal) => svc.convert(
     {
       document: req.document,
       mimeType: req.mime_type,
@@ -70,8 +70,8 @@ async function streamConversion(svc: ConversionService, call: grpc.ServerWritabl
       requestId: req.request_id,
       ...(typeof traceparent === "string" ? { traceparent } : {}),
     },
-    callSignal(call),
-  );
+    signal,
+  ));
   for (const page of result.pages) {
     if (call.cancelled) return;
     // Respect flow control: a slow edge must not make this process buffer every page at once.

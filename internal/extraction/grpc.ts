@@ -3,7 +3,7 @@
  * cross with the one mapping in platform/grpc/errors.ts.
  */
 import { Decimal } from "../billing/index.ts";
-import { callSignal, failStream, grpc, loadProto, unary } from "../platform/grpc/index.ts";
+import { failStream, grpc, loadProto, unary, withCallSignal } from "../platform/grpc/index.ts";
 import type { ProtoGrpcType } from "../gen/proto/extraction.ts";
 import type { ExtractionServiceHandlers } from "../gen/proto/folio/extraction/v1/ExtractionService.ts";
 import type { Model } from "../gen/proto/folio/extraction/v1/Model.ts";
@@ -120,9 +120,8 @@ export function registerExtraction(server: grpc.Server, svc: ExtractionService, 
     ),
     ExtractPage: unary(
       async (req, call) => {
-        const signal = callSignal(call);
         const o = req.options;
-        const r = await observed(hooks, "ExtractPage", req.model, () => svc.extractPage(
+        const r = await withCallSignal(call, (signal) => observed(hooks, "ExtractPage", req.model, () => svc.extractPage(
           req.model,
           { pageNumber: req.page_number, image: req.image, mimeType: req.mime_type },
           {
@@ -132,7 +131,7 @@ export function registerExtraction(server: grpc.Server, svc: ExtractionService, 
             ...(o?.include_layout === "blocks" || o?.include_layout === "words" ? { includeLayout: o.include_layout } : {}),
           },
           signal,
-        ));
+        )));
         return {
           text: r.result.text,
           tables: r.result.tables.map((t) => ({ page_number: t.page_number, rows: t.rows.map((cells) => ({ cells })), markdown: t.markdown })),
@@ -152,7 +151,7 @@ export function registerExtraction(server: grpc.Server, svc: ExtractionService, 
     ),
     Chat: unary(
       async (req, call) => {
-        const r = await observed(hooks, "Chat", req.model, () => svc.chat(chatInputFromProto(req), callSignal(call)));
+        const r = await observed(hooks, "Chat", req.model, () => withCallSignal(call, (signal) => svc.chat(chatInputFromProto(req), signal)));
         return {
           id: r.id,
           content: r.content,
@@ -174,7 +173,7 @@ export function registerExtraction(server: grpc.Server, svc: ExtractionService, 
     },
     GenerationCost: unary(
       async (req, call) => {
-        const r = await svc.generationCost(req.model, req.generation_id, callSignal(call));
+        const r = await withCallSignal(call, (signal) => svc.generationCost(req.model, req.generation_id, signal));
         return r.found ? { found: true, usage: usageToProto({ ...r, costSource: "reported" }) } : { found: false };
       },
       hooks.onError,
@@ -235,17 +234,18 @@ function streamEventToProto(e: ChatStreamEvent): ChatStreamEventProto {
  * service's work through the call's signal.
  */
 async function streamChat(svc: ExtractionService, call: grpc.ServerWritableStream<ChatRequest__Output, ChatStreamEventProto>, hooks: ExtractionGrpcHooks): Promise<void> {
-  const signal = callSignal(call);
   const model = call.request.model;
   try {
-    let failed = false;
-    for await (const e of svc.chatStream(chatInputFromProto(call.request), signal)) {
-      if (call.cancelled) break;
-      if (e.kind === "end" && e.error) failed = true;
-      await send(call, streamEventToProto(e), signal);
-    }
-    hooks.onCall?.("ChatStream", model, failed ? "error" : "ok");
-    call.end();
+    await withCallSignal(call, async (signal) => {
+      let failed = false;
+      for await (const e of svc.chatStream(chatInputFromProto(call.request), signal)) {
+        if (call.cancelled) break;
+        if (e.kind === "end" && e.error) failed = true;
+        await send(call, streamEventToProto(e), signal);
+      }
+      hooks.onCall?.("ChatStream", model, failed ? "error" : "ok");
+      call.end();
+    });
   } catch (err) {
     hooks.onCall?.("ChatStream", model, "error");
     if (!call.cancelled) failStream(call as grpc.ServerWritableStream<unknown, unknown>, err, "ChatStream", hooks.onError);

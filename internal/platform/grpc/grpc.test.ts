@@ -6,6 +6,8 @@
  */
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 import * as protoLoader from "@grpc/proto-loader";
 import { protoPath as healthProtoPath } from "grpc-health-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -247,6 +249,33 @@ describe("deadlines", () => {
     expect(r.result.text).toBe("late but fine");
     expect(r.costSource).toBe("reported");
     expect(r.providerCostCents.gt(0)).toBe(true);
+  });
+});
+
+describe("a finished call is let go", () => {
+  // Until 2026-11-27 each call's deadline timer held the call (and its
+  // request, a page image) until the deadline: a durable job's worker grew
+  // by a page image for every page read within it.
+  it("the requests of finished ExtractPage calls are collectable before their deadlines", async () => {
+    setFlagsFromString("--expose-gc");
+    const gc = runInNewContext("gc") as () => void;
+    const settle = async () => {
+      for (let i = 0; i < 3; i++) {
+        gc();
+        await sleep(20);
+      }
+      return process.memoryUsage().arrayBuffers;
+    };
+    // A PNG of 4 MB (bytes after IEND are ignored by readers): what a worker sends as a page.
+    const big = { ...page(), image: Buffer.concat([page().image, randomBytes(4 << 20)]) };
+    await client.extractPage(UPSTREAM_MODEL, page(), textOptions); // the channel and the server's buffers exist before the baseline
+    const before = await settle();
+    const calls = 8;
+    upstream.script(UPSTREAM_MODEL, { kind: "text", text: "a page" }, { times: calls });
+    for (let i = 0; i < calls; i++) expect((await client.extractPage(UPSTREAM_MODEL, big, textOptions)).result.text).toBe("a page");
+    const after = await settle();
+    // The client's deadline is 10 s away: a request kept until it would leave 8 × 4 MB (or more) behind.
+    expect((after - before) / 2 ** 20).toBeLessThan(12);
   });
 });
 

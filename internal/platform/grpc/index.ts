@@ -65,14 +65,28 @@ export function failStream(call: grpc.ServerWritableStream<unknown, unknown>, er
   if (!call.cancelled && !call.writableEnded) call.emit("error", st);
 }
 
-/** An AbortSignal that fires when the client cancels or the call's deadline passes. */
-export function callSignal(call: { on(event: "cancelled", listener: () => void): unknown; getDeadline(): grpc.Deadline }): AbortSignal {
+/**
+ * Runs `fn` with an AbortSignal that fires when the client cancels or the
+ * call's deadline passes, and lets go of the call when `fn` settles: a
+ * deadline timer left running would keep the call, and with it the request
+ * (a page image), alive until the deadline.
+ */
+export async function withCallSignal<T>(
+  call: { on(event: "cancelled", listener: () => void): unknown; off(event: "cancelled", listener: () => void): unknown; getDeadline(): grpc.Deadline },
+  fn: (signal: AbortSignal) => Promise<T>,
+): Promise<T> {
   const ac = new AbortController();
-  call.on("cancelled", () => ac.abort(new Error("call cancelled")));
+  const onCancelled = () => ac.abort(new Error("call cancelled"));
+  call.on("cancelled", onCancelled);
   const deadline = call.getDeadline();
   const ms = deadline instanceof Date ? deadline.getTime() - Date.now() : typeof deadline === "number" && Number.isFinite(deadline) ? deadline - Date.now() : undefined;
-  if (ms !== undefined && ms > 0) setTimeout(() => ac.abort(new Error("deadline exceeded")), ms).unref();
-  return ac.signal;
+  const timer = ms !== undefined && ms > 0 ? setTimeout(() => ac.abort(new Error("deadline exceeded")), ms) : undefined;
+  try {
+    return await fn(ac.signal);
+  } finally {
+    clearTimeout(timer);
+    call.off("cancelled", onCancelled);
+  }
 }
 
 export interface RunningGrpcServer {
