@@ -142,9 +142,9 @@ describe("durable jobs read by workers", () => {
 
   it("reads a dead worker's range again once its lease runs out, and stores and charges each page once", async () => {
     const { accountId, jobId } = await tenPageJob(100, 5, 4);
-    // A worker took pages 1-4 and died: it never renews nor finishes.
+    // A worker took page 1 (the first range is the first page alone) and died: it never renews nor finishes.
     const dead = await claimRange(database.db, "dead-worker", 1_500);
-    expect(dead).toMatchObject({ jobId, firstPage: 1, lastPage: 4 });
+    expect(dead).toMatchObject({ jobId, firstPage: 1, lastPage: 1 });
     const read: number[] = [];
     const live = worker("survivor", recording(read));
     live.start();
@@ -157,8 +157,9 @@ describe("durable jobs read by workers", () => {
     const ranges = await database.db.selectFrom("ocr_job_ranges").select(["first_page", "attempts", "status"]).where("job_id", "=", jobId).orderBy("first_page").execute();
     expect(ranges).toEqual([
       { first_page: 1, attempts: 2, status: "done" },
-      { first_page: 5, attempts: 1, status: "done" },
-      { first_page: 9, attempts: 1, status: "done" },
+      { first_page: 2, attempts: 1, status: "done" },
+      { first_page: 6, attempts: 1, status: "done" },
+      { first_page: 10, attempts: 1, status: "done" },
     ]);
     const got = await accounted(jobId, accountId);
     const rule = chargeComponent(PAGE_CENTS.mul(10)).chargedCents;
@@ -217,22 +218,27 @@ describe("durable jobs read by workers", () => {
         return client.extractPage(model, page, options, signal);
       },
     };
-    // One range of ten pages; stopped after its first page without a drain: given back at once.
+    // Ranges [1] and [2-10]; stopped while reading page 1, without a drain: given back at once.
+    const ranges = () => database.db.selectFrom("ocr_job_ranges").select(["first_page", "status", "attempts", "lease_owner"]).where("job_id", "=", jobId).orderBy("first_page").execute();
     const first = worker("stops-at-once", slow, { leaseMs: 60_000 });
     first.start();
     await vi.waitFor(() => expect(read.length).toBeGreaterThanOrEqual(1), { timeout: 30_000, interval: 20 });
     await first.stop(0);
-    const range = await database.db.selectFrom("ocr_job_ranges").select(["status", "attempts", "lease_owner"]).where("job_id", "=", jobId).executeTakeFirstOrThrow();
-    expect(range).toEqual({ status: "pending", attempts: 0, lease_owner: null });
-    // A drained stop: the range being read is finished and stored before stop() returns, nothing more is claimed.
+    expect(await ranges()).toEqual([
+      { first_page: 1, status: "pending", attempts: 0, lease_owner: null },
+      { first_page: 2, status: "pending", attempts: 0, lease_owner: null },
+    ]);
+    // A drained stop: the range being read (pages 2-10) is finished and stored before stop() returns, nothing more is claimed.
     const second = worker("drains", slow, { leaseMs: 60_000 });
     second.start();
-    await vi.waitFor(async () => expect((await database.db.selectFrom("ocr_job_ranges").select("status").where("job_id", "=", jobId).executeTakeFirstOrThrow()).status).toBe("leased"), { timeout: 30_000, interval: 20 });
+    await vi.waitFor(async () => expect((await ranges())[1]?.status).toBe("leased"), { timeout: 30_000, interval: 20 });
     await second.stop(60_000);
     const job = (await jobRow(database.db, jobId))!;
     expect(job).toMatchObject({ status: "succeeded", pages_completed: 10 });
-    const after = await database.db.selectFrom("ocr_job_ranges").select(["status", "attempts"]).where("job_id", "=", jobId).executeTakeFirstOrThrow();
-    expect(after).toEqual({ status: "done", attempts: 1 });
+    expect((await ranges()).map((r) => [r.status, r.attempts])).toEqual([
+      ["done", 1],
+      ["done", 1],
+    ]);
   }, 120_000);
 
   it("gives a range up after maxAttempts claims: its pages are stored as failed, not charged, and a job with nothing read fails", async () => {

@@ -17,17 +17,27 @@ import { appendEvent, eventsAfter } from "./events.ts";
 import { addRanges, claimRange, cutRanges, finishRange, openRanges, queuedPages, renewLease } from "./queue.ts";
 
 describe("cutRanges", () => {
-  it("cuts pages into ranges of at most the given size, in order, covering every page once", () => {
+  it("cuts the first page alone, then ranges of at most the given size, in order, covering every page once", () => {
     expect(cutRanges(10, 4)).toEqual([
-      [1, 4],
-      [5, 8],
-      [9, 10],
+      [1, 1],
+      [2, 5],
+      [6, 9],
+      [10, 10],
     ]);
     expect(cutRanges(1, 4)).toEqual([[1, 1]]);
-    expect(cutRanges(8, 4)).toEqual([
-      [1, 4],
-      [5, 8],
+    expect(cutRanges(2, 4)).toEqual([
+      [1, 1],
+      [2, 2],
     ]);
+    expect(cutRanges(9, 4)).toEqual([
+      [1, 1],
+      [2, 5],
+      [6, 9],
+    ]);
+    for (const [pages, size] of [[1000, 2], [7, 1], [5, 10]] as const) {
+      const covered = cutRanges(pages, size).flatMap(([a, b]) => Array.from({ length: b - a + 1 }, (_, i) => a + i));
+      expect(covered).toEqual(Array.from({ length: pages }, (_, i) => i + 1));
+    }
   });
 
   it("refuses a job of no pages and ranges of no pages", () => {
@@ -75,11 +85,11 @@ describe.each([
     const long = await queuedJob(40, 4, new Date(Date.now() - 60_000));
     const short = await queuedJob(1, 4);
     const first = await claimRange(db, "w1", 30_000);
-    expect(first, "the oldest job goes first while nobody holds a lease").toMatchObject({ jobId: long.jobId, firstPage: 1, lastPage: 4, attempts: 1 });
+    expect(first, "the oldest job goes first while nobody holds a lease").toMatchObject({ jobId: long.jobId, firstPage: 1, lastPage: 1, attempts: 1 });
     const second = await claimRange(db, "w2", 30_000);
     expect(second, "the account with no live lease goes next").toMatchObject({ jobId: short.jobId, accountId: short.accountId, firstPage: 1, lastPage: 1 });
     const third = await claimRange(db, "w3", 30_000);
-    expect(third).toMatchObject({ jobId: long.jobId, firstPage: 5, lastPage: 8 });
+    expect(third).toMatchObject({ jobId: long.jobId, firstPage: 2, lastPage: 5 });
     expect(await queuedPages(db)).toBe(41);
   });
 

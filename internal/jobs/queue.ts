@@ -25,12 +25,16 @@ export interface LeasedRange {
   attempts: number;
 }
 
-/** The ranges of `pageCount` pages, `rangePages` at a time: [first, last] pairs, 1-based. */
+/**
+ * The ranges of `pageCount` pages, 1-based [first, last] pairs: the first
+ * page alone (a client sees a page as soon as one is read, not after a
+ * whole range), then `rangePages` at a time.
+ */
 export function cutRanges(pageCount: number, rangePages: number): [number, number][] {
   if (!Number.isInteger(pageCount) || pageCount < 1) throw new RangeError(`a job has at least one page, not ${pageCount}`);
   if (!Number.isInteger(rangePages) || rangePages < 1) throw new RangeError(`a range has at least one page, not ${rangePages}`);
-  const out: [number, number][] = [];
-  for (let first = 1; first <= pageCount; first += rangePages) out.push([first, Math.min(pageCount, first + rangePages - 1)]);
+  const out: [number, number][] = [[1, 1]];
+  for (let first = 2; first <= pageCount; first += rangePages) out.push([first, Math.min(pageCount, first + rangePages - 1)]);
   return out;
 }
 
