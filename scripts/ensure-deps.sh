@@ -22,7 +22,7 @@ fi
 font_pkgs=(fonts-dejavu-core fonts-liberation2 fonts-liberation fonts-crosextra-carlito fonts-crosextra-caladea fonts-urw-base35 fonts-opensymbol fonts-noto-cjk fonts-symbola)
 run_pkgs=(tesseract-ocr tesseract-ocr-eng tesseract-ocr-deu tesseract-ocr-fra tesseract-ocr-spa tesseract-ocr-ita tesseract-ocr-por tesseract-ocr-nld tesseract-ocr-frk poppler-utils "${font_pkgs[@]}" runsc libreoffice-writer-nogui libreoffice-impress-nogui)
 # chromium: the playground's browser tests drive Debian's build through playwright-core (test/playground.e2e.test.ts).
-test_pkgs=(postgresql redis-server chromium unzip)
+test_pkgs=(postgresql redis-server chromium unzip prometheus)
 case "$profile" in
   run) want=("${run_pkgs[@]}") ;;
   test) want=("${run_pkgs[@]}" "${test_pkgs[@]}") ;;
@@ -40,6 +40,11 @@ if [ "${#missing[@]}" -gt 0 ]; then
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq >/dev/null
     apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    # prometheus (tests start their own): where systemd runs, Debian's package starts a
+    # service on port 9090, folio dev's metrics port. Only one this script just installed.
+    if [[ " ${missing[*]} " == *" prometheus "* ]] && command -v systemctl >/dev/null 2>&1; then
+      systemctl disable --now prometheus >/dev/null 2>&1 || true
+    fi
   else
     echo "ensure-deps: missing system packages. Run:" >&2
     echo "  sudo apt-get install -y ${missing[*]}" >&2
