@@ -767,7 +767,9 @@ describe("helm chart deploy/helm/folio", () => {
     expect(objects.filter((o) => o.kind === "Secret")).toEqual([]);
     const refs = (component: string) =>
       Object.fromEntries((componentPod(objects, component)!.spec.containers[0]!.env ?? []).filter((e) => e.valueFrom?.secretKeyRef).map((e) => [e.name, e.valueFrom!.secretKeyRef]));
-    expect(refs("edge")).toEqual({ DATABASE_URL: { name: "folio-postgres-app", key: "uri" }, REDIS_URL: { name: "folio-redis", key: "url" } });
+    const webhooks = { FOLIO_WEBHOOK_SECRET_KEY: { name: "folio-webhooks", key: "sealing-key", optional: false } };
+    expect(refs("edge")).toEqual({ DATABASE_URL: { name: "folio-postgres-app", key: "uri" }, REDIS_URL: { name: "folio-redis", key: "url" }, ...webhooks });
+    expect(refs("worker")).toEqual({ DATABASE_URL: { name: "folio-postgres-app", key: "uri" }, ...webhooks });
     expect(refs("extraction")).toEqual({ FOLIO_UPSTREAM_API_KEY: { name: "folio-upstream", key: "api-key", optional: false } });
   });
 

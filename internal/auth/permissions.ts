@@ -13,6 +13,8 @@ export const PERMISSIONS = [
   "keys:write",
   "usage:read",
   "account:read",
+  "webhooks:read",
+  "webhooks:write",
   "admin",
 ] as const;
 

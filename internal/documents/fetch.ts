@@ -131,6 +131,24 @@ export async function fetchDocument(url: string, policy: FetchPolicy, param = "u
   }
 }
 
+/**
+ * A client for one request to `raw` under the rules of a document fetch
+ * (http or https, no credentials, every address the host resolves to public
+ * unless `allow` lets it, the connection pinned to the checked address),
+ * for a caller that sends rather than fetches (webhooks). One hop: the
+ * caller follows no redirect. Refusals are {@link FolioError}s naming `param`.
+ */
+export async function checkedClient(
+  raw: string,
+  policy: Pick<FetchPolicy, "allow" | "lookup" | "timeoutMs">,
+  param: string,
+  signal: AbortSignal,
+): Promise<{ url: URL; client: Client }> {
+  const url = parseFetchUrl(raw, param, false);
+  const target = await resolveChecked(url, policy.lookup ?? systemLookup, parseFetchAllowList(policy.allow), param, false, signal);
+  return { url, client: pinnedClient(url, target, policy.timeoutMs) };
+}
+
 /** Parses and checks the parts of a URL that need no network: scheme and credentials. */
 function parseFetchUrl(raw: string, param: string, redirected: boolean): URL {
   let u: URL;
@@ -356,7 +374,8 @@ function isTimeoutError(err: unknown): boolean {
 }
 
 /** A reason a client can act on, without addresses, ports or stack details. */
-function describeNetworkError(err: unknown): string {
+/** A network failure in a few words, without addresses. */
+export function describeNetworkError(err: unknown): string {
   const code = errorCode(err) ?? "";
   if (code === "ECONNREFUSED") return "the connection was refused";
   if (code === "ECONNRESET" || code === "UND_ERR_SOCKET" || code === "EPIPE") return "the connection was closed early";

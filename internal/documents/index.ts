@@ -6,6 +6,8 @@
 export { isForbiddenAddress, parseHostLiteral, type ForbiddenReason } from "./address.ts";
 export {
   DEFAULT_MAX_REDIRECTS,
+  checkedClient,
+  describeNetworkError,
   fetchDocument,
   parseFetchAllowList,
   type AllowRule,

@@ -18,6 +18,7 @@ import { ExtractionClient } from "../extraction/client.ts";
 import { ConversionClient } from "../conversion/client.ts";
 import { observingClientInterceptor } from "../platform/grpc/index.ts";
 import { jobDocumentStore } from "../jobs/index.ts";
+import { loadSecretBox } from "../webhooks/index.ts";
 import type { App, EdgeDeps } from "./types.ts";
 
 export { buildEdgeApp } from "./app.ts";
@@ -90,6 +91,7 @@ export async function startEdge({ config, log, database, alsoMetrics = [] }: Sta
     },
   });
   const grpcInterceptors = [observingClientInterceptor(metrics.grpc)];
+  const secrets = loadSecretBox(config);
   const deps: EdgeDeps = {
     db: handle.db,
     limiter,
@@ -127,6 +129,10 @@ export async function startEdge({ config, log, database, alsoMetrics = [] }: Sta
       retentionMs: config.FOLIO_JOB_RETENTION_DAYS * 86_400_000,
       holdTtlMs: config.FOLIO_JOB_RETENTION_DAYS * 86_400_000,
       documents: jobDocumentStore(config),
+    },
+    webhooks: {
+      ...(secrets ? { secrets } : {}),
+      rotationOverlapSeconds: config.FOLIO_WEBHOOK_ROTATION_OVERLAP_SECONDS,
     },
     publicRequestsPerMinute: config.FOLIO_PUBLIC_REQUESTS_PER_MINUTE,
     bodyLimitBytes: config.FOLIO_BODY_LIMIT_BYTES,

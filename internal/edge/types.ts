@@ -10,6 +10,7 @@ import type { ExtractionClient } from "../extraction/client.ts";
 import type { ConversionClient } from "../conversion/client.ts";
 import type { FetchPolicy } from "../documents/index.ts";
 import type { DocumentStore } from "../jobs/index.ts";
+import type { SecretBox } from "../webhooks/index.ts";
 
 export type App = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, FastifyBaseLogger, TypeBoxTypeProvider>;
 
@@ -53,6 +54,12 @@ export interface EdgeDeps {
     holdTtlMs: number;
     /** Where jobs' documents are kept (internal/jobs/blobs.ts); the workers must use the same. */
     documents: DocumentStore;
+  };
+  /** Webhook endpoints (docs/webhooks.md). */
+  webhooks: {
+    /** Seals endpoints' secrets; absent without FOLIO_WEBHOOK_SECRET_KEY (the endpoints API answers 503). */
+    secrets?: SecretBox;
+    rotationOverlapSeconds: number;
   };
   /** Limit per client address on routes that answer without a key. */
   publicRequestsPerMinute: number;

@@ -10,6 +10,7 @@
 import type { Kysely, Selectable, Transaction } from "kysely";
 import type { Database, OcrJobEventsTable } from "../platform/db/index.ts";
 import { newId } from "../platform/ids/index.ts";
+import { enqueueEvent } from "../webhooks/index.ts";
 
 /** The job event types of the API (DESIGN.md; webhooks deliver the same). */
 export const JOB_EVENT_TYPES = ["ocr.job.started", "ocr.job.progress", "ocr.job.succeeded", "ocr.job.failed", "ocr.job.cancelled"] as const;
@@ -25,20 +26,26 @@ export interface JobEvent {
   data: unknown;
 }
 
-/** Appends an event to `jobId` in `trx` and returns it. */
+/**
+ * Appends an event to `jobId` in `trx` and returns it; its webhook
+ * deliveries (to the account's endpoints that take its type) are queued in
+ * the same transaction (webhooks/outbox.ts).
+ */
 export async function appendEvent(trx: Transaction<Database>, jobId: string, type: JobEventType, data: unknown): Promise<JobEvent> {
-  const { sequence } = await trx
+  const { sequence, account_id } = await trx
     .updateTable("ocr_jobs")
     .set((eb) => ({ next_sequence: eb("next_sequence", "+", 1) }))
     .where("id", "=", jobId)
-    .returning((eb) => eb("next_sequence", "-", 1).as("sequence"))
+    .returning((eb) => [eb("next_sequence", "-", 1).as("sequence"), "account_id"])
     .executeTakeFirstOrThrow();
   const row = await trx
     .insertInto("ocr_job_events")
     .values({ id: newId("evt"), job_id: jobId, sequence, type, data: JSON.stringify(data) })
     .returningAll()
     .executeTakeFirstOrThrow();
-  return toEvent(row);
+  const event = toEvent(row);
+  await enqueueEvent(trx, account_id, jobId, event);
+  return event;
 }
 
 /** The events of a job after `afterSequence` (0: from the first), in order, at most `limit`. */

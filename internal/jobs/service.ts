@@ -14,6 +14,7 @@ import { queueState } from "./queue.ts";
 import { jobDocumentStore, sweepDocuments } from "./blobs.ts";
 import { deleteExpiredJobs } from "./store.ts";
 import { JobWorker } from "./worker.ts";
+import { WebhookDeliverer, loadSecretBox } from "../webhooks/index.ts";
 
 /** Progress events of a job come at most this often (the API: "about one a second"). */
 export const PROGRESS_INTERVAL_MS = 1_000;
@@ -22,6 +23,8 @@ const RETENTION_SWEEP_MS = 60_000;
 
 export interface RunningWorker {
   worker: JobWorker;
+  /** Delivers the webhook outbox; absent without a secret key (FOLIO_WEBHOOK_SECRET_KEY). */
+  deliverer?: WebhookDeliverer;
   metrics: WorkerMetrics;
   metricsUrl: string | null;
   close(): Promise<void>;
@@ -74,6 +77,22 @@ export async function startWorker({ config, log, database, sharedProcess = false
     metrics,
   });
   worker.start();
+  const secrets = loadSecretBox(config);
+  const deliverer = secrets
+    ? new WebhookDeliverer({
+        db: handle.db,
+        secrets,
+        log,
+        concurrency: config.FOLIO_WEBHOOK_CONCURRENCY,
+        timeoutMs: config.FOLIO_WEBHOOK_TIMEOUT_SECONDS * 1000,
+        retrySeconds: config.FOLIO_WEBHOOK_RETRY_SECONDS.split(",").map(Number),
+        pollMs: config.FOLIO_WEBHOOK_POLL_SECONDS * 1000,
+        allow: config.FOLIO_FETCH_ALLOW.split(",").map((s) => s.trim()).filter(Boolean),
+        onAttempt: (result, type, seconds) => metrics.webhookAttempt(result, type, seconds),
+      })
+    : undefined;
+  deliverer?.start();
+  if (!deliverer) log.warn("no FOLIO_WEBHOOK_SECRET_KEY: webhooks are not delivered by this worker");
   const sweep = () =>
     Promise.all([deleteExpiredJobs(handle.db), sweepDocuments(handle.db, documents)]).then(
       ([jobs, files]) => (jobs > 0 || files > 0) && log.info({ deleted: jobs, document_files: files }, "jobs past their retention deleted"),
@@ -86,11 +105,12 @@ export async function startWorker({ config, log, database, sharedProcess = false
   log.info({ worker: worker.id, concurrency: config.FOLIO_WORKER_CONCURRENCY, metrics: served ? served.port : null }, "jobs worker running");
   return {
     worker,
+    ...(deliverer ? { deliverer } : {}),
     metrics,
     metricsUrl: served ? `http://${config.FOLIO_METRICS_HOST}:${served.port}/metrics` : null,
     close: async () => {
       clearInterval(sweeper);
-      await worker.stop(config.FOLIO_WORKER_DRAIN_SECONDS * 1000);
+      await Promise.all([worker.stop(config.FOLIO_WORKER_DRAIN_SECONDS * 1000), deliverer?.stop()]);
       extraction.close();
       conversion?.close();
       await new Promise<void>((resolve) => (served ? served.server.close(() => resolve()) : resolve()));

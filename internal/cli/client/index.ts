@@ -1,7 +1,8 @@
 /**
  * The client commands of `folio`: `folio ocr` and `folio convert`, which talk
  * to a running Folio over its HTTP API (`commands.ts` does the work over the
- * HTTP client in `http.ts`).
+ * HTTP client in `http.ts`), and `folio webhooks listen`, a local receiver
+ * that checks webhook signatures (`webhooks-listen.ts`).
  * Failures throw a ClientError; the entry point prints `folio: <message>` and
  * exits 1. Ctrl-C while `folio ocr` follows a job exits 130 (the status a
  * shell gives a process SIGINT ended).
@@ -11,6 +12,7 @@ import { STRATEGIES } from "../../contracts/strategies.ts";
 import { PAGE_DPI } from "../../formats/index.ts";
 import { OUTPUT_FORMATS, runConvert, runOcr, type ConvertOptions, type OcrOptions } from "./commands.ts";
 import { DEFAULT_BASE_URL } from "./http.ts";
+import { registerWebhooksCommands } from "./webhooks-listen.ts";
 
 export { ClientError, DEFAULT_BASE_URL } from "./http.ts";
 export { runConvert, runOcr, type ConvertOptions, type Io, type OcrOptions } from "./commands.ts";
@@ -62,4 +64,6 @@ export function registerClientCommands(program: Command): void {
       .option("--mime-type <type>", "the document's MIME type, when its extension does not say")
       .option("--pages <list>", PAGES_HELP),
   ).action(async (file: string, o: ConvertOptions) => runConvert(file, o));
+
+  registerWebhooksCommands(program);
 }

@@ -27,6 +27,8 @@ import convertEstimate from "./convert.estimate.ts";
 import convertPricing from "./convert.pricing.ts";
 import playgroundProcess from "./playground.process.ts";
 import playgroundPage from "./playground.page.ts";
+import webhookEndpoints from "./webhooks.endpoints.ts";
+import webhookDeliveries from "./webhooks.deliveries.ts";
 
 /** Every route of the edge, one file each. */
 export const routes: ReadonlyArray<(app: App, deps: EdgeDeps) => void> = [
@@ -58,4 +60,6 @@ export const routes: ReadonlyArray<(app: App, deps: EdgeDeps) => void> = [
   convertPricing,
   playgroundProcess,
   playgroundPage,
+  webhookEndpoints,
+  webhookDeliveries,
 ];

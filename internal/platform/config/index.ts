@@ -65,6 +65,18 @@ export const jobsSchema = {
   }),
 };
 
+/** Webhooks (docs/webhooks.md): what the edge (endpoints API) and the workers (delivery) share. */
+export const webhooksSchema = {
+  FOLIO_WEBHOOK_SECRET_KEY: Type.Optional(
+    Type.String({
+      minLength: 1,
+      description:
+        "Base64 of 32 random bytes (`openssl rand -base64 32`): seals webhook endpoints' signing secrets in the database, so a dump alone cannot sign. The edge and every worker need the same. Unset: folio dev keeps one in FOLIO_DATA_DIR; elsewhere the webhook endpoints API answers 503 and nothing is delivered.",
+    }),
+  ),
+  FOLIO_WEBHOOK_ROTATION_OVERLAP_SECONDS: Type.Integer({ minimum: 0, maximum: 30 * 86400, default: 86_400, description: "After a secret's rotation, how long deliveries are signed with the old secret too." }),
+};
+
 /** The edge (public HTTP API) process. */
 export const edgeSchema = Type.Object({
   ...commonSchema,
@@ -110,6 +122,7 @@ export const edgeSchema = Type.Object({
   FOLIO_SSE_KEEPALIVE_SECONDS: Type.Number({ minimum: 0.05, maximum: 15, default: 15, description: "Longest silence of a streamed chat answer (stream: true): past it a keep-alive comment is sent, so proxies do not cut the stream." }),
   FOLIO_CONVERSION_DEADLINE_SECONDS: Type.Number({ minimum: 1, maximum: 3600, default: 180, description: "gRPC deadline of one call to the conversion service (its queue and sandbox time limit included)." }),
   ...jobsSchema,
+  ...webhooksSchema,
 });
 export type EdgeConfig = Static<typeof edgeSchema>;
 
@@ -138,6 +151,16 @@ export const workerSchema = Type.Object({
     description: "On SIGTERM a worker stops claiming and finishes the ranges it reads for up to this long; what is unread then is aborted and read again elsewhere after its lease.",
   }),
   FOLIO_JOB_MAX_ATTEMPTS: Type.Integer({ minimum: 1, maximum: 100, default: 5, description: "Claims of one range before its pages are stored as failed (a page that kills its worker every time)." }),
+  ...webhooksSchema,
+  FOLIO_FETCH_ALLOW: Type.String({ default: "", description: "Comma-separated exceptions to the private-address refusal of webhook URLs (as the edge's for document URLs): ip:port pairs or CIDRs." }),
+  FOLIO_WEBHOOK_TIMEOUT_SECONDS: Type.Number({ minimum: 0.1, maximum: 300, default: 15, description: "A webhook receiver must answer 2xx within this (connection included); otherwise the attempt failed." }),
+  FOLIO_WEBHOOK_RETRY_SECONDS: Type.String({
+    pattern: "^\\s*\\d+(\\.\\d+)?(\\s*,\\s*\\d+(\\.\\d+)?)*\\s*$",
+    default: "5,300,1800,7200,18000,36000,36000",
+    description: "Waits (seconds, comma-separated) before each retry of a failed webhook delivery; once spent the delivery is given up (listed as failed).",
+  }),
+  FOLIO_WEBHOOK_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 256, default: 4, description: "Webhook deliveries one worker process attempts at a time." }),
+  FOLIO_WEBHOOK_POLL_SECONDS: Type.Number({ minimum: 0.01, maximum: 60, default: 0.2, description: "How long an idle delivery slot waits before it looks for due deliveries again." }),
 });
 export type WorkerConfig = Static<typeof workerSchema>;
 

@@ -216,6 +216,62 @@ export interface OcrJobEventsTable {
   created_at: CreatedAt;
 }
 
+/** A webhook endpoint of an account (migration 0006; docs/webhooks.md). */
+export interface WebhookEndpointsTable {
+  /** `we_…` */
+  id: string;
+  account_id: string;
+  url: string;
+  /** Event types, or ["*"]. */
+  events: ColumnType<string[], string, string>;
+  description: string | null;
+  disabled: Generated<boolean>;
+  disabled_reason: string | null;
+  /** Encrypted (webhooks/secrets.ts). */
+  secret: string;
+  previous_secret: string | null;
+  previous_secret_expires_at: Timestamp | null;
+  failing_since: Timestamp | null;
+  created_at: CreatedAt;
+  updated_at: ColumnType<Date, Date | string | undefined, Date | string>;
+}
+
+/** One event to deliver to one endpoint: the outbox. */
+export interface WebhookDeliveriesTable {
+  /** `whd_…` */
+  id: string;
+  endpoint_id: string;
+  account_id: string;
+  /** The webhook-id of every attempt. */
+  event_id: string;
+  type: string;
+  job_id: string | null;
+  sequence: number;
+  body: string;
+  status: "pending" | "delivered" | "failed" | "merged";
+  attempts: Generated<number>;
+  next_attempt_at: ColumnType<Date, Date | string | undefined, Date | string>;
+  lease_owner: string | null;
+  lease_expires_at: Timestamp | null;
+  created_at: CreatedAt;
+  finished_at: Timestamp | null;
+}
+
+/** One attempt of a delivery. */
+export interface WebhookAttemptsTable {
+  /** `wha_…` */
+  id: string;
+  delivery_id: string;
+  endpoint_id: string;
+  event_id: string;
+  type: string;
+  attempt: number;
+  http_status: number | null;
+  error: string | null;
+  duration_ms: number;
+  created_at: CreatedAt;
+}
+
 export interface Database {
   accounts: AccountsTable;
   idempotency_keys: IdempotencyKeysTable;
@@ -230,6 +286,9 @@ export interface Database {
   ocr_job_pages: OcrJobPagesTable;
   ocr_job_events: OcrJobEventsTable;
   ocr_job_images: OcrJobImagesTable;
+  webhook_endpoints: WebhookEndpointsTable;
+  webhook_deliveries: WebhookDeliveriesTable;
+  webhook_attempts: WebhookAttemptsTable;
 }
 
 export type Account = Selectable<AccountsTable>;
@@ -280,4 +339,13 @@ export const COLUMNS: { [T in keyof Database]: { [C in keyof Database[T]]-?: tru
   ocr_job_pages: { job_id: true, page_number: true, status: true, page: true, created_at: true },
   ocr_job_events: { id: true, job_id: true, sequence: true, type: true, data: true, created_at: true },
   ocr_job_images: { job_id: true, position: true, page_number: true, png: true },
+  webhook_endpoints: {
+    id: true, account_id: true, url: true, events: true, description: true, disabled: true, disabled_reason: true, secret: true,
+    previous_secret: true, previous_secret_expires_at: true, failing_since: true, created_at: true, updated_at: true,
+  },
+  webhook_deliveries: {
+    id: true, endpoint_id: true, account_id: true, event_id: true, type: true, job_id: true, sequence: true, body: true, status: true,
+    attempts: true, next_attempt_at: true, lease_owner: true, lease_expires_at: true, created_at: true, finished_at: true,
+  },
+  webhook_attempts: { id: true, delivery_id: true, endpoint_id: true, event_id: true, type: true, attempt: true, http_status: true, error: true, duration_ms: true, created_at: true },
 };

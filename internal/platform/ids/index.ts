@@ -21,7 +21,7 @@ export function isBase62(s: string): boolean {
 }
 
 /** Identifier kinds and their prefixes (STYLE.md: identifiers carry their type). */
-export type IdKind = "acc" | "apk" | "req" | "hold" | "led" | "job" | "evt";
+export type IdKind = "acc" | "apk" | "req" | "hold" | "led" | "job" | "evt" | "we" | "whd" | "wha";
 
 export function newId(kind: IdKind): string {
   return `${kind}_${randomBase62(20)}`;

@@ -172,6 +172,17 @@ export class WorkerMetrics extends Metrics {
     ["outcome"],
   );
   readonly rangeDuration = this.histogram("job_range_duration_seconds", "Time from a range's claim to its pages stored.", [], [0.5, 1, 2, 3, 5, 7.5, 10, 15, 20, 30, 60, 120, 300]);
+  readonly webhookAttempts = this.counter(
+    "webhook_attempts_total",
+    "Webhook delivery attempts by this worker, by result (delivered, retry: failed and to be tried again, failed: given up, lost_lease) and event type.",
+    ["result", "type"],
+  );
+  readonly webhookAttemptDuration = this.histogram("webhook_attempt_duration_seconds", "Time of one webhook delivery attempt, connection included.", [], [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 30]);
+
+  webhookAttempt(result: string, type: string, seconds: number): void {
+    this.webhookAttempts.inc({ result, type });
+    this.webhookAttemptDuration.observe(seconds);
+  }
 
   constructor(state: () => Promise<JobQueueState>, defaultMetrics = true) {
     super("worker", defaultMetrics);

@@ -99,6 +99,9 @@ values given as url/apiKey, or is created by the operator when none is).
 {{- if and .Values.upstream.apiKey (not .Values.upstream.existingSecret) -}}
 {{- $_ := set $out .Values.upstream.existingSecretKey .Values.upstream.apiKey -}}
 {{- end -}}
+{{- if and .Values.webhooks.secretKey (not .Values.webhooks.existingSecret) -}}
+{{- $_ := set $out .Values.webhooks.existingSecretKey .Values.webhooks.secretKey -}}
+{{- end -}}
 {{- toYaml $out -}}
 {{- end -}}
 
@@ -128,6 +131,18 @@ values given as url/apiKey, or is created by the operator when none is).
       key: {{ .Values.upstream.existingSecretKey }}
       {{- /* Without a key given here, one in the Secret is used when present: no upstream otherwise. */}}
       optional: {{ not (or .Values.upstream.apiKey .Values.upstream.existingSecret) }}
+{{- end -}}
+
+{{- define "folio.env.webhooks" -}}
+- name: FOLIO_WEBHOOK_SECRET_KEY
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "folio.secretName" (dict "ref" .Values.webhooks "root" .) }}
+      key: {{ .Values.webhooks.existingSecretKey }}
+      {{- /* Without a key given here, one in the Secret is used when present: webhooks off otherwise. */}}
+      optional: {{ not (or .Values.webhooks.secretKey .Values.webhooks.existingSecret) }}
+- name: FOLIO_WEBHOOK_ROTATION_OVERLAP_SECONDS
+  value: {{ .Values.webhooks.rotationOverlapSeconds | int | quote }}
 {{- end -}}
 
 {{/*

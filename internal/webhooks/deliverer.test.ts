@@ -1,0 +1,281 @@
+/**
+ * The webhook outbox and its deliverer against a real receiver (node:http on
+ * loopback, let through by the allow list as FOLIO_FETCH_ALLOW does), on a
+ * private Postgres database and on embedded PGlite (as `folio dev` runs it).
+ * Job events are appended as the job store appends them (appendEvent, in a
+ * transaction each); every signature is checked with the `standardwebhooks`
+ * package, as receivers check it.
+ */
+import { createServer, type IncomingMessage, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Webhook } from "standardwebhooks";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { privateDatabase } from "../../test/harness.ts";
+import { appendEvent, type JobEventType } from "../jobs/events.ts";
+import { migrateToLatest, openDatabase, type DatabaseHandle, type DB } from "../platform/db/index.ts";
+import { createLogger } from "../platform/log/index.ts";
+import { newId } from "../platform/ids/index.ts";
+import { WebhookDeliverer, type DelivererOptions } from "./deliverer.ts";
+import { createEndpoint, rotateSecret } from "./endpoints.ts";
+import { SecretBox, newSecretKey } from "./secrets.ts";
+
+/** What the receiver saw of one POST. */
+interface Seen {
+  webhookId: string;
+  jobId: string | undefined;
+  type: string;
+  sequence: number;
+  body: string;
+  /** Signatures that verified, by the secret's name. */
+  verified: string[];
+  answer: "ok" | "500" | "stall";
+}
+
+/** A receiver whose answer to each POST `decide` picks; it checks signatures with each of `secrets`. */
+async function receiver(secrets: Record<string, string>, decide: (seen: Omit<Seen, "answer">) => Seen["answer"]): Promise<{ url: string; seen: Seen[]; close(): Promise<void> }> {
+  const seen: Seen[] = [];
+  const server: Server = createServer((req: IncomingMessage, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      const body = Buffer.concat(chunks).toString("utf8");
+      const headers = { "webhook-id": String(req.headers["webhook-id"]), "webhook-timestamp": String(req.headers["webhook-timestamp"]), "webhook-signature": String(req.headers["webhook-signature"]) };
+      const verified = Object.entries(secrets).flatMap(([name, secret]) => {
+        try {
+          new Webhook(secret).verify(body, headers);
+          return [name];
+        } catch {
+          return [];
+        }
+      });
+      const event = JSON.parse(body) as { type: string; sequence: number; data?: { id?: string } };
+      const partial = { webhookId: headers["webhook-id"], jobId: event.data?.id, type: event.type, sequence: event.sequence, body, verified };
+      const answer = decide(partial);
+      seen.push({ ...partial, answer });
+      if (answer === "ok") res.writeHead(204).end();
+      else if (answer === "500") res.writeHead(500).end("try later");
+      else setTimeout(() => res.writeHead(204).end(), 700).unref();
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks?source=folio`,
+    seen,
+    close: () => new Promise((r) => (server.closeAllConnections(), server.close(() => r()))),
+  };
+}
+
+/** A seeded generator (mulberry32): the same run each time. */
+function seeded(seed: number): () => number {
+  let a = seed;
+  return () => {
+    a = (a + 0x6d2b79f5) | 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const box = SecretBox.fromBase64(newSecretKey());
+
+const pglite = mkdtempSync(join(tmpdir(), "folio-webhooks-"));
+afterAll(() => rmSync(pglite, { recursive: true, force: true }));
+
+describe.each([
+  ["Postgres", () => privateDatabase("webhooks_outbox")],
+  ["PGlite", () => openDatabase({ dataDir: pglite })],
+] as const)("webhook deliveries on %s", (_name, open) => {
+  let handle: DatabaseHandle;
+  let db: DB;
+  beforeAll(async () => {
+    handle = await open();
+    db = handle.db;
+    await migrateToLatest(db);
+  }, 60_000);
+  afterAll(async () => handle?.close());
+
+  async function account(): Promise<string> {
+    const id = newId("acc");
+    await db.insertInto("accounts").values({ id, email: `${id}@test.invalid`, name: "webhooks", plan: "test", requests_per_minute: 60, requests_per_day: 1000 }).execute();
+    return id;
+  }
+
+  async function job(accountId: string): Promise<string> {
+    const id = newId("job");
+    await db
+      .insertInto("ocr_jobs")
+      .values({ id, account_id: accountId, api_key_id: null, status: "running", model: "local/tesseract", request: "{}", metadata: "{}", page_count: 10, hold_id: null, error_code: null, error_message: null, started_at: new Date(), finished_at: null, expires_at: null })
+      .execute();
+    return id;
+  }
+
+  /** Appends an event as the job store does: in a transaction of its own, the job's state as data. */
+  const append = (jobId: string, type: JobEventType, pages: number) =>
+    db.transaction().execute((trx) => appendEvent(trx, jobId, type, { id: jobId, object: "ocr.job", status: type === "ocr.job.succeeded" ? "succeeded" : "running", pages_completed: pages }));
+
+  function deliverer(extra: Partial<DelivererOptions> = {}): WebhookDeliverer {
+    return new WebhookDeliverer({ db, secrets: box, log: createLogger("silent"), concurrency: 4, timeoutMs: 300, retrySeconds: Array(12).fill(0.05), pollMs: 20, allow: ["127.0.0.1"], ...extra });
+  }
+
+  const settled = async () => {
+    await vi.waitFor(async () => expect(await db.selectFrom("webhook_deliveries").select("id").where("status", "=", "pending").execute()).toEqual([]), { timeout: 60_000, interval: 100 });
+  };
+
+  it("delivers every event of three concurrent jobs, in sequence order per job, signed, through 500s and stalls, each retry with the same webhook-id", async () => {
+    const accountId = await account();
+    const random = seeded(7);
+    const secrets: Record<string, string> = {};
+    const rx = await receiver(
+      secrets,
+      () => {
+        const r = random();
+        return r < 0.3 ? "500" : r < 0.4 ? "stall" : "ok";
+      },
+    );
+    try {
+      const made = await createEndpoint(db, box, { accountId, url: rx.url, events: ["*"] });
+      secrets.endpoint = made.secret;
+      const jobs = await Promise.all([job(accountId), job(accountId), job(accountId)]);
+      const d = deliverer();
+      d.start();
+      try {
+        // The three jobs change side by side while deliveries run.
+        await Promise.all(
+          jobs.map(async (jobId, j) => {
+            await append(jobId, "ocr.job.started", 0);
+            for (let p = 1; p <= 6; p++) {
+              await sleep(20 + j * 7);
+              await append(jobId, "ocr.job.progress", p);
+            }
+            await append(jobId, "ocr.job.succeeded", 6);
+          }),
+        );
+        await settled();
+      } finally {
+        await d.stop();
+      }
+      const rows = await db.selectFrom("webhook_deliveries").selectAll().where("endpoint_id", "=", made.endpoint.id).orderBy("job_id").orderBy("sequence").execute();
+      expect(rows.filter((r) => r.status === "failed")).toEqual([]);
+      for (const jobId of jobs) {
+        const mine = rows.filter((r) => r.job_id === jobId);
+        expect(mine).toHaveLength(8);
+        // Started and succeeded are never merged; every event is delivered or merged into a newer progress event.
+        expect(mine.filter((r) => r.type !== "ocr.job.progress").map((r) => r.status)).toEqual(["delivered", "delivered"]);
+        expect(mine.every((r) => r.status === "delivered" || (r.status === "merged" && r.type === "ocr.job.progress"))).toBe(true);
+        // The newest progress event is never merged away.
+        expect(mine.filter((r) => r.type === "ocr.job.progress").at(-1)?.status).toBe("delivered");
+        // In order: the receiver never saw an event of this job after a later one.
+        const arrivals = rx.seen.filter((s) => s.jobId === jobId).map((s) => s.sequence);
+        expect(arrivals).toEqual([...arrivals].sort((a, b) => a - b));
+        const accepted = rx.seen.filter((s) => s.jobId === jobId && s.answer === "ok").map((s) => s.sequence);
+        expect(new Set(accepted).size, "each event accepted once").toBe(accepted.length);
+        expect(accepted).toEqual(mine.filter((r) => r.status === "delivered").map((r) => r.sequence));
+      }
+      // Every attempt is signed with the endpoint's secret and verifies with the standardwebhooks package.
+      for (const s of rx.seen) {
+        expect(s.verified, `the attempt of ${s.webhookId} verifies`).toEqual(["endpoint"]);
+        const row = rows.find((r) => r.event_id === s.webhookId);
+        expect(row, `webhook-id ${s.webhookId} is an event id`).toBeDefined();
+        expect(s.body, "every attempt of an event sends the same body").toBe(row!.body);
+      }
+      const retried = rx.seen.filter((s, i) => rx.seen.findIndex((t) => t.webhookId === s.webhookId) !== i);
+      expect(retried.length, "some events were attempted again").toBeGreaterThan(0);
+      expect(rx.seen.some((s) => s.answer === "stall")).toBe(true);
+      // The attempts are listed: each with its number, status or error.
+      const attempts = await db.selectFrom("webhook_attempts").selectAll().where("endpoint_id", "=", made.endpoint.id).execute();
+      expect(attempts.length).toBe(rx.seen.length);
+      expect(attempts.some((a) => a.http_status === 500)).toBe(true);
+      expect(attempts.some((a) => a.http_status === null && /no answer within 0.3 s/.test(a.error ?? ""))).toBe(true);
+      expect(attempts.filter((a) => a.attempt > 1).length).toBeGreaterThan(0);
+    } finally {
+      await rx.close();
+    }
+  }, 120_000);
+
+  it("signs with what the receiver holds: the standardwebhooks package verifies every delivery, and both secrets during a rotation's overlap", async () => {
+    const accountId = await account();
+    const secrets: Record<string, string> = {};
+    const rx = await receiver(secrets, () => "ok");
+    try {
+      const made = await createEndpoint(db, box, { accountId, url: rx.url, events: ["ocr.job.succeeded"] });
+      secrets.old = made.secret;
+      const jobId = await job(accountId);
+      const d = deliverer();
+      d.start();
+      try {
+        await append(jobId, "ocr.job.started", 0); // not subscribed: not queued
+        await append(jobId, "ocr.job.succeeded", 10);
+        await vi.waitFor(() => expect(rx.seen).toHaveLength(1), { timeout: 10_000, interval: 20 });
+        expect(rx.seen[0]).toMatchObject({ type: "ocr.job.succeeded", sequence: 2, verified: ["old"] });
+        const rotated = (await rotateSecret(db, box, accountId, made.endpoint.id, 3600))!;
+        secrets.new = rotated.secret;
+        const second = await job(accountId);
+        await append(second, "ocr.job.succeeded", 10);
+        await vi.waitFor(() => expect(rx.seen).toHaveLength(2), { timeout: 10_000, interval: 20 });
+        expect(rx.seen[1]!.verified.sort()).toEqual(["new", "old"]);
+        // The overlap over: only the new secret signs.
+        await db.updateTable("webhook_endpoints").set({ previous_secret_expires_at: new Date(Date.now() - 1000) }).where("id", "=", made.endpoint.id).execute();
+        const third = await job(accountId);
+        await append(third, "ocr.job.succeeded", 10);
+        await vi.waitFor(() => expect(rx.seen).toHaveLength(3), { timeout: 10_000, interval: 20 });
+        expect(rx.seen[2]!.verified).toEqual(["new"]);
+      } finally {
+        await d.stop();
+      }
+      // The secret is stored sealed, not in clear.
+      const stored = await db.selectFrom("webhook_endpoints").select(["secret", "previous_secret"]).where("id", "=", made.endpoint.id).executeTakeFirstOrThrow();
+      expect(stored.secret).not.toContain(secrets.new!.slice(6));
+      expect(stored.previous_secret).not.toContain(secrets.old!.slice(6));
+      expect(box.open(stored.secret, made.endpoint.id)).toBe(secrets.new);
+      expect(() => box.open(stored.secret, "we_another")).toThrow();
+    } finally {
+      await rx.close();
+    }
+  }, 60_000);
+
+  it("gives a delivery up when its retries are spent, and refuses a private address not allowed", async () => {
+    const accountId = await account();
+    const rx = await receiver({}, () => "500");
+    try {
+      const failing = await createEndpoint(db, box, { accountId, url: rx.url, events: ["*"] });
+      const jobId = await job(accountId);
+      const d = deliverer({ retrySeconds: [0.05, 0.05] });
+      d.start();
+      try {
+        await append(jobId, "ocr.job.failed", 0);
+        await settled();
+      } finally {
+        await d.stop();
+      }
+      const row = await db.selectFrom("webhook_deliveries").select(["status", "attempts"]).where("endpoint_id", "=", failing.endpoint.id).executeTakeFirstOrThrow();
+      expect(row).toEqual({ status: "failed", attempts: 3 });
+      expect(rx.seen).toHaveLength(3);
+      expect(new Set(rx.seen.map((s) => s.webhookId)).size).toBe(1);
+      const endpoint = await db.selectFrom("webhook_endpoints").select(["failing_since", "disabled"]).where("id", "=", failing.endpoint.id).executeTakeFirstOrThrow();
+      expect(endpoint.failing_since).not.toBeNull();
+      expect(endpoint.disabled).toBe(false);
+
+      // Loopback without the allow list: refused before any connection, and said so in the attempt.
+      const before = rx.seen.length;
+      const second = await job(accountId);
+      const strict = deliverer({ allow: [], retrySeconds: [] });
+      strict.start();
+      try {
+        await append(second, "ocr.job.failed", 0);
+        await settled();
+      } finally {
+        await strict.stop();
+      }
+      expect(rx.seen.length).toBe(before);
+      const attempt = await db.selectFrom("webhook_attempts").select(["http_status", "error"]).where("endpoint_id", "=", failing.endpoint.id).orderBy("created_at", "desc").executeTakeFirstOrThrow();
+      expect(attempt.http_status).toBeNull();
+      expect(attempt.error).toMatch(/loopback/);
+    } finally {
+      await rx.close();
+    }
+  }, 60_000);
+});

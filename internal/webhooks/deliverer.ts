@@ -1,0 +1,143 @@
+/**
+ * Delivers the webhook outbox (outbox.ts): `concurrency` slots each claim a
+ * due delivery, POST its body signed with the endpoint's secrets (Standard
+ * Webhooks, signing.ts) to the endpoint's URL under the rules of a document
+ * fetch (public addresses only unless allowed, checked at every connection,
+ * no redirect followed), and record the attempt. Runs in `folio worker`;
+ * any number of workers share one outbox.
+ */
+import { randomUUID } from "node:crypto";
+import { hostname } from "node:os";
+import { checkedClient, describeNetworkError } from "../documents/index.ts";
+import type { HostLookup } from "../documents/index.ts";
+import type { DB } from "../platform/db/index.ts";
+import { FolioError } from "../platform/errors/index.ts";
+import type { Logger } from "../platform/log/index.ts";
+import { claimDelivery, recordAttempt, releaseDelivery, type AttemptResult, type ClaimedDelivery } from "./outbox.ts";
+import type { SecretBox } from "./secrets.ts";
+import { webhookHeaders } from "./signing.ts";
+
+export interface DelivererOptions {
+  db: DB;
+  secrets: SecretBox;
+  log: Pick<Logger, "info" | "warn" | "error">;
+  /** Deliveries attempted at once by this process. */
+  concurrency: number;
+  /** A 2xx must come within this, connection included. */
+  timeoutMs: number;
+  /** Waits between attempts of one delivery (FOLIO_WEBHOOK_RETRY_SECONDS); spent, the delivery is given up. */
+  retrySeconds: readonly number[];
+  /** How long an idle slot waits before it looks again. */
+  pollMs: number;
+  /** Private addresses let through (FOLIO_FETCH_ALLOW). */
+  allow: readonly string[];
+  lookup?: HostLookup;
+  /** Told of each attempt's result (metrics). */
+  onAttempt?: (result: AttemptResult, type: string, seconds: number) => void;
+  id?: string;
+}
+
+/** Bytes of a receiver's answer read (and dropped) before the connection is closed. */
+const MAX_ANSWER_BYTES = 64 * 1024;
+
+export class WebhookDeliverer {
+  readonly id: string;
+  private running = false;
+  private readonly slots: Promise<void>[] = [];
+  private readonly stopping = new AbortController();
+
+  constructor(private readonly o: DelivererOptions) {
+    this.id = o.id ?? `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
+  }
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    for (let i = 0; i < this.o.concurrency; i++) this.slots.push(this.slot());
+  }
+
+  /** Stops claiming; attempts under way are cut and their deliveries given back at once. */
+  async stop(): Promise<void> {
+    this.running = false;
+    this.stopping.abort();
+    await Promise.all(this.slots);
+  }
+
+  private async slot(): Promise<void> {
+    while (this.running) {
+      let claimed: ClaimedDelivery | undefined;
+      try {
+        claimed = await claimDelivery(this.o.db, this.id, this.o.timeoutMs + 30_000);
+        if (claimed) await this.deliver(claimed);
+      } catch (err) {
+        if (!this.running) {
+          if (claimed) await releaseDelivery(this.o.db, this.id, claimed).catch(() => undefined);
+          return;
+        }
+        this.o.log.warn({ err, delivery: claimed?.id }, "a webhook delivery was not recorded; its lease will run out and it will be attempted again");
+      }
+      if (!claimed && this.running) await sleep(this.o.pollMs, this.stopping.signal);
+    }
+  }
+
+  /** One attempt of `d`, recorded. */
+  async deliver(d: ClaimedDelivery): Promise<AttemptResult> {
+    const endpoint = await this.o.db
+      .selectFrom("webhook_endpoints")
+      .select(["url", "secret", "previous_secret", "previous_secret_expires_at"])
+      .where("id", "=", d.endpoint_id)
+      .executeTakeFirst();
+    if (!endpoint) throw new FolioError("internal_error", `webhook endpoint ${d.endpoint_id} is gone`);
+    const secrets = [this.o.secrets.open(endpoint.secret, d.endpoint_id)];
+    if (endpoint.previous_secret && endpoint.previous_secret_expires_at && endpoint.previous_secret_expires_at.getTime() > Date.now()) {
+      secrets.push(this.o.secrets.open(endpoint.previous_secret, d.endpoint_id));
+    }
+    const started = performance.now();
+    const headers: Record<string, string> = { ...webhookHeaders(secrets, d.event_id, Math.floor(Date.now() / 1000), d.body) };
+    const outcome = await this.post(endpoint.url, headers, d.body);
+    this.stopping.signal.throwIfAborted();
+    const durationMs = performance.now() - started;
+    const result = await recordAttempt(this.o.db, this.id, d, { ...outcome, durationMs }, this.o.retrySeconds);
+    this.o.onAttempt?.(result, d.type, durationMs / 1000);
+    return result;
+  }
+
+  /** POSTs `body`; the receiver's status, or what went wrong on the way, in words a client may read. */
+  private async post(url: string, headers: Record<string, string>, body: string): Promise<{ httpStatus?: number; error?: string }> {
+    const signal = AbortSignal.any([AbortSignal.timeout(this.o.timeoutMs), this.stopping.signal]);
+    let client;
+    try {
+      ({ client } = await checkedClient(url, { allow: this.o.allow, timeoutMs: this.o.timeoutMs, ...(this.o.lookup ? { lookup: this.o.lookup } : {}) }, "url", signal));
+    } catch (err) {
+      if (err instanceof FolioError) return { error: err.message };
+      return { error: signal.aborted ? `no answer within ${this.o.timeoutMs / 1000} s` : describeNetworkError(err) };
+    }
+    try {
+      const u = new URL(url);
+      const res = await client.request({ method: "POST", path: `${u.pathname}${u.search}`, headers: { ...headers, "user-agent": "Folio-Webhooks/1" }, body, signal });
+      let read = 0;
+      for await (const chunk of res.body) {
+        read += (chunk as Buffer).length;
+        if (read > MAX_ANSWER_BYTES) break;
+      }
+      const redirect = res.statusCode >= 300 && res.statusCode <= 399;
+      return { httpStatus: res.statusCode, ...(redirect ? { error: "redirects are not followed" } : {}) };
+    } catch (err) {
+      return { error: signal.aborted ? `no answer within ${this.o.timeoutMs / 1000} s` : describeNetworkError(err) };
+    } finally {
+      await client.destroy().catch(() => undefined);
+    }
+  }
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    }
+    signal.addEventListener("abort", done, { once: true });
+  });
+}
