@@ -237,6 +237,47 @@ describe.each([
     }
   }, 60_000);
 
+  it("disables an endpoint whose every attempt failed for 5 days, saying since when; a success ends a failing streak", async () => {
+    const accountId = await account();
+    let answer: Seen["answer"] = "500";
+    const rx = await receiver({}, () => answer);
+    try {
+      const made = await createEndpoint(db, box, { accountId, url: rx.url, events: ["*"] });
+      const since = new Date(Date.now() - 5 * 86_400_000 - 60_000);
+      await db.updateTable("webhook_endpoints").set({ failing_since: since }).where("id", "=", made.endpoint.id).execute();
+      const d = deliverer({ retrySeconds: [] });
+      d.start();
+      try {
+        await append(await job(accountId), "ocr.job.failed", 0);
+        await settled();
+      } finally {
+        await d.stop();
+      }
+      const off = await db.selectFrom("webhook_endpoints").select(["disabled", "disabled_reason"]).where("id", "=", made.endpoint.id).executeTakeFirstOrThrow();
+      expect(off.disabled).toBe(true);
+      expect(off.disabled_reason).toContain(since.toISOString().slice(0, 19));
+      // Disabled: nothing more is queued for it.
+      expect(await db.selectFrom("webhook_deliveries").select("id").where("endpoint_id", "=", made.endpoint.id).execute()).toHaveLength(1);
+      await append(await job(accountId), "ocr.job.failed", 0);
+      expect(await db.selectFrom("webhook_deliveries").select("id").where("endpoint_id", "=", made.endpoint.id).execute()).toHaveLength(1);
+
+      // Enabled again and answering: the streak ends.
+      await db.updateTable("webhook_endpoints").set({ disabled: false, disabled_reason: null, failing_since: since }).where("id", "=", made.endpoint.id).execute();
+      answer = "ok";
+      const again = deliverer();
+      again.start();
+      try {
+        await append(await job(accountId), "ocr.job.succeeded", 10);
+        await settled();
+      } finally {
+        await again.stop();
+      }
+      expect(await db.selectFrom("webhook_endpoints").select(["disabled", "failing_since"]).where("id", "=", made.endpoint.id).executeTakeFirstOrThrow()).toEqual({ disabled: false, failing_since: null });
+    } finally {
+      await rx.close();
+    }
+  }, 60_000);
+
   it("gives a delivery up when its retries are spent, and refuses a private address not allowed", async () => {
     const accountId = await account();
     const rx = await receiver({}, () => "500");
