@@ -53,9 +53,7 @@ beforeAll(async () => {
   await backend.prepare();
 }, 120_000);
 
-afterAll(async () => {
-  // Job folders are mounts (jobfs.ts), unmounted when their sandbox's removal, after its answer, is done.
-  await backend.settled();
+afterAll(() => {
   rmSync(work, { recursive: true, force: true });
 });
 
