@@ -53,7 +53,8 @@ export interface Io {
   onInterrupt?: (handler: () => void) => () => void;
 }
 
-const processIo = (): Io => ({
+/** The real process's streams, environment and Ctrl-C. */
+export const processIo = (): Io => ({
   stdout: process.stdout,
   stderr: process.stderr,
   env: process.env,

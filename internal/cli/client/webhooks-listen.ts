@@ -13,7 +13,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net";
 import type { Command } from "commander";
 import { secretKey, verify, WebhookSecretError } from "../../webhooks/index.ts";
-import type { Io } from "./commands.ts";
+import { processIo, type Io } from "./commands.ts";
 import { ClientError } from "./http.ts";
 
 export const DEFAULT_PORT = 8787;
@@ -176,16 +176,6 @@ function answer(res: ServerResponse, status: number, reason?: string): void {
   }
   res.writeHead(status, { "content-type": "text/plain; charset=utf-8", connection: "close" }).end(`${reason}\n`);
 }
-
-const processIo = (): Io => ({
-  stdout: process.stdout,
-  stderr: process.stderr,
-  env: process.env,
-  onInterrupt: (handler) => {
-    process.on("SIGINT", handler);
-    return () => process.off("SIGINT", handler);
-  },
-});
 
 function parsePort(raw: string | undefined): number {
   if (raw === undefined) return DEFAULT_PORT;
