@@ -96,7 +96,7 @@ function registeredSeries(): Map<string, { labels: Set<string>; processes: Set<s
     // The kubernetes backend's warm-pool metrics live in the conversion process's registry.
     ["conversion", conversionWithPool],
     ["operator", new OperatorMetrics()],
-    ["worker", new WorkerMetrics(() => Promise.resolve({ jobs: { queued: 0, running: 0, succeeded: 0, failed: 0, cancelled: 0 }, queuedPages: 0, oldestQueuedSeconds: 0 }))],
+    ["worker", new WorkerMetrics(() => Promise.resolve({ jobs: { queued: 0, running: 0, succeeded: 0, failed: 0, cancelled: 0 }, queuedPages: 0, oldestQueuedSeconds: 0 }), () => Promise.resolve({ pending: { ready: 0, attempting: 0, waiting: 0 }, oldestReadySeconds: 0, endpoints: { healthy: 0, failing: 0, disabled: 0 } }))],
   ];
   const out = new Map<string, { labels: Set<string>; processes: Set<string> }>();
   for (const [process, m] of all) {

@@ -22,6 +22,7 @@
  * Without the prometheus binary the file is skipped and says so.
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { createServer, type Server } from "node:http";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -119,6 +120,9 @@ function substitute(expr: string): string {
 
 let dataDir: string;
 let upstream: FakeUpstream;
+/** A webhook receiver: answers 200 to every delivery (its event types kept), for the Webhooks row. */
+let receiver: Server;
+const received: string[] = [];
 let dev: ChildProcess | undefined;
 let devOutput = "";
 let prometheus: ChildProcess | undefined;
@@ -172,6 +176,16 @@ describe.skipIf(!havePrometheus)("the Grafana dashboard against Prometheus scrap
   beforeAll(async () => {
     dataDir = mkdtempSync(join(tmpdir(), "folio-dashboards-"));
     upstream = await startFakeUpstream();
+    receiver = createServer((req, res) => {
+      let body = "";
+      req.on("data", (d: Buffer) => (body += d.toString()));
+      req.on("end", () => {
+        received.push((JSON.parse(body) as { type: string }).type);
+        res.writeHead(200).end();
+      });
+    });
+    await new Promise<void>((r) => receiver.listen(0, "127.0.0.1", r));
+    const receiverPort = (receiver.address() as { port: number }).port;
     const [httpPort, metricsPort, promPort] = [await freePort(), await freePort(), await freePort()];
     edge.url = `http://127.0.0.1:${httpPort}`;
     metricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
@@ -185,6 +199,7 @@ describe.skipIf(!havePrometheus)("the Grafana dashboard against Prometheus scrap
       FOLIO_METRICS_PORT: String(metricsPort),
       FOLIO_UPSTREAM_BASE_URL: upstream.baseUrl,
       FOLIO_UPSTREAM_API_KEY: upstream.apiKey,
+      FOLIO_FETCH_ALLOW: `127.0.0.1:${receiverPort}`,
       LOG_LEVEL: "warn",
     });
     // PGlite allows one process: the accounts are made before folio dev opens the data folder.
@@ -218,7 +233,7 @@ describe.skipIf(!havePrometheus)("the Grafana dashboard against Prometheus scrap
     prometheus.stderr!.on("data", (d: Buffer) => (promOutput += d.toString()));
     await waitReady(`${promUrl}/-/ready`, prometheus, "prometheus", () => promOutput);
 
-    await sendTraffic(devKey, poorKey, hurriedKey);
+    await sendTraffic(devKey, poorKey, hurriedKey, `http://127.0.0.1:${receiverPort}/hooks`);
 
     // Prometheus has it all once its latest sample of the request counter equals folio dev's own
     // count (scrapes of /metrics are not requests of the API), and a few scrapes later every new
@@ -238,6 +253,7 @@ describe.skipIf(!havePrometheus)("the Grafana dashboard against Prometheus scrap
     await stopChild(prometheus);
     await stopChild(dev);
     await upstream?.close();
+    await new Promise((r) => (receiver ? receiver.close(r) : r(undefined)));
     if (dataDir) rmSync(dataDir, { recursive: true, force: true });
   });
 
@@ -295,7 +311,7 @@ describe.skipIf(!havePrometheus)("the Grafana dashboard against Prometheus scrap
 });
 
 /** A little of every kind of traffic; each answer is checked, so a missing series points at the dashboard, not at the traffic. */
-async function sendTraffic(devKey: string, poorKey: string, hurriedKey: string): Promise<void> {
+async function sendTraffic(devKey: string, poorKey: string, hurriedKey: string, hookUrl: string): Promise<void> {
   const png = ocrFixture("english.png").toString("base64");
   const expectStatus = async (p: ReturnType<typeof call>, status: number, what: string) => {
     const r = await p;
@@ -307,8 +323,11 @@ async function sendTraffic(devKey: string, poorKey: string, hurriedKey: string):
   await expectStatus(call(edge, "POST", "/v1/chat/completions", devKey, { model: UPSTREAM_MODEL, messages: [{ role: "user", content: "Say hello." }] }), 200, "chat completion");
   const docx = readFileSync(join(ROOT, "test", "fixtures", "convert", "two-pages.docx")).toString("base64");
   await expectStatus(call(edge, "POST", "/v1/convert", devKey, { file: docx, filename: "two-pages.docx", mimeType: DOCX }), 200, "office conversion");
+  // A webhook endpoint before the job: its events are delivered to the receiver.
+  await expectStatus(call(edge, "POST", "/v1/webhook-endpoints", devKey, { url: hookUrl }), 201, "webhook endpoint");
   const job = await expectStatus(call(edge, "POST", "/v1/ocr/jobs", devKey, { base64: png, model: "local/tesseract" }), 202, "durable job");
   await vi.waitFor(async () => expect((await call(edge, "GET", `/v1/ocr/jobs/${job.body.id}`, devKey)).body.status).toBe("succeeded"), { timeout: 120_000, interval: 250 });
+  await vi.waitFor(() => expect(received).toContain("ocr.job.succeeded"), { timeout: 30_000, interval: 100 });
   await expectStatus(call(edge, "GET", "/v1/usage", devKey), 200, "usage list");
   await expectStatus(call(edge, "GET", "/v1/usage/summary", devKey), 200, "usage summary");
   await expectStatus(call(edge, "GET", "/v1/account/balance", devKey), 200, "balance");

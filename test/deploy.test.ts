@@ -646,7 +646,7 @@ function everyProcessMetrics(): Metrics[] {
     new OperatorMetrics(),
     // The kubernetes backend's warm-pool counters, in the conversion process's registry.
     ((m) => (new PoolMetrics(m), m))(new ConversionMetrics(() => ({ waiting: 0 }))),
-    new WorkerMetrics(() => Promise.resolve(QUEUE_STATE)),
+    new WorkerMetrics(() => Promise.resolve(QUEUE_STATE), () => Promise.resolve({ pending: { ready: 0, attempting: 0, waiting: 0 }, oldestReadySeconds: 0, endpoints: { healthy: 0, failing: 0, disabled: 0 } })),
   ];
 }
 
@@ -920,7 +920,7 @@ describe("the jobs worker deploy/helm/folio/templates/worker.yaml", () => {
     expect(s.metrics.map((m) => m.type)).toEqual(["External"]);
     const metric = s.metrics[0]!.external!;
     expect(metric.target).toEqual({ type: "AverageValue", averageValue: "50" });
-    const workerNames = await registeredMetricNames([new WorkerMetrics(() => Promise.resolve(QUEUE_STATE))]);
+    const workerNames = await registeredMetricNames([new WorkerMetrics(() => Promise.resolve(QUEUE_STATE), () => Promise.resolve({ pending: { ready: 0, attempting: 0, waiting: 0 }, oldestReadySeconds: 0, endpoints: { healthy: 0, failing: 0, disabled: 0 } }))]);
     expect([...workerNames].filter((n) => n.startsWith("folio_job"))).toContain(metric.metric.name);
     // The series the alerts read: the ServiceMonitor's job label is the metrics Service's name.
     const rule = objects.find((o) => o.kind === "PrometheusRule")!;
@@ -1136,6 +1136,9 @@ describe("observability", () => {
         "FolioJobsWaiting",
         "FolioJobWorkersAbsent",
         "FolioJobRangesGivenUp",
+        "FolioWebhookBacklog",
+        "FolioWebhookFailures",
+        "FolioWebhookEndpointsFailing",
       ]),
     );
     const unknown = rules.flatMap((r) => folioMetricNames(r.expr).filter((n) => !registered.has(n)).map((n) => `${n} in ${r.alert}`));

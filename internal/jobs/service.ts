@@ -14,7 +14,7 @@ import { queueState } from "./queue.ts";
 import { jobDocumentStore, sweepDocuments } from "./blobs.ts";
 import { deleteExpiredJobs } from "./store.ts";
 import { JobWorker } from "./worker.ts";
-import { WebhookDeliverer, loadSecretBox } from "../webhooks/index.ts";
+import { WebhookDeliverer, loadSecretBox, webhookQueueState } from "../webhooks/index.ts";
 
 /** Progress events of a job come at most this often (the API: "about one a second"). */
 export const PROGRESS_INTERVAL_MS = 1_000;
@@ -53,7 +53,7 @@ export async function startWorker({ config, log, database, sharedProcess = false
       },
       log,
     }));
-  const metrics = new WorkerMetrics(() => queueState(handle.db), !sharedProcess);
+  const metrics = new WorkerMetrics(() => queueState(handle.db), () => webhookQueueState(handle.db), !sharedProcess);
   const extraction = new ExtractionClient(config.FOLIO_EXTRACTION_ADDRESS, { catalogDeadlineMs: 10_000, workDeadlineMs: config.FOLIO_EXTRACTION_DEADLINE_SECONDS * 1000 });
   const conversion = config.FOLIO_CONVERSION_ADDRESS
     ? new ConversionClient(config.FOLIO_CONVERSION_ADDRESS, { infoDeadlineMs: 10_000, convertDeadlineMs: config.FOLIO_CONVERSION_DEADLINE_SECONDS * 1000 })
@@ -89,6 +89,7 @@ export async function startWorker({ config, log, database, sharedProcess = false
         pollMs: config.FOLIO_WEBHOOK_POLL_SECONDS * 1000,
         allow: config.FOLIO_FETCH_ALLOW.split(",").map((s) => s.trim()).filter(Boolean),
         onAttempt: (result, type, seconds) => metrics.webhookAttempt(result, type, seconds),
+        onMerged: (n) => metrics.webhookDeliveries.inc({ outcome: "merged" }, n),
       })
     : undefined;
   deliverer?.start();

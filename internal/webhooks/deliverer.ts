@@ -34,8 +34,13 @@ export interface DelivererOptions {
   lookup?: HostLookup;
   /** Told of each attempt's result (metrics). */
   onAttempt?: (result: AttemptResult, type: string, seconds: number) => void;
+  /** Told of progress deliveries merged into a newer one (metrics). */
+  onMerged?: (n: number) => void;
   id?: string;
 }
+
+/** A claim's lease outlasts the attempt's timeout by this (recording it); a worker killed mid-attempt leaves its delivery to be attempted again this long after the timeout. */
+const LEASE_MARGIN_MS = 10_000;
 
 /** Bytes of a receiver's answer read (and dropped) before the connection is closed. */
 const MAX_ANSWER_BYTES = 64 * 1024;
@@ -67,7 +72,7 @@ export class WebhookDeliverer {
     while (this.running) {
       let claimed: ClaimedDelivery | undefined;
       try {
-        claimed = await claimDelivery(this.o.db, this.id, this.o.timeoutMs + 30_000);
+        claimed = await claimDelivery(this.o.db, this.id, this.o.timeoutMs + LEASE_MARGIN_MS, this.o.onMerged);
         if (claimed) await this.deliver(claimed);
       } catch (err) {
         if (!this.running) {

@@ -16,6 +16,7 @@
 import { sql, type Kysely, type Selectable, type Transaction } from "kysely";
 import type { Database, WebhookDeliveriesTable } from "../platform/db/index.ts";
 import { newId } from "../platform/ids/index.ts";
+import type { WebhookQueueState } from "../platform/metrics/index.ts";
 
 type Db = Kysely<Database> | Transaction<Database>;
 
@@ -73,14 +74,18 @@ export type ClaimedDelivery = Pick<Selectable<WebhookDeliveriesTable>, "id" | "e
 /** A pending delivery (aliased `d`) whose time has come and whose lease, if any, ran out. */
 const due = sql<boolean>`(d.status = 'pending' and d.next_attempt_at <= now() and (d.lease_expires_at is null or d.lease_expires_at < now()))`;
 
+/** A delivery (aliased `d`) with no earlier event of its job to its endpoint still pending. */
+const notBehind = sql<boolean>`not exists (select 1 from webhook_deliveries p where p.endpoint_id = d.endpoint_id and p.job_id = d.job_id and p.sequence < d.sequence and p.status = 'pending')`;
+
 /**
  * Claims the next due delivery for `worker` under a lease of `leaseMs`, or
  * undefined when none is due. Skips deliveries behind an earlier pending
  * event of the same job and endpoint, and endpoints that are disabled;
  * merges superseded progress events first.
  */
-export async function claimDelivery(db: Kysely<Database>, worker: string, leaseMs: number): Promise<ClaimedDelivery | undefined> {
-  await mergeProgress(db);
+export async function claimDelivery(db: Kysely<Database>, worker: string, leaseMs: number, onMerged?: (n: number) => void): Promise<ClaimedDelivery | undefined> {
+  const merged = await mergeProgress(db);
+  if (merged > 0) onMerged?.(merged);
   return db.transaction().execute(async (trx) => {
     const next = await trx
       .selectFrom("webhook_deliveries as d")
@@ -88,18 +93,7 @@ export async function claimDelivery(db: Kysely<Database>, worker: string, leaseM
       .select("d.id")
       .where(due)
       .where("e.disabled", "=", false)
-      .where(({ not, exists, selectFrom }) =>
-        not(
-          exists(
-            selectFrom("webhook_deliveries as p")
-              .select(sql`1`.as("one"))
-              .whereRef("p.endpoint_id", "=", "d.endpoint_id")
-              .whereRef("p.job_id", "=", "d.job_id")
-              .whereRef("p.sequence", "<", "d.sequence")
-              .where("p.status", "=", "pending"),
-          ),
-        ),
-      )
+      .where(notBehind)
       .orderBy("d.next_attempt_at")
       .orderBy("d.created_at")
       .limit(1)
@@ -116,9 +110,9 @@ export async function claimDelivery(db: Kysely<Database>, worker: string, leaseM
   });
 }
 
-/** Marks pending progress deliveries not being attempted, with a newer pending progress event of their job behind them, as merged. */
-async function mergeProgress(db: Db): Promise<void> {
-  await db
+/** Marks pending progress deliveries not being attempted, with a newer pending progress event of their job behind them, as merged; returns how many. */
+async function mergeProgress(db: Db): Promise<number> {
+  const r = await db
     .updateTable("webhook_deliveries as d")
     .set({ status: "merged", finished_at: sql`now()`, lease_owner: null, lease_expires_at: null })
     .where("d.status", "=", "pending")
@@ -135,7 +129,8 @@ async function mergeProgress(db: Db): Promise<void> {
           .where("n.status", "=", "pending"),
       ),
     )
-    .execute();
+    .executeTakeFirst();
+  return Number(r.numUpdatedRows);
 }
 
 /** What one attempt came to: the receiver's HTTP status, or the network error; how long it took. */
@@ -215,4 +210,36 @@ export async function releaseDelivery(db: Db, worker: string, d: ClaimedDelivery
     .where("status", "=", "pending")
     .where("lease_owner", "=", worker)
     .execute();
+}
+
+/** The outbox as the workers' metrics show it (read at each scrape; the same in every replica). */
+export async function webhookQueueState(db: Kysely<Database>): Promise<WebhookQueueState> {
+  const leased = sql<boolean>`(d.lease_expires_at is not null and d.lease_expires_at >= now())`;
+  const ready = sql<boolean>`(${due} and not e.disabled and ${notBehind})`;
+  const q = await db
+    .selectFrom("webhook_deliveries as d")
+    .innerJoin("webhook_endpoints as e", "e.id", "d.endpoint_id")
+    .where("d.status", "=", "pending")
+    .select([
+      sql<string>`count(*) filter (where ${leased})`.as("attempting"),
+      sql<string>`count(*) filter (where ${ready})`.as("ready"),
+      sql<string>`count(*)`.as("all"),
+      sql<string | null>`extract(epoch from now() - min(d.next_attempt_at) filter (where ${ready}))`.as("oldest"),
+    ])
+    .executeTakeFirstOrThrow();
+  const e = await db
+    .selectFrom("webhook_endpoints")
+    .select([
+      sql<string>`count(*) filter (where disabled)`.as("disabled"),
+      sql<string>`count(*) filter (where not disabled and failing_since is not null)`.as("failing"),
+      sql<string>`count(*) filter (where not disabled and failing_since is null)`.as("healthy"),
+    ])
+    .executeTakeFirstOrThrow();
+  const attempting = Number(q.attempting);
+  const readyN = Number(q.ready);
+  return {
+    pending: { ready: readyN, attempting, waiting: Number(q.all) - readyN - attempting },
+    oldestReadySeconds: Math.max(0, Number(q.oldest ?? 0)),
+    endpoints: { healthy: Number(e.healthy), failing: Number(e.failing), disabled: Number(e.disabled) },
+  };
 }

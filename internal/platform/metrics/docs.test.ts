@@ -16,7 +16,7 @@ describe("docs/metrics.md", () => {
     const conversion = new ConversionMetrics(() => ({ waiting: 0 }));
     // The kubernetes backend's warm-pool counters, in the conversion process's registry.
     new PoolMetrics(conversion);
-    const processes: Metrics[] = [new EdgeMetrics(), new ExtractionMetrics(() => ({ ageSeconds: null, stale: false, models: [] })), conversion, new WorkerMetrics(async () => ({ jobs: { queued: 0, running: 0, succeeded: 0, failed: 0, cancelled: 0 }, queuedPages: 0, oldestQueuedSeconds: 0 })), new OperatorMetrics(false)];
+    const processes: Metrics[] = [new EdgeMetrics(), new ExtractionMetrics(() => ({ ageSeconds: null, stale: false, models: [] })), conversion, new WorkerMetrics(async () => ({ jobs: { queued: 0, running: 0, succeeded: 0, failed: 0, cancelled: 0 }, queuedPages: 0, oldestQueuedSeconds: 0 }), () => Promise.resolve({ pending: { ready: 0, attempting: 0, waiting: 0 }, oldestReadySeconds: 0, endpoints: { healthy: 0, failing: 0, disabled: 0 } })), new OperatorMetrics(false)];
     const names = (await Promise.all(processes.map(registeredNames))).flat();
     expect(names.length).toBeGreaterThan(30);
     expect(names.filter((n) => !doc.includes("`" + n + "`"))).toEqual([]);

@@ -163,6 +163,16 @@ export interface JobQueueState {
   oldestQueuedSeconds: number;
 }
 
+/** What the webhook gauges read from the database at each scrape (the same in every replica: aggregate with max). */
+export interface WebhookQueueState {
+  /** Pending deliveries: `ready` (due, first in line, endpoint enabled: a slot may take it now), `attempting` (under a lease), `waiting` (a retry not yet due, behind an earlier event of its job, or its endpoint disabled). */
+  pending: Record<"ready" | "attempting" | "waiting", number>;
+  /** How long the longest-waiting ready delivery has been due (0: none): deliverers falling behind. */
+  oldestReadySeconds: number;
+  /** Endpoints: `healthy`, `failing` (its last attempt failed, not yet disabled), `disabled`. */
+  endpoints: Record<"healthy" | "failing" | "disabled", number>;
+}
+
 /** The jobs worker's metrics (`folio worker`; docs/jobs.md). */
 export class WorkerMetrics extends Metrics {
   readonly pages = this.counter("job_pages_total", "Pages of durable jobs stored by this worker, by outcome (ok or failed).", ["outcome"]);
@@ -179,12 +189,19 @@ export class WorkerMetrics extends Metrics {
   );
   readonly webhookAttemptDuration = this.histogram("webhook_attempt_duration_seconds", "Time of one webhook delivery attempt, connection included.", [], [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 30]);
 
+  readonly webhookDeliveries = this.counter(
+    "webhook_deliveries_total",
+    "Webhook deliveries this worker finished, by outcome: delivered, failed (retries spent, given up), merged (a progress event superseded by a newer one before it was sent).",
+    ["outcome"],
+  );
+
   webhookAttempt(result: string, type: string, seconds: number): void {
     this.webhookAttempts.inc({ result, type });
     this.webhookAttemptDuration.observe(seconds);
+    if (result === "delivered" || result === "failed") this.webhookDeliveries.inc({ outcome: result });
   }
 
-  constructor(state: () => Promise<JobQueueState>, defaultMetrics = true) {
+  constructor(state: () => Promise<JobQueueState>, webhooks: () => Promise<WebhookQueueState>, defaultMetrics = true) {
     super("worker", defaultMetrics);
     // One query per scrape feeds the three gauges: a scrape reads them in one go.
     let pending: Promise<JobQueueState> | null = null;
@@ -199,5 +216,18 @@ export class WorkerMetrics extends Metrics {
     this.gauge("job_oldest_queued_seconds", "Age of the oldest job still waiting for its first page to be claimed (0: none).", [], async function () {
       this.set((await read()).oldestQueuedSeconds);
     });
+    {
+      let pendingHooks: Promise<WebhookQueueState> | null = null;
+      const readHooks = () => (pendingHooks ??= webhooks().finally(() => setTimeout(() => (pendingHooks = null), 100)));
+      this.gauge("webhook_pending_deliveries", "Webhook deliveries not yet finished, by state: ready (a slot may take it now), attempting, waiting (a retry not yet due, behind an earlier event of its job, or its endpoint disabled).", ["state"], async function () {
+        for (const [state, n] of Object.entries((await readHooks()).pending)) this.set({ state }, n);
+      });
+      this.gauge("webhook_oldest_ready_seconds", "How long the longest-waiting ready webhook delivery has been due (0: none): the deliverers falling behind.", [], async function () {
+        this.set((await readHooks()).oldestReadySeconds);
+      });
+      this.gauge("webhook_endpoints", "Webhook endpoints by state: healthy, failing (its last attempt failed), disabled.", ["state"], async function () {
+        for (const [state, n] of Object.entries((await readHooks()).endpoints)) this.set({ state }, n);
+      });
+    }
   }
 }
