@@ -21,6 +21,7 @@ import k8sPool from "./k8s-pool.ts";
 import convert from "./convert.ts";
 import convertCorpus from "./convert-corpus.ts";
 import jobs from "./jobs.ts";
+import webhooks from "./webhooks.ts";
 
 export interface BenchmarkReport {
   /** Human-readable report, printed as is. */
@@ -53,6 +54,7 @@ const benchmarks: readonly Benchmark[] = [
   usageBench,
   k8sPool,
   jobs,
+  webhooks,
 ];
 
 const ARTIFACTS = "test-artifacts";

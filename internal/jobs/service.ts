@@ -14,7 +14,7 @@ import { queueState } from "./queue.ts";
 import { jobDocumentStore, sweepDocuments } from "./blobs.ts";
 import { deleteExpiredJobs } from "./store.ts";
 import { JobWorker } from "./worker.ts";
-import { WebhookDeliverer, loadSecretBox, webhookQueueState } from "../webhooks/index.ts";
+import { OUTBOX_CHANNEL, WebhookDeliverer, loadSecretBox, webhookQueueState } from "../webhooks/index.ts";
 
 /** Progress events of a job come at most this often (the API: "about one a second"). */
 export const PROGRESS_INTERVAL_MS = 1_000;
@@ -78,6 +78,7 @@ export async function startWorker({ config, log, database, sharedProcess = false
   });
   worker.start();
   const secrets = loadSecretBox(config);
+  const listen = handle.listen;
   const deliverer = secrets
     ? new WebhookDeliverer({
         db: handle.db,
@@ -90,6 +91,7 @@ export async function startWorker({ config, log, database, sharedProcess = false
         allow: config.FOLIO_FETCH_ALLOW.split(",").map((s) => s.trim()).filter(Boolean),
         onAttempt: (result, type, seconds) => metrics.webhookAttempt(result, type, seconds),
         onMerged: (n) => metrics.webhookDeliveries.inc({ outcome: "merged" }, n),
+        ...(listen ? { listen: (onNotify: () => void) => listen(OUTBOX_CHANNEL, onNotify) } : {}),
       })
     : undefined;
   deliverer?.start();

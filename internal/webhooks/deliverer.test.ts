@@ -20,6 +20,7 @@ import { createLogger } from "../platform/log/index.ts";
 import { newId } from "../platform/ids/index.ts";
 import { WebhookDeliverer, type DelivererOptions } from "./deliverer.ts";
 import { createEndpoint, rotateSecret } from "./endpoints.ts";
+import { OUTBOX_CHANNEL, webhookQueueState } from "./outbox.ts";
 import { SecretBox, newSecretKey } from "./secrets.ts";
 
 /** What the receiver saw of one POST. */
@@ -315,6 +316,52 @@ describe.each([
       const attempt = await db.selectFrom("webhook_attempts").select(["http_status", "error"]).where("endpoint_id", "=", failing.endpoint.id).orderBy("created_at", "desc").executeTakeFirstOrThrow();
       expect(attempt.http_status).toBeNull();
       expect(attempt.error).toMatch(/loopback/);
+    } finally {
+      await rx.close();
+    }
+  }, 60_000);
+
+  it("counts the outbox as the metrics show it, and wakes at a commit's notification instead of waiting for the next poll (Postgres)", async () => {
+    const accountId = await account();
+    const rx = await receiver({}, () => "ok");
+    try {
+      const { endpoint } = await createEndpoint(db, box, { accountId, url: rx.url, events: ["*"] });
+      const jobId = await job(accountId);
+      const before = await webhookQueueState(db);
+      await append(jobId, "ocr.job.started", 0);
+      await append(jobId, "ocr.job.progress", 1);
+      // The first is ready; the second waits behind it (in order per job and endpoint).
+      const queued = await webhookQueueState(db);
+      expect(queued.pending.ready - before.pending.ready).toBe(1);
+      expect(queued.pending.waiting - before.pending.waiting).toBe(1);
+      expect(queued.endpoints.healthy).toBeGreaterThanOrEqual(1);
+      const d = deliverer();
+      d.start();
+      try {
+        await settled();
+      } finally {
+        await d.stop();
+      }
+      expect((await webhookQueueState(db)).pending).toEqual({ ready: 0, attempting: 0, waiting: 0 });
+
+      if (!handle.listen) {
+        expect(_name, "only embedded PGlite has no listener").toBe("PGlite");
+        return;
+      }
+      // Slots that would poll once a minute: the event's NOTIFY at its commit wakes them.
+      const listen = handle.listen;
+      const woken = deliverer({ pollMs: 60_000, listen: (onNotify) => listen(OUTBOX_CHANNEL, onNotify) });
+      woken.start();
+      try {
+        await sleep(1_000);
+        const seen = rx.seen.length;
+        await append(jobId, "ocr.job.succeeded", 1);
+        await vi.waitFor(() => expect(rx.seen.length).toBe(seen + 1), { timeout: 10_000, interval: 20 });
+        expect(rx.seen.at(-1)!.type).toBe("ocr.job.succeeded");
+      } finally {
+        await woken.stop();
+      }
+      expect(endpoint.id).toMatch(/^we_/);
     } finally {
       await rx.close();
     }

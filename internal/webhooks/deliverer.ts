@@ -34,6 +34,12 @@ export interface DelivererOptions {
   lookup?: HostLookup;
   /** Told of each attempt's result (metrics). */
   onAttempt?: (result: AttemptResult, type: string, seconds: number) => void;
+  /**
+   * Subscribes to the outbox's notifications (DatabaseHandle.listen on
+   * OUTBOX_CHANNEL): each wakes the idle slots at once, so a delivery does
+   * not wait for the next poll. Without it, slots poll only.
+   */
+  listen?: (onNotify: () => void) => () => Promise<void>;
   /** Told of progress deliveries merged into a newer one (metrics). */
   onMerged?: (n: number) => void;
   id?: string;
@@ -50,6 +56,9 @@ export class WebhookDeliverer {
   private running = false;
   private readonly slots: Promise<void>[] = [];
   private readonly stopping = new AbortController();
+  /** Idle slots' wake-ups. */
+  private readonly sleepers = new Set<() => void>();
+  private unlisten: (() => Promise<void>) | undefined;
 
   constructor(private readonly o: DelivererOptions) {
     this.id = o.id ?? `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
@@ -58,14 +67,20 @@ export class WebhookDeliverer {
   start(): void {
     if (this.running) return;
     this.running = true;
+    this.unlisten = this.o.listen?.(() => this.wake());
     for (let i = 0; i < this.o.concurrency; i++) this.slots.push(this.slot());
+  }
+
+  /** Wakes the idle slots to look for due deliveries now. */
+  wake(): void {
+    for (const wake of [...this.sleepers]) wake();
   }
 
   /** Stops claiming; attempts under way are cut and their deliveries given back at once. */
   async stop(): Promise<void> {
     this.running = false;
     this.stopping.abort();
-    await Promise.all(this.slots);
+    await Promise.all([...this.slots, this.unlisten?.()]);
   }
 
   private async slot(): Promise<void> {
@@ -81,8 +96,25 @@ export class WebhookDeliverer {
         }
         this.o.log.warn({ err, delivery: claimed?.id }, "a webhook delivery was not recorded; its lease will run out and it will be attempted again");
       }
-      if (!claimed && this.running) await sleep(this.o.pollMs, this.stopping.signal);
+      if (!claimed && this.running) await this.sleep(this.o.pollMs);
     }
+  }
+
+  /** Waits `ms`, or less when woken or stopped. */
+  private sleep(ms: number): Promise<void> {
+    const signal = this.stopping.signal;
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, ms);
+      const sleepers = this.sleepers;
+      function done() {
+        clearTimeout(timer);
+        signal.removeEventListener("abort", done);
+        sleepers.delete(done);
+        resolve();
+      }
+      sleepers.add(done);
+      signal.addEventListener("abort", done, { once: true });
+    });
   }
 
   /** One attempt of `d`, recorded. */
@@ -133,16 +165,4 @@ export class WebhookDeliverer {
       await client.destroy().catch(() => undefined);
     }
   }
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", done);
-      resolve();
-    }
-    signal.addEventListener("abort", done, { once: true });
-  });
 }

@@ -30,6 +30,9 @@ export interface OutboxEvent {
   data: unknown;
 }
 
+/** The channel a NOTIFY goes to when deliveries are queued: idle deliverers listening on it look at once. */
+export const OUTBOX_CHANNEL = "folio_webhook_outbox";
+
 /** The progress event type, the one kind that may be merged. */
 const PROGRESS = "ocr.job.progress";
 
@@ -65,6 +68,8 @@ export async function enqueueEvent(trx: Db, accountId: string, jobId: string | n
       })),
     )
     .execute();
+  // Sent at the commit, to every listening deliverer of any replica.
+  await sql`select pg_notify(${OUTBOX_CHANNEL}, '')`.execute(trx);
   return endpoints.length;
 }
 

@@ -24,6 +24,14 @@ export interface DatabaseHandle {
   db: DB;
   /** Where the data lives, for log lines (never contains a password). */
   description: string;
+  /**
+   * Calls `onNotify` at each NOTIFY on `channel` (any process's, at its
+   * commit) over a connection of its own, until the returned stop is called.
+   * A lost connection is made again; notifications sent meanwhile are lost,
+   * so a listener also looks on its own from time to time. Absent for
+   * embedded PGlite (one connection).
+   */
+  listen?(channel: string, onNotify: () => void): () => Promise<void>;
   close(): Promise<void>;
 }
 
@@ -76,10 +84,65 @@ export async function openDatabase(opts: OpenOptions): Promise<DatabaseHandle> {
     });
     pool.on("error", (err) => opts.log?.error({ err }, "idle postgres connection failed"));
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: guardedPool(pool) }) });
-    return { db, description: `postgres ${redactUrl(opts.databaseUrl)}`, close: () => db.destroy() };
+    const url = opts.databaseUrl;
+    return {
+      db,
+      description: `postgres ${redactUrl(url)}`,
+      listen: (channel, onNotify) => listenOn(url, channel, onNotify, opts.log, t?.connectMs),
+      close: () => db.destroy(),
+    };
   }
   if (!opts.dataDir) throw new Error("openDatabase: neither databaseUrl nor dataDir given");
   return openEmbedded(join(opts.dataDir, "pgdata"));
+}
+
+/** How long a listener waits before connecting again after losing its connection. */
+const LISTEN_RECONNECT_MS = 2_000;
+
+function listenOn(url: string, channel: string, onNotify: () => void, log: Logger | undefined, connectMs: number | undefined): () => Promise<void> {
+  if (!/^[a-z_][a-z0-9_]*$/.test(channel)) throw new Error(`not a plain channel name: '${channel}'`);
+  let stopped = false;
+  let client: pg.Client | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  let warned = false;
+  const connect = async () => {
+    timer = undefined;
+    if (stopped) return;
+    const c = new pg.Client({ connectionString: url, keepAlive: true, ...(connectMs ? { connectionTimeoutMillis: connectMs } : {}) });
+    client = c;
+    const lost = (err?: unknown) => {
+      if (client !== c) return;
+      client = undefined;
+      c.removeAllListeners("notification");
+      void c.end().catch(() => undefined);
+      if (stopped) return;
+      if (!warned) log?.warn({ err, channel }, "lost the connection that listens for notifications; connecting again (polling meanwhile)");
+      warned = true;
+      timer = setTimeout(() => void connect(), LISTEN_RECONNECT_MS);
+      timer.unref();
+    };
+    c.on("error", lost);
+    c.on("end", () => lost());
+    c.on("notification", (n) => n.channel === channel && onNotify());
+    try {
+      await c.connect();
+      await c.query(`listen ${channel}`);
+      if (warned) log?.info({ channel }, "listening for notifications again");
+      warned = false;
+      // Whatever was notified while not listening: look now.
+      onNotify();
+    } catch (err) {
+      lost(err);
+    }
+  };
+  void connect();
+  return async () => {
+    stopped = true;
+    if (timer) clearTimeout(timer);
+    const c = client;
+    client = undefined;
+    await c?.end().catch(() => undefined);
+  };
 }
 
 async function openEmbedded(dir: string): Promise<DatabaseHandle> {
