@@ -66,7 +66,9 @@ beforeAll(async () => {
     req.on("data", (c: Buffer) => (body += c.toString()));
     req.on("end", () => {
       const r = draw();
-      const answer = r < 0.3 ? "500" : r < 0.4 ? "stall" : "ok";
+      // The first attempt fails and the third stalls whatever the draw: both kinds are always met.
+      const n = attempts.length + 1;
+      const answer = n === 1 ? "500" : n === 3 ? "stall" : r < 0.3 ? "500" : r < 0.4 ? "stall" : "ok";
       attempts.push({ webhookId: String(req.headers["webhook-id"]), headers: req.headers as Record<string, string>, body, event: JSON.parse(body) as Attempt["event"], answer });
       if (answer === "ok") res.writeHead(204).end();
       else if (answer === "500") res.writeHead(500).end("try later");

@@ -130,11 +130,15 @@ describe.each([
     const accountId = await account();
     const random = seeded(7);
     const secrets: Record<string, string> = {};
+    let n = 0;
+    // 30 % 500s and 10 % stalls, drawn; the second attempt fails and the fourth stalls whatever the draw
+    // (how many attempts there are depends on how many progress events were merged).
     const rx = await receiver(
       secrets,
       () => {
         const r = random();
-        return r < 0.3 ? "500" : r < 0.4 ? "stall" : "ok";
+        n++;
+        return n === 2 ? "500" : n === 4 ? "stall" : r < 0.3 ? "500" : r < 0.4 ? "stall" : "ok";
       },
     );
     try {

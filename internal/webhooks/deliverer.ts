@@ -48,6 +48,9 @@ export interface DelivererOptions {
 /** A claim's lease outlasts the attempt's timeout by this (recording it); a worker killed mid-attempt leaves its delivery to be attempted again this long after the timeout. */
 const LEASE_MARGIN_MS = 10_000;
 
+/** How long a slot other than the first sleeps when idle unless woken. */
+const IDLE_SLOT_MS = 30_000;
+
 /** Bytes of a receiver's answer read (and dropped) before the connection is closed. */
 const MAX_ANSWER_BYTES = 64 * 1024;
 
@@ -68,7 +71,7 @@ export class WebhookDeliverer {
     if (this.running) return;
     this.running = true;
     this.unlisten = this.o.listen?.(() => this.wake());
-    for (let i = 0; i < this.o.concurrency; i++) this.slots.push(this.slot());
+    for (let i = 0; i < this.o.concurrency; i++) this.slots.push(this.slot(i === 0));
   }
 
   /** Wakes the idle slots to look for due deliveries now. */
@@ -83,12 +86,22 @@ export class WebhookDeliverer {
     await Promise.all([...this.slots, this.unlisten?.()]);
   }
 
-  private async slot(): Promise<void> {
+  /**
+   * One delivery slot. Idle, only the first slot looks for due deliveries
+   * every `pollMs`; the others sleep until woken (by a slot that found work,
+   * or a notification), or for {@link IDLE_SLOT_MS}: an idle outbox costs one
+   * query a poll, whatever the concurrency.
+   */
+  private async slot(polls: boolean): Promise<void> {
     while (this.running) {
       let claimed: ClaimedDelivery | undefined;
       try {
         claimed = await claimDelivery(this.o.db, this.id, this.o.timeoutMs + LEASE_MARGIN_MS, this.o.onMerged);
-        if (claimed) await this.deliver(claimed);
+        if (claimed) {
+          // There may be more: the sleeping slots look too.
+          this.wake();
+          await this.deliver(claimed);
+        }
       } catch (err) {
         if (!this.running) {
           if (claimed) await releaseDelivery(this.o.db, this.id, claimed).catch(() => undefined);
@@ -96,7 +109,7 @@ export class WebhookDeliverer {
         }
         this.o.log.warn({ err, delivery: claimed?.id }, "a webhook delivery was not recorded; its lease will run out and it will be attempted again");
       }
-      if (!claimed && this.running) await this.sleep(this.o.pollMs);
+      if (!claimed && this.running) await this.sleep(polls ? this.o.pollMs : Math.max(this.o.pollMs, IDLE_SLOT_MS));
     }
   }
 

@@ -89,6 +89,9 @@ const notBehind = sql<boolean>`not exists (select 1 from webhook_deliveries p wh
  * merges superseded progress events first.
  */
 export async function claimDelivery(db: Kysely<Database>, worker: string, leaseMs: number, onMerged?: (n: number) => void): Promise<ClaimedDelivery | undefined> {
+  // One indexed look first (webhook_deliveries_due): an idle outbox costs a poll one query, not four.
+  const anyDue = await db.selectFrom("webhook_deliveries as d").select("d.id").where(due).limit(1).executeTakeFirst();
+  if (!anyDue) return undefined;
   const merged = await mergeProgress(db);
   if (merged > 0) onMerged?.(merged);
   return db.transaction().execute(async (trx) => {
