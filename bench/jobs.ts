@@ -149,7 +149,7 @@ export async function scannedPdf(pages: number): Promise<{ path: string; bytes: 
 
 // ---------------------------------------------------------------- processes, CPU and memory
 
-interface ProcSample {
+export interface ProcSample {
   pid: number;
   ppid: number;
   name: string;
@@ -199,7 +199,7 @@ function procSample(pid: number, ppid: number): (ProcSample & { cmdline: string 
 }
 
 /** The tree's processes, a child with its parent's very command line marked as a fork copy (Node's spawn forks, then the child execs). */
-function treeSample(root: number): ProcSample[] {
+export function treeSample(root: number): ProcSample[] {
   const all = treePids(root)
     .map(({ pid, ppid }) => procSample(pid, ppid))
     .filter((p): p is ProcSample & { cmdline: string } => p !== undefined);
@@ -532,13 +532,13 @@ async function checkPages(api: Api, id: string, pages: number): Promise<{ listed
 // ---------------------------------------------------------------- folio dev
 
 /** The bench's environment without Folio's, Postgres', Redis' or tracing's variables (as test/folio-processes.ts). */
-function cleanEnv(): NodeJS.ProcessEnv {
+export function cleanEnv(): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) if (!/^(DATABASE_URL|REDIS_URL|FOLIO_|OTEL_)/.test(k)) env[k] = v;
   return env;
 }
 
-interface Dev {
+export interface Dev {
   url: string;
   metricsUrl: string;
   child: ChildProcess;
@@ -547,7 +547,7 @@ interface Dev {
 }
 
 /** `folio admin account create` on the data folder (before folio dev holds its PGlite): limits no polling reaches, plenty of credit. */
-function createAccount(env: NodeJS.ProcessEnv, email: string): Api["key"] {
+export function createAccount(env: NodeJS.ProcessEnv, email: string): Api["key"] {
   const made = spawnSync(
     process.execPath,
     [...FOLIO, "admin", "account", "create", "--email", email, "--name", email, "--credits-cents", "1000000", "--requests-per-minute", "100000", "--requests-per-day", "10000000"],
@@ -557,7 +557,7 @@ function createAccount(env: NodeJS.ProcessEnv, email: string): Api["key"] {
   return (JSON.parse(made.stdout) as { api_key: { key: string } }).api_key.key;
 }
 
-async function startDev(env: NodeJS.ProcessEnv, port: number, metricsPort: number): Promise<Dev> {
+export async function startDev(env: NodeJS.ProcessEnv, port: number, metricsPort: number): Promise<Dev> {
   const child = spawn(process.execPath, [...FOLIO, "dev"], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
   let out = "";
   const keep = (d: Buffer) => (out = (out + d.toString()).slice(-100_000));

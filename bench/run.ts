@@ -22,6 +22,7 @@ import convert from "./convert.ts";
 import convertCorpus from "./convert-corpus.ts";
 import jobs from "./jobs.ts";
 import webhooks from "./webhooks.ts";
+import soak from "./soak.ts";
 
 export interface BenchmarkReport {
   /** Human-readable report, printed as is. */
@@ -55,6 +56,7 @@ const benchmarks: readonly Benchmark[] = [
   k8sPool,
   jobs,
   webhooks,
+  soak,
 ];
 
 const ARTIFACTS = "test-artifacts";
