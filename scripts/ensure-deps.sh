@@ -17,12 +17,14 @@ fi
 
 # System packages per profile (Debian/Ubuntu names).
 # `folio dev` converts office documents in runsc sandboxes, so run needs runsc and LibreOffice too.
-# Tesseract languages: docs/ocr.md "Language" (frk: German Fraktur).
+# Tesseract languages: docs/ocr.md "Language" (frk: German Fraktur); osd: the page-orientation
+# model that docs/ocr.md "Turned and skewed pages" asks tesseract --psm 0 with.
 # The fonts are the declared font set of office conversion (internal/sandbox/fonts.ts FONT_PACKAGES; a test checks the lists agree).
 font_pkgs=(fonts-dejavu-core fonts-liberation2 fonts-liberation fonts-crosextra-carlito fonts-crosextra-caladea fonts-urw-base35 fonts-opensymbol fonts-noto-cjk fonts-symbola)
-run_pkgs=(tesseract-ocr tesseract-ocr-eng tesseract-ocr-deu tesseract-ocr-fra tesseract-ocr-spa tesseract-ocr-ita tesseract-ocr-por tesseract-ocr-nld tesseract-ocr-frk poppler-utils "${font_pkgs[@]}" runsc libreoffice-writer-nogui libreoffice-impress-nogui)
+run_pkgs=(tesseract-ocr tesseract-ocr-eng tesseract-ocr-deu tesseract-ocr-fra tesseract-ocr-spa tesseract-ocr-ita tesseract-ocr-por tesseract-ocr-nld tesseract-ocr-frk tesseract-ocr-osd poppler-utils "${font_pkgs[@]}" runsc libreoffice-writer-nogui libreoffice-impress-nogui)
 # chromium: the playground's browser tests drive Debian's build through playwright-core (test/playground.e2e.test.ts).
-test_pkgs=(postgresql redis-server chromium unzip prometheus)
+# bubblewrap: the parser jail (FOLIO_PARSER_JAIL=bwrap) and its tests (internal/platform/jail).
+test_pkgs=(postgresql redis-server chromium unzip prometheus bubblewrap)
 case "$profile" in
   run) want=("${run_pkgs[@]}") ;;
   test) want=("${run_pkgs[@]}" "${test_pkgs[@]}") ;;

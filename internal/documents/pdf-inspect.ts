@@ -29,7 +29,7 @@ export async function inspect(file: string, from: number, to: number, d: Deadlin
   let stdout: string;
   try {
     // -f/-l: per-page sizes; pdfinfo clamps -l to the real page count.
-    ({ stdout } = await tool("pdfinfo", ["-f", String(from), "-l", String(to), file], d));
+    ({ stdout } = await tool("pdfinfo", ["-f", String(from), "-l", String(to), file], { read: [file] }, d));
   } catch (err) {
     throw d.translate(err);
   }

@@ -4,11 +4,10 @@
  * background, each page is handed over as soon as it is complete, and
  * pdftoppm is paused while too many wait on disk.
  */
-import type { ChildProcess } from "node:child_process";
 import { readdir, readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { pdftoppmArgs, type ResolutionRun } from "./pdf-inspect.ts";
-import { tool, unreadable, type Deadline } from "./poppler.ts";
+import { signalTool, tool, unreadable, type Deadline, type ToolChild } from "./poppler.ts";
 
 /**
  * How often a stream looks at the folder while pdftoppm runs (its exit is
@@ -72,7 +71,7 @@ export function renderInBackground(
   /** Runs before this index have exited successfully; `runs.length` when all have. */
   let finished = 0;
   let failure: { err: unknown } | undefined;
-  let child: ChildProcess | undefined;
+  let child: ToolChild | undefined;
   let paused = false;
   /** Page files on disk at the last listing (complete, or the one being written). */
   let files = new Map<number, string>();
@@ -95,20 +94,20 @@ export function renderInBackground(
   const waiting = () => [...files.keys()].filter((m) => m >= wanted).length;
   const pause = () => {
     if (paused || !child) return;
-    paused = child.kill("SIGSTOP");
+    paused = signalTool(child, "SIGSTOP");
     if (paused) d.pauseClock();
   };
   const resume = () => {
     if (!paused) return;
     paused = false;
     d.resumeClock();
-    child?.kill("SIGCONT");
+    if (child) signalTool(child, "SIGCONT");
   };
 
   const exited = (async () => {
     for (const run of runs) {
       let running = true;
-      const done = tool("pdftoppm", pdftoppmArgs(run, "pgm", file, run.prefix), d, (c) => (child = c)).finally(() => {
+      const done = tool("pdftoppm", pdftoppmArgs(run, "pgm", file, run.prefix), { read: [file], write: [dir] }, d, (c) => (child = c)).finally(() => {
         running = false;
         child = undefined;
         resume();

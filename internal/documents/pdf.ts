@@ -269,7 +269,7 @@ export async function openPdf(source: PdfSource, opts: RasterizeOptions): Promis
         const out: Buffer[] = [];
         for (const run of resolutionRuns(info.sizes, pages, dpi, maxPixels)) {
           const prefix = join(dir, `r${batch++}`);
-          await tool("pdftoppm", pdftoppmArgs(run, "png", file, prefix), rd);
+          await tool("pdftoppm", pdftoppmArgs(run, "png", file, prefix), { read: [file], write: [dir] }, rd);
           out.push(...(await collectPages(dir, prefix, run.first, run.last)));
         }
         return out;

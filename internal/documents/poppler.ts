@@ -8,6 +8,8 @@ import { execFile, type ChildProcess } from "node:child_process";
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { parserEnv } from "../platform/childenv/index.ts";
+import { jailed, signalJailed, type JailAccess } from "../platform/jail/index.ts";
 import { FolioError } from "../platform/errors/index.ts";
 
 /** pdfinfo's output is a few lines per page; anything near this is not poppler talking. */
@@ -78,20 +80,37 @@ function formatSeconds(ms: number): string {
 interface ToolError extends Error {
   code?: string | number | null;
   killed?: boolean;
+  signal?: NodeJS.Signals | null;
   stderr?: string;
 }
 
+/** A running poppler tool, for pausing it: {@link signalTool}. */
+export interface ToolChild {
+  child: ChildProcess;
+  /** Started in the jail as a process group of its own (bwrap, its init and the tool). */
+  jailed: boolean;
+}
+
+/** Sends SIGSTOP or SIGCONT to a running tool: to its jail's whole process group when jailed. */
+export function signalTool(t: ToolChild, signal: "SIGSTOP" | "SIGCONT"): boolean {
+  return signalJailed(t.child, t.jailed, signal);
+}
+
 /**
- * Runs a poppler tool (no shell); rejects with a FolioError, or with the
- * signal's reason when aborted. `onChild` gets the process (to pause it).
+ * Runs a poppler tool (no shell), in the process's parser jail
+ * (platform/jail) with `access` to the document and the output folder;
+ * rejects with a FolioError, or with the signal's reason when aborted.
+ * `onChild` gets the process (to pause it).
  */
-export function tool(cmd: "pdfinfo" | "pdftoppm", args: string[], d: Deadline, onChild?: (child: ChildProcess) => void): Promise<{ stdout: string; stderr: string }> {
+export function tool(cmd: "pdfinfo" | "pdftoppm", args: string[], access: JailAccess, d: Deadline, onChild?: (child: ToolChild) => void): Promise<{ stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     if (d.signal.aborted) return reject(d.signal.reason);
+    const jail = jailed(cmd, args, access);
     const child = execFile(
-      cmd,
-      args,
-      { signal: d.signal, killSignal: "SIGKILL", maxBuffer: MAX_TOOL_OUTPUT_BYTES, encoding: "utf8", windowsHide: true },
+      jail.command,
+      jail.args,
+      // The document is hostile: poppler gets none of this process's secrets (PATH, locale, fontconfig only).
+      { env: parserEnv({ set: jail.env }), signal: d.signal, killSignal: "SIGKILL", maxBuffer: MAX_TOOL_OUTPUT_BYTES, encoding: "utf8", windowsHide: true },
       (err: ToolError | null, stdout, stderr) => {
         if (!err) return resolve({ stdout, stderr });
         if (d.signal.aborted) {
@@ -104,16 +123,28 @@ export function tool(cmd: "pdfinfo" | "pdftoppm", args: string[], d: Deadline, o
           return reject(new FolioError("service_unavailable", `${cmd} (poppler-utils) is not installed on this service`, { cause: err }));
         }
         if (err.code === "ERR_CHILD_PROCESS_STDIO_MAXBUFFER") return reject(unreadable(`${cmd} produced too much output`, err));
+        // bwrap's own failure (no user namespaces, a path to bind gone) exits 1 like a damaged PDF: it is ours, not the document's.
+        if (jail.detached && /^bwrap: /m.test(stderr)) return reject(new FolioError("internal_error", `${cmd} could not start in its jail`, { cause: err }));
         // poppler exit codes: 1 error opening the PDF, 3 permissions; both are the document's fault.
         if (/incorrect password/i.test(stderr)) {
           return reject(new FolioError("invalid_request", "the PDF is protected by a password; send it without one", { cause: err }));
         }
         if (err.code === 1 || err.code === 3) return reject(unreadable(firstPopplerError(stderr), err));
-        return reject(new FolioError("internal_error", `${cmd} failed (${err.code ?? err.message})`, { cause: err }));
+        // 99 ("other error") after a syntax error in the file: a page tree claiming no pages (or more pages than
+        // objects) leaves no page 1, which it then reports as a wrong page range. The document's fault too.
+        if (err.code === 99 && /^Syntax Error/m.test(stderr) && /^Command Line Error: Wrong page range/m.test(stderr)) return reject(unreadable(firstPopplerError(stderr), err));
+        // Its exit status or signal only: the error's own message repeats the command line (our temporary paths) and stderr, which stay in `cause`.
+        return reject(new FolioError("internal_error", `${cmd} failed (${exitOf(err)})`, { cause: err }));
       },
     );
-    onChild?.(child);
+    onChild?.({ child, jailed: jail.detached });
   });
+}
+
+function exitOf(err: ToolError): string {
+  if (typeof err.code === "number") return `exit ${err.code}`;
+  if (err.signal) return err.signal;
+  return typeof err.code === "string" ? err.code : "no exit status";
 }
 
 function firstPopplerError(stderr: string): string {

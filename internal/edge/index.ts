@@ -7,6 +7,7 @@ import { Billing, IdempotencyStore } from "../billing/index.ts";
 import type { EdgeConfig } from "../platform/config/index.ts";
 import { openDatabase, type DatabaseHandle, type DatabaseTimeouts } from "../platform/db/index.ts";
 import { FolioError } from "../platform/errors/index.ts";
+import { checkParserJail, useParserJail } from "../platform/jail/index.ts";
 import type { Logger } from "../platform/log/index.ts";
 import { EdgeMetrics } from "../platform/metrics/index.ts";
 import { MemoryRateLimiter, RedisRateLimiter, type RateLimiter } from "../ratelimit/index.ts";
@@ -52,6 +53,9 @@ export function edgeDatabaseTimeouts(config: EdgeConfig): DatabaseTimeouts {
 }
 
 export async function startEdge({ config, log, database, alsoMetrics = [] }: StartEdgeOptions): Promise<RunningEdge> {
+  // Before anything listens: a jail asked for that cannot run here stops the start (platform/jail).
+  await checkParserJail(config.FOLIO_PARSER_JAIL);
+  useParserJail(config.FOLIO_PARSER_JAIL);
   const ownsDb = !database;
   const handle =
     database ??
@@ -139,11 +143,12 @@ export async function startEdge({ config, log, database, alsoMetrics = [] }: Sta
     trustProxy: config.FOLIO_TRUST_PROXY,
     checkReady: async () => {
       const limitMs = config.FOLIO_READY_TIMEOUT_SECONDS * 1000;
-      await Promise.all([
-        withinReady("database", limitMs, () => sql`select 1`.execute(handle.db)),
-        withinReady("ratelimit", limitMs, () => limiter.ping()),
+      const state = (check: Promise<void>) => check.then(() => "ok" as const, (err: unknown) => (err instanceof Error ? err : new Error(String(err))));
+      const [database, ratelimit] = await Promise.all([
+        state(withinReady("database", limitMs, () => sql`select 1`.execute(handle.db))),
+        state(withinReady("ratelimit", limitMs, () => limiter.ping())),
       ]);
-      return { database: "ok", ratelimit: "ok" };
+      return { database, ratelimit };
     },
   };
   const app = await buildEdgeApp(deps);

@@ -63,8 +63,12 @@ export interface EdgeDeps {
   };
   /** Limit per client address on routes that answer without a key. */
   publicRequestsPerMinute: number;
-  /** Throws when a dependency the edge needs is down (readiness). */
-  checkReady(): Promise<Record<string, "ok">>;
+  /**
+   * Readiness: each dependency the edge needs, "ok" or the error that says
+   * why it is down (for the log only: /readyz names the dependency, never
+   * its error, which may hold addresses and driver messages).
+   */
+  checkReady(): Promise<Record<string, "ok" | Error>>;
 }
 
 declare module "fastify" {

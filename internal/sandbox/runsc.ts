@@ -227,7 +227,8 @@ export class RunscBackend implements SandboxBackend {
       return assets;
     })().catch((err: unknown) => {
       this.assets = undefined;
-      throw new FolioError("internal_error", `the runsc sandbox could not be prepared: ${(err as Error).message}`, { cause: err, retryable: true });
+      // What failed names host paths: it goes to the cause (logged), not to the caller's message.
+      throw new FolioError("internal_error", "the runsc sandbox could not be prepared", { cause: err, retryable: true });
     });
     return this.assets;
   }
@@ -486,7 +487,8 @@ export class RunscBackend implements SandboxBackend {
       if (outcome.signal || (outcome.code ?? 0) >= 128) {
         throw new FolioError("conversion_failed", "the sandbox was killed before it finished (the document may need more memory than allowed)");
       }
-      throw new FolioError("internal_error", `the sandbox ended without a result (exit ${String(outcome.code)}): ${lastLine(outcome.output)}`, { retryable: true });
+      // runsc's and the program's words name host paths: the cause (logged) has them, the message the exit status.
+      throw new FolioError("internal_error", `the sandbox ended without a result (exit ${String(outcome.code)})`, { cause: new Error(`runsc said: ${lastLine(outcome.output)}`), retryable: true });
     }
     this.options.logger?.debug({ ...log, ok: result.ok, pageCount: result.pageCount, timings: result.timings, afterRestore: result.restored }, "sandbox finished");
     return result;
@@ -515,7 +517,8 @@ export class RunscBackend implements SandboxBackend {
     const closed = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve, reject) => {
       child.once("error", (err) => {
         exited = true;
-        reject(new FolioError("internal_error", `could not start runsc (${this.runsc}): ${err.message}`, { cause: err }));
+        // The error names the binary's path: in the cause only.
+        reject(new FolioError("internal_error", "could not start runsc", { cause: err }));
       });
       child.once("close", (code, sig) => {
         exited = true;
@@ -751,7 +754,9 @@ export class RunscBackend implements SandboxBackend {
     await writeFile(beside, JSON.stringify(handIn), { mode: 0o644 });
     await rename(beside, join(jobDir, HANDIN_FILE));
     const { code, output } = await this.runsc_(["kill", launched.id, HANDIN_SIGNAL]);
-    if (code !== 0 && !(await exitsWithin(launched, EXIT_GRACE_MS))) throw new FolioError("internal_error", `the restored sandbox could not be handed its document: ${lastLine(output)}`, { retryable: true });
+    if (code !== 0 && !(await exitsWithin(launched, EXIT_GRACE_MS))) {
+      throw new FolioError("internal_error", "the restored sandbox could not be handed its document", { cause: new Error(`runsc kill said: ${lastLine(output)}`), retryable: true });
+    }
   }
 
   /** After a failed restore: the image is made again, once in a row; after that restoring is given up. */

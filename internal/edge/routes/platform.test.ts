@@ -28,9 +28,41 @@ describe("edge platform routes", () => {
       const r = await call(broken, "GET", "/readyz");
       expect(r.status).toBe(503);
       expect(r.body.error.code).toBe("service_unavailable");
+      // It names the dependency, not its error: no address, no driver message.
+      expect(r.body.error.message, JSON.stringify(r.body)).toBe("not ready: ratelimit unavailable");
     } finally {
       await broken.close();
     }
+  });
+
+  it("keeps the dependency's error out of /readyz's answer and in the log, once while it stays down", async () => {
+    const lines: string[] = [];
+    const sink = new Writable({
+      write(chunk, _enc, done) {
+        lines.push(String(chunk));
+        done();
+      },
+    });
+    const config = parseConfig(edgeSchema, {
+      DATABASE_URL: databaseUrl(),
+      REDIS_URL: "redis://127.0.0.1:1",
+      FOLIO_HTTP_HOST: "127.0.0.1",
+      FOLIO_HTTP_PORT: "0",
+      FOLIO_METRICS_ENABLED: "false",
+    });
+    const broken = await startEdge({ config, log: createLogger("info", sink) });
+    try {
+      for (let i = 0; i < 3; i++) {
+        const r = await call(broken, "GET", "/readyz");
+        expect(r.status).toBe(503);
+        expect(JSON.stringify(r.body), "no address in the answer").not.toMatch(/127\.0\.0\.1|:1\b|ECONNREFUSED/);
+      }
+    } finally {
+      await broken.close();
+    }
+    const logged = lines.filter((l) => l.includes("not ready: a dependency is down"));
+    expect(logged, lines.join("")).toHaveLength(1);
+    expect(JSON.parse(logged[0]!).down.ratelimit, "the error is in the log").toEqual(expect.any(String));
   });
 
   it("serves an OpenAPI 3.1 document covering every management route, and /docs", async () => {

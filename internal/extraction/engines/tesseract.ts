@@ -32,6 +32,7 @@
  *   (1.67 s against 0.78 s), not faster.
  */
 import { execFile, spawn } from "node:child_process";
+import { parserEnv } from "../../platform/childenv/index.ts";
 import { FolioError } from "../../platform/errors/index.ts";
 import type { Engine, ExtractOptions, PageInput, PageResult, Table } from "../types.ts";
 import { hasPngSignature } from "../../formats/index.ts";
@@ -136,9 +137,14 @@ export async function installedLanguages(command = DEFAULT_COMMAND): Promise<str
   return [...new Set([...names].map((n) => TESSERACT_TO_ISO.get(n) ?? n))].sort();
 }
 
+/** tesseract's environment (platform/childenv): PATH, locale and where its traineddata is; the same for listing and reading, so both see the same languages. */
+function tesseractEnv(set: Record<string, string> = {}): Record<string, string> {
+  return parserEnv({ keep: ["TESSDATA_PREFIX"], set });
+}
+
 function listLanguages(command: string): Promise<ReadonlySet<string>> {
   return new Promise((resolve, reject) => {
-    execFile(command, ["--list-langs"], { timeout: 10_000, killSignal: "SIGKILL", encoding: "utf8" }, (err, stdout, stderr) => {
+    execFile(command, ["--list-langs"], { env: tesseractEnv(), timeout: 10_000, killSignal: "SIGKILL", encoding: "utf8" }, (err, stdout, stderr) => {
       if (err) {
         reject(new FolioError("service_unavailable", "tesseract is not installed or not runnable on this service", { cause: err }));
         return;
@@ -280,7 +286,7 @@ export class TesseractEngine implements Engine {
   /** One tesseract pass over a page in the given traineddata. */
   async read(page: PageInput, lang: string, options: ExtractOptions, signal: AbortSignal): Promise<AnalyzedPage> {
     checkImage(page);
-    const r = analyzePage(await this.#run(page, lang, signal), { words: options.includeLayout === "words" });
+    const r = analyzePage(await this.#run(page, ["-l", lang, "--psm", String(this.#psm), "tsv"], signal), { words: options.includeLayout === "words" });
     signal.throwIfAborted();
     return r;
   }
@@ -313,10 +319,35 @@ export class TesseractEngine implements Engine {
     return { page: best, language: bestLang };
   }
 
-  #run(page: PageInput, lang: string, signal: AbortSignal): Promise<string> {
+  /**
+   * Tesseract's orientation and script detection (`--psm 0`, Debian's
+   * tesseract-ocr-osd): how far the page is turned clockwise and how sure it
+   * is (its own scale: above ~2 means something). Null when it finds too
+   * little text to tell (it then exits non-zero without an answer). Errors as
+   * {@link extractPage} otherwise.
+   */
+  async orientation(page: PageInput, signal: AbortSignal): Promise<{ degrees: 0 | 90 | 180 | 270; confidence: number } | null> {
+    checkImage(page);
+    let out: string;
+    try {
+      out = await this.#run(page, ["--psm", "0"], signal);
+    } catch (err) {
+      signal.throwIfAborted();
+      if (err instanceof FolioError && err.code === "internal_error") return null;
+      throw err;
+    }
+    const degrees = Number(/Orientation in degrees:\s*(\d+)/.exec(out)?.[1]);
+    const confidence = Number(/Orientation confidence:\s*([\d.]+)/.exec(out)?.[1]);
+    if (![0, 90, 180, 270].includes(degrees) || !Number.isFinite(confidence)) return null;
+    return { degrees: degrees as 0 | 90 | 180 | 270, confidence };
+  }
+
+  /** One tesseract child over the page on stdin: `args` after `stdin stdout`; its stdout. */
+  #run(page: PageInput, args: readonly string[], signal: AbortSignal): Promise<string> {
     return new Promise((resolve, reject) => {
-      const child = spawn(this.#command, ["stdin", "stdout", "-l", lang, "--psm", String(this.#psm), "tsv"], {
-        env: { ...process.env, OMP_THREAD_LIMIT: String(this.#threads) },
+      const child = spawn(this.#command, ["stdin", "stdout", ...args], {
+        // The image is hostile: tesseract gets none of this process's secrets (the upstream API key), only its own settings.
+        env: tesseractEnv({ OMP_THREAD_LIMIT: String(this.#threads) }),
         stdio: ["pipe", "pipe", "pipe"],
         windowsHide: true,
       });

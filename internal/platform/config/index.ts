@@ -118,6 +118,11 @@ export const edgeSchema = Type.Object({
   FOLIO_FETCH_TIMEOUT_SECONDS: Type.Number({ minimum: 1, maximum: 600, default: 30, description: "Time limit for fetching a document URL, redirects included." }),
   FOLIO_FETCH_ALLOW: Type.String({ default: "", description: "Comma-separated exceptions to the private-address refusal of URL fetches: ip:port pairs or CIDRs (e.g. an internal document store)." }),
   FOLIO_PDF_TIMEOUT_SECONDS: Type.Number({ minimum: 1, maximum: 600, default: 120, description: "Time limit for rasterizing one PDF." }),
+  FOLIO_PARSER_JAIL: Type.Union([Type.Literal("none"), Type.Literal("bwrap")], {
+    default: "none",
+    description:
+      "Jail of pdfinfo and pdftoppm (they parse client PDFs): bwrap runs each under bubblewrap with no network, a read-only /usr, a private /tmp and prlimit limits (docs/adr/0006-parser-jail-bubblewrap.md); none runs them as they are. One per process; checked at start.",
+  }),
   FOLIO_EXTRACTION_DEADLINE_SECONDS: Type.Number({ minimum: 1, maximum: 3600, default: 180, description: "gRPC deadline of one page or chat call to the extraction service." }),
   FOLIO_SSE_KEEPALIVE_SECONDS: Type.Number({ minimum: 0.05, maximum: 15, default: 15, description: "Longest silence of a streamed chat answer (stream: true): past it a keep-alive comment is sent, so proxies do not cut the stream." }),
   FOLIO_CONVERSION_DEADLINE_SECONDS: Type.Number({ minimum: 1, maximum: 3600, default: 180, description: "gRPC deadline of one call to the conversion service (its queue and sandbox time limit included)." }),
@@ -140,6 +145,7 @@ export const workerSchema = Type.Object({
   FOLIO_EXTRACTION_DEADLINE_SECONDS: edgeSchema.properties.FOLIO_EXTRACTION_DEADLINE_SECONDS,
   FOLIO_CONVERSION_DEADLINE_SECONDS: edgeSchema.properties.FOLIO_CONVERSION_DEADLINE_SECONDS,
   FOLIO_PDF_TIMEOUT_SECONDS: edgeSchema.properties.FOLIO_PDF_TIMEOUT_SECONDS,
+  FOLIO_PARSER_JAIL: edgeSchema.properties.FOLIO_PARSER_JAIL,
   ...jobsSchema,
   FOLIO_WORKER_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 256, default: 2, description: "Ranges one worker process reads at a time (one page each at a time): about its CPUs for local engines." }),
   FOLIO_JOB_LEASE_SECONDS: Type.Number({ minimum: 1, maximum: 3600, default: 30, description: "How long a claimed range stays a worker's without renewal (renewed every second): a dead worker's range is read again after it." }),
