@@ -4,7 +4,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 NPX := npx --no-install
 
-.PHONY: help deps run test lint typecheck build web bench eval clean generate k8s-validate e2e-kind
+.PHONY: help deps run test lint typecheck build web bench eval eval-variants clean generate k8s-validate e2e-kind
 
 # Every target says what it does in a `## ` comment on its line; `make help`
 # lists them all, and names a .PHONY target that has none.
@@ -75,6 +75,12 @@ bench: ## benchmarks (docs/benchmarks.md)
 # figures in docs/benchmarks.md ("Reading quality").
 eval: deps ## score local models' reading (CER, word F1) against the tesseract CLI (docs/benchmarks.md)
 	$(NPX) tsx bench/eval-ocr.ts
+
+# The corpus's pages turned 90/180/270 and skewed ±4° (issue 26), apart from
+# `make eval`: seven readings a page, about half an hour for its 15 pages here
+# (`make eval-variants EVAL_ARGS="--only a,b"` picks pages); figures in docs/benchmarks.md ("Turned and skewed pages").
+eval-variants: deps ## score local/auto on turned and skewed variants of the corpus pages against upright, and the check's cost
+	$(NPX) tsx bench/eval-variants.ts $(EVAL_ARGS)
 
 clean: ## remove dist/ and test-artifacts/
 	rm -rf dist test-artifacts

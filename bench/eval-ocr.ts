@@ -104,7 +104,7 @@ function add(a: Score, b: Score): Score {
 const ZERO: Score = { edits: 0, truthChars: 0, tp: 0, hypWords: 0, truthWords: 0 };
 
 /** Kinds from the corpus README's table (`| \`file\` | kind | …`); "page" when it does not say. */
-function kinds(): Map<string, string> {
+export function kinds(): Map<string, string> {
   const out = new Map<string, string>();
   const readme = join(CORPUS, "..", "README.md");
   if (!existsSync(readme)) return out;

@@ -96,6 +96,8 @@ describe("POST /v1/ocr with an upstream model (fake OpenRouter)", () => {
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     expect(r.body.model).toBe("openai/gpt-4.1-mini");
     expect(r.body.result.text).toContain("Hello from the model");
+    // Upstream models get the page as sent: nothing is straightened, nothing said of it.
+    expect(Object.keys(r.body.result.pages[0])).not.toContain("rotation");
     const sent = ctx.upstream.chatRequests().slice(before);
     expect(sent).toHaveLength(1);
     expect(JSON.stringify(sent[0]!.body)).toContain("data:image/png;base64,");
@@ -249,6 +251,26 @@ describe("options.include_layout on POST /v1/ocr", () => {
     const plain = await call(ctx.stack.edge, "POST", "/v1/ocr", acc.adminKey, { base64, model: "local/tesseract" });
     expect(plain.body.result.pages[0].layout).toBeUndefined();
   });
+
+  it("reads a page sent upside down straightened and says so in the page and its layout, boxes in the page as sent", async () => {
+    const acc = await createTestAccount({ creditsCents: 100 });
+    const sharp = (await import("sharp")).default;
+    const upsideDown = await sharp(fixture("english.png")).rotate(180).png().toBuffer();
+    const r = await call(ctx.stack.edge, "POST", "/v1/ocr", acc.adminKey, { base64: upsideDown.toString("base64"), model: "local/tesseract", options: { include_layout: true } });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    const page = r.body.result.pages[0];
+    expect({ rotation: page.rotation, skew: page.skew_degrees, layout: [page.layout.rotation, page.layout.skew_degrees, page.layout.width, page.layout.height] }).toEqual({
+      rotation: 180,
+      skew: 0,
+      layout: [180, 0, 1654, 2339],
+    });
+    // The title is at the top of the upright page: at the bottom of the page as sent.
+    expect(page.layout.blocks[0].bbox[1], JSON.stringify(page.layout.blocks[0])).toBeGreaterThan(2339 / 2);
+    expect(cer(r.body.result.text, text("english.txt")), r.body.result.text).toBeLessThan(0.02);
+    const upright = await call(ctx.stack.edge, "POST", "/v1/ocr", acc.adminKey, { base64: fixture("english.png").toString("base64"), model: "local/tesseract" });
+    expect({ rotation: upright.body.result.pages[0].rotation, skew: upright.body.result.pages[0].skew_degrees }).toEqual({ rotation: 0, skew: 0 });
+    // Three readings (upside down and stopped, straightened, upright) and tesseract's orientation detection.
+  }, 120_000);
 
   it("is a 400 naming the option for an upstream model, before anything is charged", async () => {
     const acc = await createTestAccount({ creditsCents: 100 });

@@ -56,6 +56,10 @@ export interface PageLayout {
   width: number;
   height: number;
   blocks: LayoutBlock[];
+  /** As {@link PageResult.rotation} (local engines). */
+  rotation?: 0 | 90 | 180 | 270;
+  /** As {@link PageResult.skewDegrees} (local engines). */
+  skew_degrees?: number;
 }
 
 /**
@@ -85,6 +89,14 @@ export interface PageResult {
   confidence?: number;
   /** Only when `includeLayout` asked for it. */
   layout?: PageLayout;
+  /**
+   * Local engines (docs/ocr.md "Turned and skewed pages"): the page as sent
+   * was found turned clockwise by this many degrees from upright, and turned
+   * back before it was read.
+   */
+  rotation?: 0 | 90 | 180 | 270;
+  /** Local engines: the page as sent was found skewed clockwise by this many degrees beyond `rotation` (0: not deskewed), and deskewed before it was read. */
+  skewDegrees?: number;
   usage: EngineUsage;
 }
 

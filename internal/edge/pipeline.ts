@@ -396,7 +396,7 @@ export function formatLabel(sniffed: Sniffed): string {
 /** What every reading answer has: the text, per-page results, flattened tables and the mean confidence. */
 export function readingOf(read: ReadResult): {
   text: string;
-  pages: { page_number: number; text: string; confidence?: number; layout?: PageLayout }[];
+  pages: { page_number: number; text: string; confidence?: number; rotation?: number; skew_degrees?: number; layout?: PageLayout }[];
   tables: Table[];
   confidence?: number;
 } {
@@ -404,6 +404,7 @@ export function readingOf(read: ReadResult): {
     page_number: pageNumber,
     text: r.result.text,
     ...(r.result.confidence !== undefined ? { confidence: r.result.confidence } : {}),
+    ...(r.result.rotation !== undefined ? { rotation: r.result.rotation, skew_degrees: r.result.skewDegrees ?? 0 } : {}),
     ...(r.result.layout ? { layout: r.result.layout } : {}),
   }));
   const confidences = pages.map((p) => p.confidence);

@@ -81,6 +81,16 @@ export const OcrOptions = Type.Object(
 
 const Bbox = Type.Array(Type.Integer(), { minItems: 4, maxItems: 4, description: "[x0, y0, x1, y1] in pixels of the page image (PDF and office pages: rendered at 200 DPI)." });
 
+/** How far a page as sent was turned from upright (docs/ocr.md "Turned and skewed pages"). */
+const Rotation = Type.Union([Type.Literal(0), Type.Literal(90), Type.Literal(180), Type.Literal(270)], {
+  description: "Local models: the page as sent was found turned clockwise by this many degrees from upright and was turned back before it was read (docs/ocr.md, Turned and skewed pages).",
+});
+const SkewDegrees = Type.Number({
+  minimum: -15,
+  maximum: 15,
+  description: "Local models: the page as sent was found skewed clockwise by this many degrees beyond `rotation` (negative: counter-clockwise) and was deskewed before it was read; 0 when it was read as sent (skews under 1° are left alone). Boxes stay in pixels of the page as sent.",
+});
+
 /** `layout` of a page (docs/ocr.md "Layout"). */
 export const PageLayoutSchema = Type.Object({
   width: Type.Integer({ description: "The page image's width in pixels." }),
@@ -93,6 +103,8 @@ export const PageLayoutSchema = Type.Object({
       words: Type.Optional(Type.Array(Type.Object({ text: Type.String(), bbox: Bbox, confidence: Type.Number({ minimum: 0, maximum: 1 }) }), { description: "Only with include_layout \"words\"." })),
     }),
   ),
+  rotation: Type.Optional(Rotation),
+  skew_degrees: Type.Optional(SkewDegrees),
 });
 
 /** One entry of `result.pages`. */
@@ -100,6 +112,8 @@ export const PageEntry = Type.Object({
   page_number: Type.Integer(),
   text: Type.String(),
   confidence: Type.Optional(Type.Number()),
+  rotation: Type.Optional(Rotation),
+  skew_degrees: Type.Optional(SkewDegrees),
   layout: Type.Optional(PageLayoutSchema),
 });
 

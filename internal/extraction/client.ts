@@ -106,7 +106,8 @@ export class ExtractionClient {
         text: r.text,
         tables: r.tables.map((t) => ({ page_number: t.page_number, rows: t.rows.map((row) => row.cells), markdown: t.markdown })),
         ...(r.has_confidence ? { confidence: r.confidence } : {}),
-        ...(r.layout ? { layout: layoutFromProto(r.layout) } : {}),
+        ...(r.layout ? { layout: layoutFromProto(r.layout, r.has_straightening ? r : undefined) } : {}),
+        ...(r.has_straightening ? { rotation: turnOf(r.rotation), skewDegrees: r.skew_degrees } : {}),
         usage: { promptTokens: r.usage?.prompt_tokens ?? 0, completionTokens: r.usage?.completion_tokens ?? 0, reportedCostCents: null },
       },
       providerCostCents: new Decimal(r.usage?.provider_cost_cents || "0"),
@@ -230,10 +231,17 @@ function box(b: readonly number[]): [number, number, number, number] {
   return [b[0] ?? 0, b[1] ?? 0, b[2] ?? 0, b[3] ?? 0];
 }
 
-function layoutFromProto(l: PageLayout__Output): PageLayout {
+/** A rotation as the contract types it (anything else, which the service never sends, reads as 0). */
+function turnOf(n: number): 0 | 90 | 180 | 270 {
+  return n === 90 || n === 180 || n === 270 ? n : 0;
+}
+
+/** The layout of an answer; the page's straightening, when there was one, is repeated in it. */
+function layoutFromProto(l: PageLayout__Output, straightening?: { rotation: number; skew_degrees: number }): PageLayout {
   return {
     width: l.width,
     height: l.height,
+    ...(straightening ? { rotation: turnOf(straightening.rotation), skew_degrees: straightening.skew_degrees } : {}),
     blocks: l.blocks.map((b) => ({
       type: b.type as LayoutBlockType,
       bbox: box(b.bbox),

@@ -138,6 +138,7 @@ export function registerExtraction(server: grpc.Server, svc: ExtractionService, 
           has_confidence: r.result.confidence !== undefined,
           confidence: r.result.confidence ?? 0,
           ...(r.result.layout ? { layout: layoutToProto(r.result.layout) } : {}),
+          ...(r.result.rotation !== undefined ? { has_straightening: true, rotation: r.result.rotation, skew_degrees: r.result.skewDegrees ?? 0 } : {}),
           usage: {
             prompt_tokens: r.result.usage.promptTokens,
             completion_tokens: r.result.usage.completionTokens,

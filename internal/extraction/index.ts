@@ -11,6 +11,7 @@ import { DEFAULT_STRATEGY_CONFIG, type StrategyConfig } from "./catalog/strategi
 import { TesseractEngine, installedLanguages } from "./engines/tesseract.ts";
 import { AUTO_MODEL_ID, AutoEngine } from "./engines/auto.ts";
 import { PPOCR_LANGUAGES, PPOCR_MODEL_ID, PpOcrEngine, shutdownPpOcr } from "./engines/ppocr.ts";
+import { StraightenedEngine } from "./engines/straighten.ts";
 import { UpstreamClient } from "./engines/upstream.ts";
 import { registerExtraction } from "./grpc.ts";
 import { ExtractionService } from "./service.ts";
@@ -114,14 +115,20 @@ export interface StartExtractionOptions {
   sharedProcess?: boolean;
 }
 
-/** The local engines by model id, as the extraction service runs them (also what `make eval` measures). */
+/**
+ * The local engines by model id, as the extraction service runs them (also
+ * what `make eval` measures): each one reads turned and skewed pages
+ * straightened (engines/straighten.ts), tesseract's orientation detection
+ * deciding with the page's pixels.
+ */
 export function localEngines(): Map<string, Engine> {
   const tesseract = new TesseractEngine();
   const ppocr = new PpOcrEngine();
+  const straightened = (e: Engine) => new StraightenedEngine(e, tesseract);
   return new Map<string, Engine>([
-    [AUTO_MODEL_ID, new AutoEngine(tesseract, ppocr)],
-    [TESSERACT_MODEL_ID, tesseract],
-    [PPOCR_MODEL_ID, ppocr],
+    [AUTO_MODEL_ID, straightened(new AutoEngine(tesseract, ppocr))],
+    [TESSERACT_MODEL_ID, straightened(tesseract)],
+    [PPOCR_MODEL_ID, straightened(ppocr)],
   ]);
 }
 

@@ -262,6 +262,7 @@ export class JobWorker {
           page_number: page.pageNumber,
           text: result.text,
           ...(result.confidence !== undefined ? { confidence: result.confidence } : {}),
+          ...(result.rotation !== undefined ? { rotation: result.rotation, skew_degrees: result.skewDegrees ?? 0 } : {}),
           ...(result.layout ? { layout: result.layout } : {}),
         },
         tables: result.tables.map((t) => ({ ...t, page_number: page.pageNumber })),

@@ -14,6 +14,14 @@ export interface ExtractPageResponse {
    * Set only when include_layout asked for it.
    */
   'layout'?: (_folio_extraction_v1_PageLayout | null);
+  /**
+   * Local engines (docs/ocr.md "Turned and skewed pages"): the page as sent was
+   * turned clockwise by rotation (0, 90, 180, 270) + skew_degrees from upright
+   * and straightened before it was read; the layout's boxes are in the page as sent.
+   */
+  'has_straightening'?: (boolean);
+  'rotation'?: (number);
+  'skew_degrees'?: (number | string);
 }
 
 export interface ExtractPageResponse__Output {
@@ -26,4 +34,12 @@ export interface ExtractPageResponse__Output {
    * Set only when include_layout asked for it.
    */
   'layout': (_folio_extraction_v1_PageLayout__Output | null);
+  /**
+   * Local engines (docs/ocr.md "Turned and skewed pages"): the page as sent was
+   * turned clockwise by rotation (0, 90, 180, 270) + skew_degrees from upright
+   * and straightened before it was read; the layout's boxes are in the page as sent.
+   */
+  'has_straightening': (boolean);
+  'rotation': (number);
+  'skew_degrees': (number);
 }

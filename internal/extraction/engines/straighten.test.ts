@@ -1,0 +1,195 @@
+/**
+ * Turned and skewed pages (straighten.ts, layout/orientation.ts) against the
+ * real tesseract CLI: fixture pages turned and skewed by sharp here read
+ * about as well as the upright page, report what was done, and keep their
+ * boxes in the page as sent. Upright pages are read as they are.
+ */
+import { afterAll, describe, expect, it } from "vitest";
+import { cer } from "../../../test/cer.ts";
+import { TEXT_OPTIONS as TEXT, liveSignal as live, ocrFixture as fixture, ocrTruth as truth, pngPage as page } from "../../../test/support.ts";
+import { decodeGrey, encodePgm } from "../layout/image.ts";
+import { measureAngles } from "../layout/orientation.ts";
+import type { Engine, PageLayout, PageResult } from "../types.ts";
+import { mapLayout, rotateGrey, StraightenedEngine } from "./straighten.ts";
+import { TesseractEngine } from "./tesseract.ts";
+import { localEngines, shutdownLocalEngines } from "../index.ts";
+
+/** The fixture turned clockwise by `degrees` (any angle; the canvas grows, the corners white), as sharp makes it. */
+async function turned(name: string, degrees: number): Promise<Buffer> {
+  const sharp = (await import("sharp")).default;
+  return sharp(fixture(name)).rotate(degrees, { background: "#ffffff" }).png().toBuffer();
+}
+
+const tesseract = new TesseractEngine();
+const engine = new StraightenedEngine(tesseract, tesseract);
+
+/** The upright fixture's CER with the straightening engine, read once per fixture for all the tests that compare with it. */
+const uprightReads = new Map<string, Promise<number>>();
+function uprightCer(name: string, text: string): Promise<number> {
+  let r = uprightReads.get(name);
+  if (!r) {
+    r = engine.extractPage(page(fixture(name)), TEXT, live()).then((u) => cer(u.text, truth(text)));
+    uprightReads.set(name, r);
+  }
+  return r;
+}
+
+/** Two readings a test on a loaded 2-core machine: more than the default 30 s. */
+const READS = { timeout: 120_000 };
+
+/**
+ * How much worse than upright a straightened page may read. Measured (tesseract
+ * 5.3.0): CER 0.000 upright and straightened in every case below; the margins
+ * leave room for other tesseract builds and for resampling a skewed page.
+ */
+const TURNED_MARGIN = 0.01;
+const SKEWED_MARGIN = 0.03;
+
+describe("pages turned by a quarter turn or more", READS, () => {
+  it.each([90, 180, 270] as const)("reads english.png turned %i° as well as upright and reports that rotation", async (degrees) => {
+    const base = await uprightCer("english.png", "english.txt");
+    const r = await engine.extractPage(page(await turned("english.png", degrees)), TEXT, live());
+    const rate = cer(r.text, truth("english.txt"));
+    expect(rate, `CER ${rate.toFixed(4)} against ${base.toFixed(4)} upright:\n${r.text}`).toBeLessThanOrEqual(base + TURNED_MARGIN);
+    expect({ rotation: r.rotation, skew: r.skewDegrees }).toEqual({ rotation: degrees, skew: 0 });
+  });
+
+  // Turned 90° clockwise, this clean page is read by tesseract's own layout analysis (it finds the vertical lines);
+  // upside down and turned 270° it is lost: what the tests turn is really turned.
+  it.each([180, 270] as const)("is lost to the engine alone turned %i°", async (degrees) => {
+    const alone = await tesseract.extractPage(page(await turned("english.png", degrees)), TEXT, live());
+    expect(cer(alone.text, truth("english.txt")), alone.text).toBeGreaterThan(0.5);
+  });
+
+  it("reads a PDF page (binary PGM, as the edge renders PDFs for local engines) turned 180° upright", async () => {
+    const grey = await rotateGrey(await decodeGrey(fixture("english.png")), 180);
+    const r = await engine.extractPage({ pageNumber: 3, image: encodePgm(grey), mimeType: "image/x-portable-graymap" }, TEXT, live());
+    expect(r.rotation).toBe(180);
+    expect(cer(r.text, truth("english.txt")), r.text).toBeLessThan(0.02);
+  });
+
+  it("keeps the layout's boxes in the page as sent: a word's box on the page turned 90° is its upright box turned", async () => {
+    const words = { ...TEXT, includeLayout: "words" as const };
+    const upright = await engine.extractPage(page(fixture("columns.png")), words, live());
+    const r = await engine.extractPage(page(await turned("columns.png", 90)), words, live());
+    const box = (res: PageResult, word: string) => res.layout!.blocks.flatMap((b) => b.words ?? []).find((w) => w.text === word)?.bbox;
+    const before = box(upright, "Harbour")!;
+    const after = box(r, "Harbour")!;
+    expect(before, JSON.stringify(upright.layout!.blocks.map((b) => b.text))).toBeDefined();
+    const H = upright.layout!.height;
+    // Turned 90° clockwise: (x, y) of the upright page lands at (H − y, x).
+    const expected = [H - before[3], before[0], H - before[1], before[2]];
+    for (let i = 0; i < 4; i++) expect(Math.abs(after[i]! - expected[i]!), `${JSON.stringify(after)} against ${JSON.stringify(expected)}`).toBeLessThanOrEqual(2);
+    expect({ width: r.layout!.width, height: r.layout!.height, rotation: r.layout!.rotation }).toEqual({ width: H, height: upright.layout!.width, rotation: 90 });
+  });
+});
+
+describe("every local model, as the extraction service runs them (localEngines)", { timeout: 240_000 }, () => {
+  const engines = localEngines();
+  afterAll(() => shutdownLocalEngines());
+
+  it.each([...engines.keys()])("%s reads english.png turned 270° as well as upright and reports the rotation", async (model) => {
+    const e = engines.get(model)!;
+    const upright = await e.extractPage(page(fixture("english.png")), TEXT, live());
+    const r = await e.extractPage(page(await turned("english.png", 270)), TEXT, live());
+    const base = cer(upright.text, truth("english.txt"));
+    const rate = cer(r.text, truth("english.txt"));
+    expect(rate, `CER ${rate.toFixed(4)} against ${base.toFixed(4)} upright:\n${r.text}`).toBeLessThanOrEqual(base + TURNED_MARGIN);
+    expect({ rotation: r.rotation, upright: upright.rotation }).toEqual({ rotation: 270, upright: 0 });
+  });
+});
+
+describe("skewed pages", READS, () => {
+  it.each([
+    ["columns.png", "columns.txt", 6],
+    ["columns.png", "columns.txt", -6],
+    ["english.png", "english.txt", 12],
+  ] as const)("reads %s (truth %s) skewed %i° about as well as upright and reports the skew", async (name, text, degrees) => {
+    const base = await uprightCer(name, text);
+    const r = await engine.extractPage(page(await turned(name, degrees)), TEXT, live());
+    const rate = cer(r.text, truth(text));
+    expect(rate, `CER ${rate.toFixed(4)} against ${base.toFixed(4)} upright:\n${r.text}`).toBeLessThanOrEqual(base + SKEWED_MARGIN);
+    expect(r.rotation).toBe(0);
+    expect(Math.abs(r.skewDegrees! - degrees), `skew found ${r.skewDegrees}`).toBeLessThanOrEqual(0.5);
+  });
+});
+
+describe("upright pages", READS, () => {
+  it("are read as sent: rotation 0, no skew, the engine's own reading", async () => {
+    const r = await engine.extractPage(page(fixture("columns.png")), { ...TEXT, includeLayout: "blocks" }, live());
+    const alone = await tesseract.extractPage(page(fixture("columns.png")), { ...TEXT, includeLayout: "blocks" }, live());
+    expect({ rotation: r.rotation, skew: r.skewDegrees, layoutRotation: r.layout?.rotation, layoutSkew: r.layout?.skew_degrees }).toEqual({ rotation: 0, skew: 0, layoutRotation: 0, layoutSkew: 0 });
+    expect(r.text).toBe(alone.text);
+    expect(r.layout!.blocks).toEqual(alone.layout!.blocks);
+  });
+
+  it("an image the check cannot decode (BMP) still goes to the engine as it is", async () => {
+    const seen: string[] = [];
+    const inner: Engine = {
+      id: "test/inner",
+      extractPage: async (p) => {
+        seen.push(p.mimeType);
+        return { text: "read", tables: [], usage: { promptTokens: 0, completionTokens: 0, reportedCostCents: null } };
+      },
+    };
+    const bmp = Buffer.concat([Buffer.from("BM"), Buffer.alloc(64)]);
+    const r = await new StraightenedEngine(inner, tesseract).extractPage({ pageNumber: 1, image: bmp, mimeType: "image/bmp" }, TEXT, live());
+    expect({ text: r.text, rotation: r.rotation, skew: r.skewDegrees, seen }).toEqual({ text: "read", rotation: 0, skew: 0, seen: ["image/bmp"] });
+  });
+});
+
+describe("the two opinions (plan)", () => {
+  const detector = (degrees: 0 | 90 | 180 | 270, confidence: number) => ({ orientation: async () => ({ degrees, confidence }) });
+  const plan = async (degrees: 0 | 90 | 180 | 270, confidence: number) =>
+    (await new StraightenedEngine(tesseract, detector(degrees, confidence)).plan(page(await turned("english.png", 180)), live())).how;
+
+  it("turns a page upside down when the profiles and tesseract's detector both say so", async () => {
+    expect(await plan(180, 10)).toEqual({ rotation: 180, skewDegrees: 0 });
+  });
+
+  it.each([
+    ["the detector says upright", 0, 10],
+    ["the detector says sideways", 90, 10],
+    ["the detector is unsure (under 2)", 180, 0.63],
+  ] as const)("reads the page as sent when %s", async (_why, degrees, confidence) => {
+    expect(await plan(degrees, confidence)).toEqual({ rotation: 0, skewDegrees: 0 });
+  });
+
+  it("never asks the detector about a page the profiles find upright", async () => {
+    let asked = 0;
+    const e = new StraightenedEngine(tesseract, { orientation: async () => (asked++, { degrees: 180, confidence: 30 }) });
+    expect((await e.plan(page(fixture("columns.png")), live())).how).toEqual({ rotation: 0, skewDegrees: 0 });
+    expect(asked).toBe(0);
+  });
+});
+
+describe("measureAngles (the cheap check)", () => {
+  it.each([0, 90, 180, 270] as const)("finds english.png turned %i° turned by that much", async (degrees) => {
+    const m = measureAngles(await decodeGrey(await turned("english.png", degrees)))!;
+    expect({ turn: m.turn, skew: m.skewDegrees }).toEqual({ turn: degrees, skew: 0 });
+  });
+
+  it.each([4, -4, 15, -15])("finds the skew of columns.png turned %i° within 0.3°", async (degrees) => {
+    const m = measureAngles(await decodeGrey(await turned("columns.png", degrees)))!;
+    expect(m.turn).toBe(0);
+    expect(Math.abs(m.skewDegrees - degrees), `found ${m.skewDegrees}`).toBeLessThanOrEqual(0.3);
+  });
+
+  it("finds nothing on a blank page", () => {
+    expect(measureAngles({ width: 100, height: 100, pixels: new Uint8Array(100 * 100).fill(255) })).toBeNull();
+  });
+});
+
+describe("mapLayout", () => {
+  const layout: PageLayout = { width: 300, height: 200, blocks: [{ type: "text", bbox: [10, 20, 110, 40], text: "a", words: [{ text: "a", bbox: [10, 20, 30, 40], confidence: 0.9 }] }] };
+  it.each([
+    [90, [160, 10, 180, 110], 200, 300],
+    [180, [190, 160, 290, 180], 300, 200],
+    [270, [20, 190, 40, 290], 200, 300],
+  ] as const)("maps boxes read on the page turned back from %i° into the page as sent", (rotation, bbox, width, height) => {
+    const m = mapLayout(layout, { rotation, skewDegrees: 0 }, { width, height });
+    expect(m.blocks[0]!.bbox).toEqual(bbox);
+    expect({ width: m.width, height: m.height }).toEqual({ width, height });
+    expect(m.blocks[0]!.words![0]!.bbox[0]).toBe(rotation === 180 ? 270 : rotation === 90 ? 160 : 20);
+  });
+});
