@@ -8,12 +8,12 @@
  * REDIS_URL, and canary values put into variables named like secrets.
  */
 import { randomBytes } from "node:crypto";
-import { execFileSync } from "node:child_process";
 import { readFileSync, readlinkSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { watchChildren, type SeenChild } from "./children.ts";
 import { call, createTestAccount, startStack, type TestStack } from "./harness.ts";
 import { ocrFixture } from "./support.ts";
+import { bwrapInstalled } from "./support.ts";
 
 const canary = `folio-canary-${randomBytes(8).toString("hex")}`;
 /** Secret-looking variables given a canary value for this file's requests (restored after). */
@@ -124,14 +124,6 @@ describe("LibreOffice of the development-only unsandboxed backend", () => {
   }, 120_000);
 });
 
-const bwrapInstalled = (() => {
-  try {
-    execFileSync("bwrap", ["--version"], { stdio: "ignore" });
-    return true;
-  } catch {
-    return false;
-  }
-})();
 
 describe.skipIf(!bwrapInstalled)("with FOLIO_PARSER_JAIL=bwrap", () => {
   let stack: TestStack;

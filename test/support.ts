@@ -1,4 +1,5 @@
 /** Helpers shared by unit and integration tests: OCR fixtures and expected failures. */
+import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { fileURLToPath } from "node:url";
@@ -57,3 +58,17 @@ export function freePort(): Promise<number> {
     });
   });
 }
+
+/** A seeded generator of numbers in [0, 1) (mulberry32): the same run each time. */
+export function seeded(seed: number): () => number {
+  let a = seed;
+  return () => {
+    a = (a + 0x6d2b79f5) | 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** Whether bubblewrap runs here (the parser jail's tests skip, saying so, where it does not). */
+export const bwrapInstalled = spawnSync("bwrap", ["--version"], { stdio: "ignore" }).status === 0;

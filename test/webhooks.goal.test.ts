@@ -27,6 +27,7 @@ import { migrateToLatest, type DatabaseHandle } from "../internal/platform/db/in
 import { newSecretKey } from "../internal/webhooks/index.ts";
 import { adminCreateAccount } from "../internal/cli/admin/index.ts";
 import { call, privateDatabase, startTestEdge, startTestExtraction, startTestWorker } from "./harness.ts";
+import { seeded } from "./support.ts";
 
 const PDF = readFileSync(join(import.meta.dirname, "fixtures", "ocr", "ten-pages.pdf"));
 const TIMEOUT_SECONDS = 1;
@@ -39,16 +40,6 @@ interface Attempt {
   answer: "ok" | "500" | "stall";
 }
 
-/** A seeded generator (mulberry32). */
-function seeded(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 let database: DatabaseHandle & { url: string };
 let extraction: RunningExtraction;

@@ -5,21 +5,13 @@
  * behind work the same through bwrap. Skipped, saying so, where bubblewrap
  * is not installed.
  */
-import { execFileSync } from "node:child_process";
 import { readFileSync, readlinkSync } from "node:fs";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { watchChildren, type SeenChild } from "../../test/children.ts";
 import { useParserJail } from "../platform/jail/index.ts";
 import { rasterizePdf } from "./pdf.ts";
+import { bwrapInstalled } from "../../test/support.ts";
 
-const bwrapInstalled = (() => {
-  try {
-    execFileSync("bwrap", ["--version"], { stdio: "ignore" });
-    return true;
-  } catch {
-    return false;
-  }
-})();
 
 if (bwrapInstalled) {
   beforeAll(() => useParserJail("bwrap"));

@@ -22,6 +22,7 @@ import { WebhookDeliverer, type DelivererOptions } from "./deliverer.ts";
 import { createEndpoint, rotateSecret } from "./endpoints.ts";
 import { OUTBOX_CHANNEL, webhookQueueState } from "./outbox.ts";
 import { SecretBox, newSecretKey } from "./secrets.ts";
+import { seeded } from "../../test/support.ts";
 
 /** What the receiver saw of one POST. */
 interface Seen {
@@ -69,16 +70,6 @@ async function receiver(secrets: Record<string, string>, decide: (seen: Omit<See
   };
 }
 
-/** A seeded generator (mulberry32): the same run each time. */
-function seeded(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const box = SecretBox.fromBase64(newSecretKey());

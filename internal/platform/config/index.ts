@@ -166,7 +166,7 @@ export const workerSchema = Type.Object({
     description: "Waits (seconds, comma-separated) before each retry of a failed webhook delivery; once spent the delivery is given up (listed as failed).",
   }),
   FOLIO_WEBHOOK_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 256, default: 4, description: "Webhook deliveries one worker process attempts at a time." }),
-  FOLIO_WEBHOOK_POLL_SECONDS: Type.Number({ minimum: 0.01, maximum: 60, default: 0.2, description: "How long an idle delivery slot waits before it looks for due deliveries again." }),
+  FOLIO_WEBHOOK_POLL_SECONDS: Type.Number({ minimum: 0.01, maximum: 60, default: 0.2, description: "How often an idle worker looks for due webhook deliveries on its own (one query). On Postgres a NOTIFY at each queued delivery wakes it at once and this is the safety net; on embedded PGlite (folio dev) it is the only way." }),
 });
 export type WorkerConfig = Static<typeof workerSchema>;
 

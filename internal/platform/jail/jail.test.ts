@@ -11,15 +11,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { checkParserJail, JAIL_LIMITS, jailed, signalJailed, type JailAccess } from "./index.ts";
+import { bwrapInstalled } from "../../../test/support.ts";
 
-const bwrapInstalled = (() => {
-  try {
-    execFileSync("bwrap", ["--version"], { stdio: "ignore" });
-    return true;
-  } catch {
-    return false;
-  }
-})();
 
 /** Runs `bash -c script` jailed (or not), with an environment of its own; resolves with its exit code and output. */
 function run(script: string, access: JailAccess = {}, mode: "bwrap" | "none" = "bwrap"): Promise<{ code: number; out: string }> {
