@@ -34,7 +34,7 @@ import { fileURLToPath } from "node:url";
 import { startFakeUpstream } from "../test/fake-upstream.ts";
 import type { Benchmark, BenchmarkReport } from "./run.ts";
 import { cleanEnv, createAccount, startDev, treeSample, type Dev } from "./jobs.ts";
-import { freePort, median, positiveInt, runIfMain } from "./support.ts";
+import { freePort, median, positiveInt, quantile, runIfMain } from "./support.ts";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const fixture = (...p: string[]) => readFileSync(join(ROOT, "test", "fixtures", ...p));
@@ -64,11 +64,8 @@ interface Minute {
   errors: number;
 }
 
-const quantile = (xs: readonly number[], q: number) => {
-  if (xs.length === 0) return 0;
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor(q * s.length))]!;
-};
+/** The q-quantile, 0 for no figures (a minute without an answer). */
+const quantileOr0 = (xs: readonly number[], q: number) => (xs.length === 0 ? 0 : quantile(xs, q));
 
 /** Entries of `dir` (those whose name matches `only`, when given): 0 when it does not exist. */
 function count(dir: string, only?: RegExp): number {
@@ -163,7 +160,7 @@ async function runBenchmark(): Promise<BenchmarkReport> {
         tempEntries: count(tmp, /^folio-(?!bench-)/) + count(join(dataDir, "sandboxes")) + count(join(dataDir, "jobs")),
         requests: inMinute.length,
         p50Ms: Math.round(median(inMinute.map((a) => a.ms)) || 0),
-        p99Ms: Math.round(quantile(inMinute.map((a) => a.ms), 0.99)),
+        p99Ms: Math.round(quantileOr0(inMinute.map((a) => a.ms), 0.99)),
         errors: inMinute.filter((a) => !a.ok).length,
       });
       const s = samples.at(-1)!;
@@ -190,8 +187,8 @@ async function runBenchmark(): Promise<BenchmarkReport> {
     const memAfterWarm = warm.at(-1)?.rssMiB ?? 0;
     const memEnd = samples.at(-1)?.rssMiB ?? 0;
     const memRatio = memAfterWarm ? memEnd / memAfterWarm : 0;
-    const p99First = quantile(firstAnswers, 0.99);
-    const p99Last = quantile(lastAnswers, 0.99);
+    const p99First = quantileOr0(firstAnswers, 0.99);
+    const p99Last = quantileOr0(lastAnswers, 0.99);
     const grew = (k: "fds" | "sandboxes" | "tempEntries") => Math.max(...last.map((s) => s[k])) - Math.max(...warm.map((s) => s[k]));
     const errors = answers.filter((a) => !a.ok);
     const goals = {

@@ -25,6 +25,13 @@ export function median(xs: readonly number[]): number {
   return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
 }
 
+/** The q-quantile (0..1) of some figures, the nearest rank at or above it (NaN for none). */
+export function quantile(xs: readonly number[], q: number): number {
+  if (xs.length === 0) return Number.NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor(q * s.length))]!;
+}
+
 /** A positive whole number from the environment, or `fallback` when unset. */
 export function positiveInt(name: string, fallback: number): number {
   const raw = process.env[name];

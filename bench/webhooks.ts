@@ -31,7 +31,7 @@ import { openDatabase } from "../internal/platform/db/index.ts";
 import { newSecretKey } from "../internal/webhooks/index.ts";
 import { startFolio, type FolioProcess } from "../test/folio-processes.ts";
 import type { Benchmark, BenchmarkReport } from "./run.ts";
-import { dropBenchDatabase, emptyBenchDatabaseUrl, freePort, median, positiveInt, runIfMain } from "./support.ts";
+import { dropBenchDatabase, emptyBenchDatabaseUrl, freePort, median, positiveInt, quantile, runIfMain } from "./support.ts";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const FOLIO = ["--import", "tsx", join(ROOT, "cmd", "folio", "main.ts")];
@@ -47,11 +47,6 @@ interface Arrival {
   jobId: string | undefined;
   verified: boolean;
 }
-
-const quantile = (xs: readonly number[], q: number) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor(q * s.length))]!;
-};
 
 async function runBenchmark(): Promise<BenchmarkReport> {
   const base = process.env.DATABASE_URL;
