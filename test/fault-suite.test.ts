@@ -289,8 +289,13 @@ describe("faults while paid requests flow, on one stack", () => {
       const id = created.body.id as string;
       const w = await workerEnv();
       const first = await startFolio("worker", w.env, w.ready);
-      const job = () => call(stack.edge, "GET", `/v1/ocr/jobs/${id}`, jobAccount.adminKey);
-      await vi.waitFor(async () => expect((await job()).body.pages_completed).toBeGreaterThanOrEqual(2), { timeout: 60_000, interval: 50 });
+      // Every read of the job must answer it: a failure shows what the edge said instead.
+      const job = async () => {
+        const got = await call(stack.edge, "GET", `/v1/ocr/jobs/${id}`, jobAccount.adminKey);
+        expect(got.status, JSON.stringify(got.body)).toBe(200);
+        return got;
+      };
+      await vi.waitFor(async () => expect((await job()).body.pages_completed).toBeGreaterThanOrEqual(2), { timeout: 60_000, interval: 100 });
       await first.kill();
       expect((await job()).body.pages_completed, "the job was over before the kill").toBeLessThan(10);
       const w2 = await workerEnv();

@@ -5,12 +5,17 @@
  * font configuration) gives another,
  * so an image is never restored over files it was not made with. Real
  * runsc (its version is part of the key).
+ *
+ * The store shared by backends on one work folder: a new image removes only
+ * what no live backend needs (real owner files and the real lock; the
+ * images are folders made by the test).
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { SYSTEM_FILES, imageKey, type ImageInputs } from "./checkpoint.ts";
+import { SYSTEM_FILES, ensureImage, imageKey, type ImageInputs, type StoreUsers } from "./checkpoint.ts";
+import { OWNERS_DIR, liveOwners, withWorkLock, writeOwner } from "./owners.ts";
 
 const work = mkdtempSync(join(tmpdir(), "folio-checkpoint-test-"));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
@@ -68,5 +73,70 @@ describe("imageKey", () => {
 
   it("counts pdftoppm and dpkg's status among the system files by default", () => {
     expect(SYSTEM_FILES).toEqual(expect.arrayContaining(["/usr/bin/pdftoppm", "/var/lib/dpkg/status"]));
+  });
+});
+
+describe("ensureImage on a store shared by backends", () => {
+  const workDir = join(work, "shared");
+  const store = join(workDir, "checkpoint");
+  /** The store's users as a backend with `tag` sees them: the work folder's owner files, under its lock. */
+  const usersOf = (tag: string): StoreUsers => ({
+    builder: tag,
+    locked: (w) => withWorkLock(workDir, w),
+    claim: (key) => writeOwner(workDir, tag, { image: key }),
+    inUse: async () => {
+      const live = await liveOwners(workDir);
+      return { tags: new Set(live.keys()), images: new Set([...live.values()].flatMap((o) => (o.image ? [o.image] : []))) };
+    },
+  });
+  const image = (key: string) => {
+    mkdirSync(join(store, key), { recursive: true });
+    writeFileSync(join(store, key, "complete"), key);
+  };
+  /** An owner file of a process that is not alive (pid 1's identity with another start time). */
+  const deadOwner = (tag: string, key: string) => {
+    mkdirSync(join(workDir, OWNERS_DIR), { recursive: true });
+    writeFileSync(join(workDir, OWNERS_DIR, tag), `1:1\nimage ${key}\n`);
+  };
+
+  it("keeps the image another live backend restores from and the folder a live backend is building; removes what only dead ones used", async () => {
+    // Another live backend (this process) restores from `kept` and builds `next`.
+    await withWorkLock(workDir, () => writeOwner(workDir, "0000000a", { image: "kept" }));
+    image("kept");
+    mkdirSync(join(store, "next.building-0000000a"), { recursive: true });
+    // A dead backend's image and its half-built one.
+    deadOwner("0000000d", "stale");
+    image("stale");
+    mkdirSync(join(store, "stale2.building-0000000d"), { recursive: true });
+
+    let made = 0;
+    const dir = await ensureImage(store, "mine", async (building) => void (made++, writeFileSync(join(building, "checkpoint.img"), "x")), usersOf("0000000b"));
+    expect(dir).toBe(join(store, "mine"));
+    expect(made).toBe(1);
+    expect(readdirSync(store).sort(), "the live backends' image and build are kept").toEqual(["kept", "mine", "next.building-0000000a"]);
+    expect(existsSync(join(store, "mine", "complete"))).toBe(true);
+
+    // Once the other backend no longer restores from it, the next ensureImage removes it (a live builder's folder stays).
+    await withWorkLock(workDir, () => writeOwner(workDir, "0000000a", {}));
+    expect(await ensureImage(store, "mine", async () => void made++, usersOf("0000000b"))).toBe(dir);
+    expect(made, "a complete image is not made again").toBe(1);
+    expect(readdirSync(store).sort()).toEqual(["mine", "next.building-0000000a"]);
+  });
+
+  it("keeps the image another backend completed under the same key meanwhile", async () => {
+    const users = usersOf("0000000c");
+    await ensureImage(
+      store,
+      "same",
+      async (building) => {
+        // The other backend finished first and may already restore from its image.
+        image("same");
+        writeFileSync(join(store, "same", "theirs"), "");
+        writeFileSync(join(building, "ours"), "");
+      },
+      users,
+    );
+    expect(readdirSync(join(store, "same")).sort()).toEqual(["complete", "theirs"]);
+    expect(readdirSync(store).filter((e) => e.startsWith("same.building-"))).toEqual([]);
   });
 });

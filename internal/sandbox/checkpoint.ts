@@ -9,8 +9,12 @@
  * LibreOffice install, the profile, the program bundle, the Node binary, the
  * OCI configuration with the job folder left out, runsc and its flags, and
  * the system's packages: see {@link SYSTEM_FILES}); a change of any of them
- * gives a new key, and the image is made again. One image is kept: making
- * a new one removes the others.
+ * gives a new key, and the image is made again. The store may be shared by
+ * several live backends on one work folder (another service, a test, a
+ * release being rolled out), each restoring from its own image: an image is
+ * removed only when no live backend restores from it, and a folder being
+ * built only when its builder is dead, decided under the work folder's lock
+ * and read again before each removal ({@link StoreUsers}, owners.ts).
  */
 import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
@@ -94,31 +98,74 @@ async function filesUnder(dir: string): Promise<string[]> {
     .sort();
 }
 
+/** The backends sharing a checkpoint store, as {@link ensureImage} needs them (the runsc backend's owner files). */
+export interface StoreUsers {
+  /** The tag of the backend that builds: in its building folder's name (`<key>.building-<tag>`). */
+  builder: string;
+  /** Runs `work` holding the lock under which the store and the users change. */
+  locked<T>(work: () => Promise<T>): Promise<T>;
+  /** Records that the building backend restores from the image `key` (called holding the lock). */
+  claim(key: string): Promise<void>;
+  /** Read afresh: the tags of the live backends and the image keys they restore from. */
+  inUse(): Promise<{ tags: ReadonlySet<string>; images: ReadonlySet<string> }>;
+}
+
 /**
  * The folder of the complete image with this key under `store`, made by
- * `make` (into an empty folder) when there is none. Made beside and renamed
- * into place; older images are removed once the new one is complete.
+ * `make` (into an empty folder) when there is none. The key is claimed for
+ * this backend first, so that no other removes the image meanwhile. Made
+ * beside and renamed into place, unless another backend completed the same
+ * image meanwhile (its image is kept: it may be restoring from it). Then
+ * images no live backend restores from, and folders of dead builders, are
+ * removed.
  */
-export async function ensureImage(store: string, key: string, make: (dir: string) => Promise<void>): Promise<string> {
+export async function ensureImage(store: string, key: string, make: (dir: string) => Promise<void>, users: StoreUsers): Promise<string> {
   const dir = join(store, key);
-  if (await isComplete(dir)) return dir;
-  await mkdir(store, { recursive: true, mode: 0o700 });
-  const building = `${dir}.building-${process.pid}`;
-  await rm(building, { recursive: true, force: true });
-  await mkdir(building, { mode: 0o700 });
-  try {
-    await make(building);
-    await writeFile(join(building, COMPLETE_MARKER), key);
-    await rm(dir, { recursive: true, force: true });
-    await rename(building, dir);
-  } catch (err) {
+  const ready = await users.locked(async () => {
+    await users.claim(key);
+    return isComplete(dir);
+  });
+  if (!ready) {
+    await mkdir(store, { recursive: true, mode: 0o700 });
+    const building = `${dir}${BUILDING}${users.builder}`;
     await rm(building, { recursive: true, force: true });
-    throw err;
+    await mkdir(building, { mode: 0o700 });
+    try {
+      await make(building);
+      await writeFile(join(building, COMPLETE_MARKER), key);
+    } catch (err) {
+      await rm(building, { recursive: true, force: true });
+      throw err;
+    }
+    await users.locked(async () => {
+      if (await isComplete(dir)) {
+        await rm(building, { recursive: true, force: true });
+        return;
+      }
+      await rm(dir, { recursive: true, force: true });
+      await rename(building, dir);
+    });
   }
-  for (const other of await readdir(store)) {
-    if (other !== key) await rm(join(store, other), { recursive: true, force: true });
-  }
+  await users.locked(() => prune(store, key, users));
   return dir;
+}
+
+/** Between an image's key and its builder's tag in the name of a folder being built. */
+const BUILDING = ".building-";
+
+/**
+ * Removes what no live backend needs from the store: images other than
+ * `key` that none restores from, and folders being built whose builder is
+ * dead. Who is alive is read again before each removal. Called holding the lock.
+ */
+async function prune(store: string, key: string, users: StoreUsers): Promise<void> {
+  for (const entry of await readdir(store).catch(() => [] as string[])) {
+    if (entry === key) continue;
+    const at = entry.indexOf(BUILDING);
+    const { tags, images } = await users.inUse();
+    const needed = at >= 0 ? tags.has(entry.slice(at + BUILDING.length)) : images.has(entry);
+    if (!needed) await rm(join(store, entry), { recursive: true, force: true });
+  }
 }
 
 /** Removes an image that failed to restore, so that the next {@link ensureImage} makes it again. */

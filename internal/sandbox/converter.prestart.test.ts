@@ -3,11 +3,12 @@
  * poppler installed, no runsc): LibreOffice's single-instance pipe (its name
  * and protocol, against a fake LibreOffice), and runJob waiting for its job,
  * converting through the LibreOffice it started, falling back to a normal
- * start, and leaving no LibreOffice behind.
+ * start, and leaving no LibreOffice behind (none left once result.json is
+ * there).
  */
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, watch, writeFileSync } from "node:fs";
 import { createServer, type Server, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -165,6 +166,24 @@ describe("runJob in pre-started mode", () => {
     }
     expect(JSON.parse(readFileSync(join(job.jobDir, "output", "result.json"), "utf8"))).toMatchObject({ ok: true, pageCount: pages });
     expect(officesIn(job.base)).toEqual([]);
+  }, 60_000);
+
+  it("has stopped LibreOffice when result.json appears: the host reads the output folder from that moment on", async () => {
+    const job = prestartedJob("stopped-first", "one-page.docx", "DOCX");
+    await until(job.isReady);
+    expect(officesIn(job.base).length).toBeGreaterThan(0);
+    let atResult: string[] | undefined;
+    const watcher = watch(join(job.jobDir, "output"), (_event, name) => {
+      if (name === "result.json" && atResult === undefined) atResult = officesIn(job.base);
+    });
+    try {
+      job.handIn();
+      expect(await job.running).toMatchObject({ ok: true, pageCount: 1 });
+      await until(() => atResult !== undefined, 5000);
+    } finally {
+      watcher.close();
+    }
+    expect(atResult, "no LibreOffice when result.json appeared").toEqual([]);
   }, 60_000);
 
   it("reports a document LibreOffice cannot read as conversion_failed, as a normal start does", async () => {

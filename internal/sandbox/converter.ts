@@ -292,6 +292,11 @@ async function runPrestartedJob(jobDir: string, prestart: PrestartSpec, options:
     if (restored) result.restored = restored;
     // How many warm-up conversions the LibreOffice that converted had run (in a restored sandbox: before the checkpoint).
     if (warmedUp !== undefined) result.timings = { ...result.timings, warmUp: warmedUp };
+    // The host takes the result, and reads the output folder, the moment
+    // result.json is there: nothing that has read the document may still
+    // run (and write) by then.
+    await office.stop();
+    await (await renderer)?.tool.stop();
     await writeResult(outputDir, result);
     return result;
   } finally {
@@ -960,6 +965,8 @@ interface StartedTool {
   keep(chunk: Buffer): void;
   /** SIGKILL to its whole process group (idempotent). */
   kill(): void;
+  /** {@link kill}, resolving once it has ended. */
+  stop(): Promise<void>;
   /** Whether it has ended (or could not start). */
   ended(): boolean;
 }
@@ -987,7 +994,11 @@ function startTool(command: string, args: string[], env: Record<string, string>,
       child.kill("SIGKILL");
     }
   };
-  return { command, child, closed, output: () => output, keep, kill, ended: () => ended };
+  const stop = async () => {
+    kill();
+    await closed;
+  };
+  return { command, child, closed, output: () => output, keep, kill, stop, ended: () => ended };
 }
 
 /** Waits for a started tool's end; kills it when the deadline passes or `signal` aborts (then throws `timeout`). */
@@ -1022,6 +1033,8 @@ interface WarmOffice {
   clearOutput(): void;
   /** Kills its whole process group (idempotent). */
   kill(): void;
+  /** Kills its whole process group and resolves once LibreOffice has exited. */
+  stop(): Promise<void>;
 }
 
 /**
@@ -1062,6 +1075,10 @@ function startOffice(profile: string, home: string, options: ConverterOptions): 
     keep(Buffer.from(`could not start LibreOffice: ${err.message}\n`));
   });
   child.once("close", () => (exited = true));
+  const gone = new Promise<void>((resolve) => {
+    child.once("exit", () => resolve());
+    child.once("error", () => resolve());
+  });
   const kill = () => {
     if (exited || child.pid === undefined) return;
     try {
@@ -1069,6 +1086,10 @@ function startOffice(profile: string, home: string, options: ConverterOptions): 
     } catch {
       child.kill("SIGKILL");
     }
+  };
+  const stop = async () => {
+    kill();
+    await gone;
   };
   const listening = (async () => {
     const until = Date.now() + OFFICE_START_MS;
@@ -1078,7 +1099,7 @@ function startOffice(profile: string, home: string, options: ConverterOptions): 
     }
     return undefined;
   })();
-  return { listening, output: () => output, clearOutput: () => (output = ""), kill };
+  return { listening, output: () => output, clearOutput: () => (output = ""), kill, stop };
 }
 
 /** The messages of LibreOffice's single-instance protocol (desktop/source/app/officeipcthread.cxx). */

@@ -1,8 +1,17 @@
 /**
  * Host side of a job folder: writing the document and job.json in, reading
  * result.json and the pages out, with limits on what is read back.
+ *
+ * Everything under `output/` was written by the sandbox (owned by `nobody`
+ * there), so it is read as hostile: opened without following a symbolic
+ * link (`O_NOFOLLOW`; `output/` itself sits in the host's root-owned job
+ * folder and cannot be swapped), without blocking on a FIFO, checked on the
+ * open descriptor (a regular file, within the bound) and read up to the size
+ * checked, never more: a file that grows or shrinks meanwhile is refused
+ * ({@link readSandboxFile}).
  */
-import { chown, mkdir, readFile, stat, writeFile } from "node:fs/promises";
+import { constants } from "node:fs";
+import { chown, mkdir, open, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { FolioError } from "../platform/errors/index.ts";
 import { FORMAT_EXTENSIONS, PAGE_DPI } from "../formats/index.ts";
@@ -12,6 +21,67 @@ import { NOBODY } from "./oci.ts";
 
 /** Upper bound on what the host reads back from one job's output folder. */
 export const DEFAULT_MAX_OUTPUT_BYTES = 512 * 1024 * 1024;
+/**
+ * Largest result.json read back. The largest real one is a probe's report
+ * (a few folder listings, a few KiB); a conversion's is under 1 KiB.
+ */
+export const MAX_RESULT_BYTES = 1024 * 1024;
+
+/** Why {@link readSandboxFile} refused a file. */
+export type RefusedFile = "not_regular" | "too_large" | "changed";
+
+/**
+ * A sandbox's file that the host refuses to read: not a regular file (a
+ * symbolic link, a FIFO, a folder), over its bound, or changed while read.
+ * The message names neither the host path nor anything the sandbox chose.
+ */
+export class SandboxFileRefused extends FolioError {
+  constructor(
+    readonly reason: RefusedFile,
+    what: string,
+    limit: number,
+  ) {
+    const why = { not_regular: "is not a regular file", too_large: `is larger than ${limit} bytes`, changed: "changed while it was read" }[reason];
+    super("conversion_failed", `the sandbox's ${what} ${why}`);
+  }
+}
+
+/**
+ * Reads a file the sandbox wrote, at most `maxBytes`; undefined when there
+ * is none. Opened with O_NOFOLLOW and O_NONBLOCK (a FIFO planted in its
+ * place must not stall the host), size-checked on the open descriptor, and
+ * read up to the size checked: one more byte there means it grew meanwhile.
+ * `what` names it in the refusal (e.g. "result.json", "page 3").
+ */
+export async function readSandboxFile(path: string, maxBytes: number, what: string): Promise<Buffer | undefined> {
+  let handle;
+  try {
+    handle = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === "ENOENT") return undefined;
+    // ELOOP: the last component is a symbolic link; ENXIO: a socket.
+    if (code === "ELOOP" || code === "ENXIO") throw new SandboxFileRefused("not_regular", what, maxBytes);
+    throw err;
+  }
+  try {
+    const info = await handle.stat();
+    if (!info.isFile()) throw new SandboxFileRefused("not_regular", what, maxBytes);
+    if (info.size > maxBytes) throw new SandboxFileRefused("too_large", what, maxBytes);
+    const bytes = Buffer.alloc(info.size);
+    let got = 0;
+    while (got < bytes.length) {
+      const { bytesRead } = await handle.read(bytes, got, bytes.length - got, got);
+      if (bytesRead === 0) throw new SandboxFileRefused("changed", what, maxBytes);
+      got += bytesRead;
+    }
+    const { bytesRead: more } = await handle.read(Buffer.alloc(1), 0, 1, got);
+    if (more > 0) throw new SandboxFileRefused("changed", what, maxBytes);
+    return bytes;
+  } finally {
+    await handle.close();
+  }
+}
 
 /** Checks the parts of an input that the sandbox program would otherwise reject less clearly. */
 export function checkInput(input: SandboxInput): void {
@@ -46,12 +116,16 @@ export async function writeJob(
   await writeFile(join(jobDir, "job.json"), JSON.stringify(full), { mode: 0o644 });
 }
 
-/** Reads `output/result.json`, or undefined when the program wrote none. */
+/**
+ * Reads `output/result.json`, or undefined when the program wrote none (or
+ * not as JSON). Throws {@link SandboxFileRefused} when the file is there but
+ * not one to read.
+ */
 export async function readResult(jobDir: string): Promise<JobResult | undefined> {
-  const text = await readFile(join(jobDir, "output", "result.json"), "utf8").catch(() => undefined);
-  if (text === undefined) return undefined;
+  const bytes = await readSandboxFile(join(jobDir, "output", "result.json"), MAX_RESULT_BYTES, "result.json");
+  if (bytes === undefined) return undefined;
   try {
-    return JSON.parse(text) as JobResult;
+    return JSON.parse(bytes.toString("utf8")) as JobResult;
   } catch {
     return undefined;
   }
@@ -62,12 +136,14 @@ export async function readPages(jobDir: string, pageCount: number, maxBytes = DE
   const pages: Buffer[] = [];
   let total = 0;
   for (let n = 1; n <= pageCount; n++) {
-    const path = join(jobDir, "output", `page-${n}.png`);
-    const info = await stat(path).catch(() => undefined);
-    if (!info?.isFile()) throw new FolioError("conversion_failed", `the sandbox reported ${pageCount} pages but page ${n} is missing`);
-    total += info.size;
-    if (total > maxBytes) throw new FolioError("conversion_failed", `the rendered pages exceed ${maxBytes} bytes`);
-    pages.push(await readFile(path));
+    // Each page gets what the pages before it left of the bound.
+    const page = await readSandboxFile(join(jobDir, "output", `page-${n}.png`), maxBytes - total, `page ${n}`).catch((err: unknown) => {
+      if (err instanceof SandboxFileRefused && err.reason === "too_large") throw new FolioError("conversion_failed", `the rendered pages exceed ${maxBytes} bytes`);
+      throw err;
+    });
+    if (!page) throw new FolioError("conversion_failed", `the sandbox reported ${pageCount} pages but page ${n} is missing`);
+    total += page.length;
+    pages.push(page);
   }
   return pages;
 }

@@ -24,7 +24,11 @@ const backend = new RunscBackend({ workDir: join(work, "backend") });
 beforeAll(async () => {
   await backend.prepare();
 }, 120_000);
-afterAll(() => rmSync(work, { recursive: true, force: true }));
+afterAll(async () => {
+  // Job folders are mounts (jobfs.ts), unmounted when their sandbox's removal, after its answer, is done.
+  await backend.settled();
+  rmSync(work, { recursive: true, force: true });
+});
 
 async function page(name: string): Promise<Buffer> {
   const result = await backend.convert({ document: readFileSync(join(ENCODINGS, name)), format: "TXT", maxPages: 5, timeoutMs: 60_000 });

@@ -18,7 +18,11 @@ const backend = new RunscBackend({ workDir: join(work, "backend") });
 beforeAll(async () => {
   await backend.prepare();
 }, 120_000);
-afterAll(() => rmSync(work, { recursive: true, force: true }));
+afterAll(async () => {
+  // Job folders are mounts (jobfs.ts), unmounted when their sandbox's removal, after its answer, is done.
+  await backend.settled();
+  rmSync(work, { recursive: true, force: true });
+});
 
 const TEXT = "Sphinx of black quartz, judge my vow: 0123456789. ".repeat(6);
 

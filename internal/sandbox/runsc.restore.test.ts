@@ -6,7 +6,7 @@
  * restored side by side draw different names and random numbers, the time
  * limit still kills, a corrupt image falls back to a cold start (counted)
  * and is made again, and a change of what the image is made of makes a new
- * one.
+ * one, which removes the old only once no live backend restores from it.
  */
 import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
@@ -210,21 +210,27 @@ describe("sandboxes a dead process left behind", () => {
 });
 
 describe("the checkpoint image's key", () => {
-  it("changes with what the image is made of (here the memory limit): a new image replaces the old; the same key reuses it", async () => {
+  it("changes with what the image is made of (here the memory limit): a new image replaces the old once no live backend restores from it; the same key reuses it", async () => {
     const workDir = join(work, "keyed");
+    const store = join(workDir, "checkpoint");
     // One program for all three (the tree's sources may change meanwhile).
     const program = await buildSandboxProgram(join(work, "keyed-program.mjs"));
-    const image = async (options: RunscBackendOptions) => {
-      const b = new RunscBackend({ workDir, restore: true, program, ...options });
-      return (await b.checkpointImage())!;
-    };
-    const first = await image({});
-    const other = await image({ limits: { memoryBytes: 1024 * 1024 * 1024 } });
+    const backendWith = (options: RunscBackendOptions) => new RunscBackend({ workDir, restore: true, program, ...options });
+    const firstBackend = backendWith({});
+    const first = (await firstBackend.checkpointImage())!;
+    const otherBackend = backendWith({ limits: { memoryBytes: 1024 * 1024 * 1024 } });
+    const other = (await otherBackend.checkpointImage())!;
     expect(other).not.toBe(first);
-    expect(readdirSync(join(workDir, "checkpoint"))).toEqual([other.slice(join(workDir, "checkpoint").length + 1)]);
+    const names = (...dirs: string[]) => dirs.map((d) => d.slice(store.length + 1)).sort();
+    expect(readdirSync(store).sort(), "the first backend, alive, still restores from its image").toEqual(names(first, other));
+    expect((await one(firstBackend)).pageCount, "and restores from it after the other image was made").toBe(1);
+    await firstBackend.close();
     const made = statSync(join(other, "complete")).mtimeMs;
-    const again = await image({ limits: { memoryBytes: 1024 * 1024 * 1024 } });
+    const againBackend = backendWith({ limits: { memoryBytes: 1024 * 1024 * 1024 } });
+    const again = (await againBackend.checkpointImage())!;
     expect(again).toBe(other);
     expect(statSync(join(again, "complete")).mtimeMs).toBe(made);
-  }, 180_000);
+    expect(readdirSync(store), "no live backend restores from the first image any more").toEqual(names(other));
+    await Promise.all([otherBackend.close(), againBackend.close(), firstBackend.settled()]);
+  }, 240_000);
 });

@@ -53,7 +53,9 @@ beforeAll(async () => {
   await backend.prepare();
 }, 120_000);
 
-afterAll(() => {
+afterAll(async () => {
+  // Job folders are mounts (jobfs.ts), unmounted when their sandbox's removal, after its answer, is done.
+  await backend.settled();
   rmSync(work, { recursive: true, force: true });
 });
 

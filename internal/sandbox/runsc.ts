@@ -8,7 +8,11 @@
  * KILL`, then `runsc delete --force ID`) and the answer is `timeout`. The
  * result is taken once the program has written result.json, and the
  * container is deleted and the job folder removed after every run: after
- * the answer, in the background ({@link RunscBackend.settled}).
+ * the answer, in the background ({@link RunscBackend.settled}). The job
+ * folder is a size-limited tmpfs on the host (`jobfs.ts`); what the sandbox
+ * wrote into it is read as hostile (`jobdir.ts`). Backends sharing the work
+ * folder register, clean up after dead ones and share the checkpoint store
+ * under the folder's lock (`owners.ts`).
  *
  * With `prestart`, a bounded pool of sandboxes is started ahead of demand:
  * each runs the sandbox program in its pre-started mode (`prestart.json`
@@ -44,7 +48,7 @@
 import { spawn, type ChildProcessByStdio } from "node:child_process";
 import { randomBytes, randomUUID } from "node:crypto";
 import { watch, type FSWatcher } from "node:fs";
-import { chown, cp, mkdir, readFile, readdir, rename, rm, stat, writeFile } from "node:fs/promises";
+import { chown, cp, mkdir, readdir, rename, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { basename, dirname, join } from "node:path";
 import type { Readable, Writable } from "node:stream";
@@ -53,8 +57,10 @@ import { FolioError } from "../platform/errors/index.ts";
 import type { Logger } from "../platform/log/index.ts";
 import type { Metrics } from "../platform/metrics/index.ts";
 import { prepareAssets, type PreparedAssets } from "./assets.ts";
-import { RestoreMetrics, discardImage, ensureImage, imageKey } from "./checkpoint.ts";
+import { RestoreMetrics, discardImage, ensureImage, imageKey, type StoreUsers } from "./checkpoint.ts";
+import { liveOwner, liveOwners, ownerTags, processesNaming, removeOwner, tagOf, withWorkLock, writeOwner } from "./owners.ts";
 import { storeUncompressed } from "./imagefile.ts";
+import { JOB_FILES_BYTES, jobBytes, mountJobDir, resizeJobDir, unmountJobDir } from "./jobfs.ts";
 import { HANDIN_FILE, HANDIN_SIGNAL, PRESTART_FILE, READY_LINE, type HandInFile, type PrestartSpec } from "./converter.ts";
 import type { JobResult, ProbeSpec, SandboxBackend, SandboxInput, SandboxResult } from "./interface.ts";
 import { checkInput, checkedPageCount, readPages, readResult, resultError, writeJob, DEFAULT_MAX_OUTPUT_BYTES } from "./jobdir.ts";
@@ -110,8 +116,6 @@ export interface RunscBackendOptions {
 
 /** How long to keep trying to kill a sandbox that is still being created. */
 const KILL_RETRY_MS = 10_000;
-/** The work folder's owner files, one a backend: which live process uses which tag (see {@link RunscBackend.removeLeftovers}). */
-const OWNERS_DIR = "owners";
 /** Output of runsc and the program kept for logs and error messages. */
 const LOG_BYTES = 4000;
 /** How long `runsc run` gets to exit by itself after its sandbox was killed or told to stop. */
@@ -263,47 +267,53 @@ export class RunscBackend implements SandboxBackend {
    * unlike a pre-started one's), holding its memory. Each backend has a
    * tag in its containers' ids (`folio-<tag>-<uuid>`) and an owner file
    * `owners/<tag>` naming its process (pid and start time), written before
-   * its first container. A tag whose process is not alive (or whose file is
-   * missing: an earlier release's ids) is dead: its containers are killed
-   * and deleted, any process still naming one of them (runsc commands, file
-   * servers, sandbox kernels whose state is gone) is killed, and its job
-   * folders and owner file are removed. Live backends sharing the folder
-   * (another service, another test) are not touched. Then this backend's
-   * own owner file is written.
+   * its first container (owners.ts). A tag whose process is not alive (or
+   * whose file is missing: an earlier release's ids) is dead: its
+   * containers are killed and deleted, any process still naming one of them
+   * (runsc commands, file servers, sandbox kernels whose state is gone) is
+   * killed, and its job folders and owner file are removed. All of it under
+   * the work folder's lock, which every backend also holds to write its
+   * owner file, and with the owner read again before each kill or removal:
+   * a backend that starts meanwhile (another service, another test) waits
+   * for the lock, so none of its sandboxes can be taken for a dead one's.
+   * Then this backend's own owner file is written, still under the lock.
    */
   private async removeLeftovers(): Promise<void> {
-    const owners = join(this.workDir, OWNERS_DIR);
-    await mkdir(owners, { recursive: true, mode: 0o700 });
-    const live = new Set<string>([this.tag]);
-    for (const tag of await readdir(owners)) {
-      const owner = (await readFile(join(owners, tag), "utf8").catch(() => "")).trim();
-      if (owner && (await processIdentity(Number(owner.split(":")[0]))) === owner) live.add(tag);
-    }
-    const dead = (id: string) => {
-      const tag = tagOf(id);
-      return tag !== undefined && !live.has(tag);
-    };
-    const { output } = await this.runsc_(["list", "-quiet"]);
-    const ids = output.split("\n").filter(dead);
-    for (const id of ids) {
-      await this.runsc_(["kill", id, "KILL"]);
-      await this.deleteContainer(id);
-    }
-    const stray = await processesNaming(this.stateDir, dead);
-    for (const pid of stray) {
-      try {
-        process.kill(pid, "SIGKILL");
-      } catch {
-        // Gone meanwhile.
+    await withWorkLock(this.workDir, async () => {
+      const dead = async (id: string) => {
+        const tag = tagOf(id);
+        return tag !== undefined && tag !== this.tag && !(await liveOwner(this.workDir, tag));
+      };
+      const { output } = await this.runsc_(["list", "-quiet"]);
+      let sandboxes = 0;
+      for (const id of output.split("\n")) {
+        if (!(await dead(id))) continue;
+        sandboxes++;
+        await this.runsc_(["kill", id, "KILL"]);
+        await this.deleteContainer(id);
       }
-    }
-    const folders = (await readdir(join(this.workDir, "jobs")).catch(() => [] as string[])).filter(dead);
-    await Promise.all(folders.map((f) => rm(join(this.workDir, "jobs", f), { recursive: true, force: true })));
-    for (const tag of await readdir(owners)) if (!live.has(tag)) await rm(join(owners, tag), { force: true });
-    if (ids.length + stray.length + folders.length > 0) {
-      this.options.logger?.warn({ workDir: this.workDir, sandboxes: ids.length, processes: stray.length, jobFolders: folders.length }, "removed what dead processes left in the sandbox work folder");
-    }
-    await writeFile(join(owners, this.tag), (await processIdentity(process.pid)) ?? String(process.pid), { mode: 0o600 });
+      const stray = await processesNaming(this.stateDir, dead);
+      for (const pid of stray) {
+        try {
+          process.kill(pid, "SIGKILL");
+        } catch {
+          // Gone meanwhile.
+        }
+      }
+      let folders = 0;
+      for (const folder of await readdir(join(this.workDir, "jobs")).catch(() => [] as string[])) {
+        if (!(await dead(folder))) continue;
+        folders++;
+        await removeSandboxFolder(join(this.workDir, "jobs", folder));
+      }
+      for (const tag of await ownerTags(this.workDir)) {
+        if (tag !== this.tag && !(await liveOwner(this.workDir, tag))) await removeOwner(this.workDir, tag);
+      }
+      if (sandboxes + stray.length + folders > 0) {
+        this.options.logger?.warn({ workDir: this.workDir, sandboxes, processes: stray.length, jobFolders: folders }, "removed what dead processes left in the sandbox work folder");
+      }
+      await writeOwner(this.workDir, this.tag, {});
+    });
   }
 
   /**
@@ -324,12 +334,18 @@ export class RunscBackend implements SandboxBackend {
   /**
    * Stops the pool: idle and starting pre-started sandboxes are killed and
    * removed. Conversions under way finish; later ones start their sandbox
-   * on demand. Idempotent.
+   * on demand, without the checkpoint image: with `restore`, the backend
+   * gives up its claim on the image, which another backend on the work
+   * folder may then remove. Idempotent.
    */
   async close(): Promise<void> {
     this.closed = true;
     const idle = this.idle.splice(0);
     await Promise.all([...idle.map((s) => this.discard(s)), ...this.starting, this.settled()]);
+    if (this.options.restore && this.assets) {
+      this.image = Promise.resolve(undefined);
+      await withWorkLock(this.workDir, () => writeOwner(this.workDir, this.tag, {}));
+    }
   }
 
   /** Container ids of the idle pre-started sandboxes (for tests and metrics). */
@@ -354,8 +370,11 @@ export class RunscBackend implements SandboxBackend {
     return result;
   }
 
-  /** A new sandbox's folders and OCI bundle; `fill` writes the job folder's first files. */
-  private async makeBundle(assets: PreparedAssets, input: Pick<SandboxInput, "traceparent">, fill: (jobDir: string) => Promise<void>) {
+  /**
+   * A new sandbox's folders and OCI bundle; `fill` writes the job folder's
+   * first files. The job folder is a tmpfs of `jobFolderBytes` (jobfs.ts).
+   */
+  private async makeBundle(assets: PreparedAssets, input: Pick<SandboxInput, "traceparent">, jobFolderBytes: number, fill: (jobDir: string) => Promise<void>) {
     const id = `folio-${this.tag}-${randomUUID()}`;
     const base = join(this.workDir, "jobs", id);
     const jobDir = join(base, "job");
@@ -363,11 +382,12 @@ export class RunscBackend implements SandboxBackend {
     try {
       await mkdir(bundleDir, { recursive: true, mode: 0o700 });
       await mkdir(jobDir, { recursive: true, mode: 0o755 });
+      await mountJobDir(jobDir, jobFolderBytes);
       await fill(jobDir);
       const config = this.ociConfig(assets, jobDir, input.traceparent ? { TRACEPARENT: input.traceparent } : {});
       await writeFile(join(bundleDir, "config.json"), JSON.stringify(config, null, 2), { mode: 0o600 });
     } catch (err) {
-      await rm(base, { recursive: true, force: true });
+      await removeSandboxFolder(base);
       throw err;
     }
     return { id, base, jobDir, bundleDir };
@@ -394,7 +414,7 @@ export class RunscBackend implements SandboxBackend {
   ): Promise<{ result: JobResult; computeMillis: number; jobDir: string; cleanup: () => Promise<void> }> {
     signal?.throwIfAborted();
     const assets = await this.prepare();
-    const { id, base, jobDir, bundleDir } = await this.makeBundle(assets, input, async (jobDir) => {
+    const { id, base, jobDir, bundleDir } = await this.makeBundle(assets, input, jobBytes(input.document.length, this.maxOutputBytes), async (jobDir) => {
       let profileDir: string = SANDBOX_PATHS.profile;
       let profileInPlace = false;
       if (this.options.precopyProfile) {
@@ -435,7 +455,7 @@ export class RunscBackend implements SandboxBackend {
       // `runsc run` and `runsc restore` (attached) remove their container
       // when its program ends by itself; only what was killed or failed is deleted here.
       if (!(ended?.code === 0 && ended.signal === null)) await this.deleteContainer(id);
-      await rm(base, { recursive: true, force: true });
+      await removeSandboxFolder(base);
     };
     try {
       const { outcome, result } = await run();
@@ -454,6 +474,8 @@ export class RunscBackend implements SandboxBackend {
   ): Promise<{ result: JobResult; computeMillis: number; jobDir: string; cleanup: () => Promise<void> }> {
     const { launched, base, jobDir } = sandbox;
     return this.finish(launched.id, base, jobDir, () => launched, async () => {
+      // Room for this document and its pages, before the document is written (the folder had room for the small files only).
+      await resizeJobDir(jobDir, jobBytes(input.document.length, this.maxOutputBytes));
       await writeJob(jobDir, input, { profileDir: SANDBOX_PATHS.profile, timeoutMs: input.timeoutMs, maxOutputBytes: this.maxOutputBytes, cpus: this.limits.cpus }, { chownOutput: true });
       const start = sandbox.start === "restored" ? () => this.handInBySignal(launched, jobDir) : async () => void launched.child.stdin?.write("\n");
       const outcome = await this.supervise(launched, input.timeoutMs, signal, start, jobDir);
@@ -607,7 +629,7 @@ export class RunscBackend implements SandboxBackend {
 
   private async prestartOne(): Promise<Prestarted> {
     const assets = await this.prepare();
-    const { id, base, jobDir, bundleDir } = await this.makeBundle(assets, {}, (jobDir) => waitingJobDir(jobDir, { profileDir: SANDBOX_PATHS.profile, handIn: "stdin" }));
+    const { id, base, jobDir, bundleDir } = await this.makeBundle(assets, {}, JOB_FILES_BYTES, (jobDir) => waitingJobDir(jobDir, { profileDir: SANDBOX_PATHS.profile, handIn: "stdin" }));
     const launched = this.launch(id, ["run", "--bundle", bundleDir], true);
     const sandbox: Prestarted = { launched, base, jobDir, ready: false, start: "prestarted" };
     void saysReady(launched).then((ready) => (sandbox.ready = ready));
@@ -642,14 +664,14 @@ export class RunscBackend implements SandboxBackend {
       this.fallback("image");
       return undefined;
     }
-    const { id, base, jobDir, bundleDir } = await this.makeBundle(assets, {}, (jobDir) => waitingJobDir(jobDir, { profileDir: SANDBOX_PATHS.profile, handIn: "signal" }));
+    const { id, base, jobDir, bundleDir } = await this.makeBundle(assets, {}, JOB_FILES_BYTES, (jobDir) => waitingJobDir(jobDir, { profileDir: SANDBOX_PATHS.profile, handIn: "signal" }));
     const launched = this.launch(id, ["restore", `--image-path=${image}`, "--bundle", bundleDir, `--pid-file=${join(base, "pid")}`], false);
     const failure = await this.restoreFailure(launched, join(base, "pid"), wake);
     if (failure) {
       this.fallback("restore", new Error(`runsc restore failed: ${failure}`));
       if (!launched.exited()) await this.killContainer(launched);
       await this.deleteContainer(id);
-      await rm(base, { recursive: true, force: true });
+      await removeSandboxFolder(base);
       this.remakeImage(image);
       return undefined;
     }
@@ -699,11 +721,24 @@ export class RunscBackend implements SandboxBackend {
         nodeBinary: assets.nodeBinary,
         profileDir: assets.profileDir,
       });
-      return await ensureImage(join(this.workDir, "checkpoint"), key, (dir) => this.checkpoint(assets, dir));
+      return await ensureImage(join(this.workDir, "checkpoint"), key, (dir) => this.checkpoint(assets, dir), this.storeUsers());
     } catch (err) {
       this.logFallback("image", err);
       return undefined;
     }
+  }
+
+  /** The backends sharing this work folder's checkpoint store: their owner files, under the work folder's lock. */
+  private storeUsers(): StoreUsers {
+    return {
+      builder: this.tag,
+      locked: (work) => withWorkLock(this.workDir, work),
+      claim: (key) => writeOwner(this.workDir, this.tag, { image: key }),
+      inUse: async () => {
+        const live = await liveOwners(this.workDir);
+        return { tags: new Set(live.keys()), images: new Set([...live.values()].flatMap((o) => (o.image ? [o.image] : []))) };
+      },
+    };
   }
 
   /**
@@ -712,7 +747,7 @@ export class RunscBackend implements SandboxBackend {
    * kinds a restore has: none for stdin, pipes for stdout and stderr.
    */
   private async checkpoint(assets: PreparedAssets, dir: string): Promise<void> {
-    const { id, base, bundleDir } = await this.makeBundle(assets, {}, (jobDir) => waitingJobDir(jobDir, CHECKPOINTED));
+    const { id, base, bundleDir } = await this.makeBundle(assets, {}, JOB_FILES_BYTES, (jobDir) => waitingJobDir(jobDir, CHECKPOINTED));
     const launched = this.launch(id, ["run", "--bundle", bundleDir], false);
     const late = setTimeout(() => void this.killContainer(launched), CHECKPOINT.imageReadyMs);
     try {
@@ -725,7 +760,7 @@ export class RunscBackend implements SandboxBackend {
       clearTimeout(late);
       if (!launched.exited()) await this.killContainer(launched);
       await this.deleteContainer(id);
-      await rm(base, { recursive: true, force: true });
+      await removeSandboxFolder(base);
     }
   }
 
@@ -769,7 +804,8 @@ export class RunscBackend implements SandboxBackend {
       return;
     }
     this.imageRemakes++;
-    this.image = discardImage(failed)
+    // Removed even when another live backend restores from it too: it failed here, and the same image fails there.
+    this.image = withWorkLock(this.workDir, () => discardImage(failed))
       .then(() => this.prepare())
       .then((assets) => this.imageFor(assets));
   }
@@ -803,7 +839,7 @@ export class RunscBackend implements SandboxBackend {
     if (!stdin || !(await exitsWithin(sandbox.launched, EXIT_GRACE_MS))) await this.killContainer(sandbox.launched);
     await sandbox.launched.closed.catch(() => undefined);
     await this.deleteContainer(sandbox.launched.id);
-    await rm(sandbox.base, { recursive: true, force: true });
+    await removeSandboxFolder(sandbox.base);
   }
 
   private globalFlags(): string[] {
@@ -851,43 +887,6 @@ export class RunscBackend implements SandboxBackend {
       child.once("close", (code) => resolve({ code, output }));
     });
   }
-}
-
-/**
- * The processes (from /proc) that run with runsc's state folder `stateDir`
- * and name a container `dead` says is: runsc commands, file servers and
- * sandbox kernels, found by the container id among their arguments or in
- * the bundle path they were given.
- */
-async function processesNaming(stateDir: string, dead: (id: string) => boolean): Promise<number[]> {
-  const pids = (await readdir("/proc").catch(() => [] as string[])).filter((name) => /^\d+$/.test(name));
-  const found: number[] = [];
-  for (const pid of pids) {
-    const args = (await readFile(`/proc/${pid}/cmdline`, "utf8").catch(() => "")).split("\0");
-    if (!args.includes(`--root=${stateDir}`)) continue;
-    const named = args.flatMap((a) => a.split(/[/=]/)).filter((part) => part.startsWith("folio-"));
-    if (named.some(dead)) found.push(Number(pid));
-  }
-  return found;
-}
-
-/** The tag of a container id made by {@link RunscBackend} (`folio-<tag>-…`; an earlier release's `folio-<uuid>` reads as one too). */
-function tagOf(id: string): string | undefined {
-  return /^folio-([0-9a-f]{8})-/.exec(id)?.[1];
-}
-
-/**
- * A live process's pid and start time (`/proc/<pid>/stat`), so that a
- * reused pid is not taken for it; undefined when there is no such process
- * or it has died and not been reaped yet (a zombie).
- */
-async function processIdentity(pid: number): Promise<string | undefined> {
-  if (!Number.isInteger(pid) || pid < 1) return undefined;
-  const stat = await readFile(`/proc/${pid}/stat`, "utf8").catch(() => undefined);
-  // Fields after the command's closing parenthesis: the state is the first, the start time the 20th (the 22nd of the line).
-  const fields = stat?.slice(stat.lastIndexOf(")") + 2).split(" ");
-  if (!fields || fields[0] === "Z" || fields[0] === "X") return undefined;
-  return fields[19] ? `${pid}:${fields[19]}` : undefined;
 }
 
 /** Whether `runsc run` exits within `ms` (it may have already). */
@@ -993,6 +992,12 @@ async function waitingJobDir(jobDir: string, spec: PrestartSpec): Promise<void> 
   await mkdir(join(jobDir, "output"), { recursive: true, mode: 0o700 });
   await chown(join(jobDir, "output"), NOBODY, NOBODY);
   await writeFile(join(jobDir, PRESTART_FILE), JSON.stringify(spec), { mode: 0o644 });
+}
+
+/** Removes a sandbox's folder (job folder and bundle), its job folder's tmpfs unmounted first. */
+async function removeSandboxFolder(base: string): Promise<void> {
+  await unmountJobDir(join(base, "job"));
+  await rm(base, { recursive: true, force: true });
 }
 
 async function chownTree(dir: string): Promise<void> {
