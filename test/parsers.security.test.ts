@@ -134,9 +134,9 @@ describe.skipIf(!bwrapInstalled)("with FOLIO_PARSER_JAIL=bwrap", () => {
     await stack?.close();
   });
 
-  it("pdfinfo and pdftoppm of a real request run without the network and without secrets, and the answer is the same", async () => {
+  it("pdfinfo, pdftoppm and tesseract of a real request run without the network and without secrets, and the answer is the same", async () => {
     const acc = await createTestAccount();
-    const watch = await watchChildren(["pdfinfo", "pdftoppm"]);
+    const watch = await watchChildren(["pdfinfo", "pdftoppm", "tesseract"]);
     let seen: SeenChild[];
     let r: Awaited<ReturnType<typeof call>>;
     try {
@@ -146,7 +146,10 @@ describe.skipIf(!bwrapInstalled)("with FOLIO_PARSER_JAIL=bwrap", () => {
     }
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     expect(r.body.result.pages).toHaveLength(3);
-    expect(programs(seen), "the children seen").toEqual(["pdfinfo", "pdftoppm"]);
+    // Read in the jail as outside it (the unjailed reading is the first describe's).
+    expect(r.body.result.pages[0].text).toMatch(/\w{3,}/);
+    // In one process the jail is the process's (the edge's setting; `folio extraction` takes its own, services.ts).
+    expect(programs(seen), "the children seen").toEqual(["pdfinfo", "pdftoppm", "tesseract"]);
     expectNoSecrets(seen);
     const own = readlinkSync("/proc/self/ns/net");
     for (const c of seen) expect(c.netns, `${c.exe} (pid ${c.pid}) shares this process's network`).not.toBe(own);

@@ -23,6 +23,9 @@ export async function runEdge(env: Env): Promise<void> {
 /** Runs the extraction gRPC service until SIGINT/SIGTERM. */
 export async function runExtraction(env: Env): Promise<void> {
   const config = parseConfig(extractionSchema, env);
+  // tesseract reads client images: its jail, as the edge's poppler (platform/jail; `folio dev` takes the edge's).
+  await checkParserJail(config.FOLIO_PARSER_JAIL);
+  useParserJail(config.FOLIO_PARSER_JAIL);
   const log = createLogger(config.LOG_LEVEL);
   const running = await startExtraction({ config, log });
   stopOnSignal(log, () => running.close());

@@ -33,6 +33,7 @@
  */
 import { execFile, spawn } from "node:child_process";
 import { parserEnv } from "../../platform/childenv/index.ts";
+import { jailed, signalJailed, type JailAccess } from "../../platform/jail/index.ts";
 import { FolioError } from "../../platform/errors/index.ts";
 import type { Engine, ExtractOptions, PageInput, PageResult, Table } from "../types.ts";
 import { hasPngSignature } from "../../formats/index.ts";
@@ -140,6 +141,12 @@ export async function installedLanguages(command = DEFAULT_COMMAND): Promise<str
 /** tesseract's environment (platform/childenv): PATH, locale and where its traineddata is; the same for listing and reading, so both see the same languages. */
 function tesseractEnv(set: Record<string, string> = {}): Record<string, string> {
   return parserEnv({ keep: ["TESSDATA_PREFIX"], set });
+}
+
+/** What tesseract reads besides the system in its jail: its models' folder when TESSDATA_PREFIX puts them outside /usr. */
+function tessdataAccess(): JailAccess {
+  const prefix = process.env.TESSDATA_PREFIX;
+  return prefix && !prefix.startsWith("/usr/") ? { read: [prefix] } : {};
 }
 
 function listLanguages(command: string): Promise<ReadonlySet<string>> {
@@ -345,9 +352,12 @@ export class TesseractEngine implements Engine {
   /** One tesseract child over the page on stdin: `args` after `stdin stdout`; its stdout. */
   #run(page: PageInput, args: readonly string[], signal: AbortSignal): Promise<string> {
     return new Promise((resolve, reject) => {
-      const child = spawn(this.#command, ["stdin", "stdout", ...args], {
-        // The image is hostile: tesseract gets none of this process's secrets (the upstream API key), only its own settings.
-        env: tesseractEnv({ OMP_THREAD_LIMIT: String(this.#threads) }),
+      // The image is hostile: tesseract runs in the process's parser jail (platform/jail; it needs no file: the
+      // page on stdin, TSV on stdout, its models under /usr or TESSDATA_PREFIX) and gets none of this process's
+      // secrets (the upstream API key), only its own settings.
+      const jail = jailed(this.#command, ["stdin", "stdout", ...args], tessdataAccess());
+      const child = spawn(jail.command, jail.args, {
+        env: tesseractEnv({ ...jail.env, OMP_THREAD_LIMIT: String(this.#threads) }),
         stdio: ["pipe", "pipe", "pipe"],
         windowsHide: true,
       });
@@ -357,7 +367,7 @@ export class TesseractEngine implements Engine {
       let failure: unknown;
       const kill = (why: unknown) => {
         failure ??= why;
-        child.kill("SIGKILL");
+        signalJailed(child, jail.detached, "SIGKILL");
       };
       const timer = setTimeout(() => kill(new FolioError("timeout", `tesseract took longer than ${Math.round(this.#timeoutMs / 1000)} s on page ${page.pageNumber}`)), this.#timeoutMs);
       const onAbort = () => kill(signal.reason);

@@ -121,7 +121,7 @@ export const edgeSchema = Type.Object({
   FOLIO_PARSER_JAIL: Type.Union([Type.Literal("none"), Type.Literal("bwrap")], {
     default: "none",
     description:
-      "Jail of pdfinfo and pdftoppm (they parse client PDFs): bwrap runs each under bubblewrap with no network, a read-only /usr, a private /tmp and prlimit limits (docs/adr/0006-parser-jail-bubblewrap.md); none runs them as they are. One per process; checked at start.",
+      "Jail of the children that parse client bytes (pdfinfo and pdftoppm at the edge and in the worker, tesseract in the extraction service): bwrap runs each under bubblewrap with no network, a read-only /usr, a private /tmp and prlimit limits (docs/adr/0006-parser-jail-bubblewrap.md); none runs them as they are. One per process; checked at start.",
   }),
   FOLIO_EXTRACTION_DEADLINE_SECONDS: Type.Number({ minimum: 1, maximum: 3600, default: 180, description: "gRPC deadline of one page or chat call to the extraction service." }),
   FOLIO_SSE_KEEPALIVE_SECONDS: Type.Number({ minimum: 0.05, maximum: 15, default: 15, description: "Longest silence of a streamed chat answer (stream: true): past it a keep-alive comment is sent, so proxies do not cut the stream." }),
@@ -188,6 +188,7 @@ export const extractionSchema = Type.Object({
   FOLIO_PPOCR_PRICE_PER_PAGE_USD: decimalUsd("Provider price of one page on local/ppocr, dollars (about 3x tesseract's CPU).", "0.002"),
   FOLIO_AUTO_PRICE_PER_PAGE_USD: decimalUsd("Provider price of one page on local/auto, dollars (one to three readings a page, PP-OCR among them on unsure pages).", "0.003"),
   FOLIO_MAX_COMPLETION_TOKENS: Type.Integer({ minimum: 16, maximum: 200_000, default: 4096, description: "max_tokens sent upstream per page; holds assume it." }),
+  FOLIO_PARSER_JAIL: edgeSchema.properties.FOLIO_PARSER_JAIL,
 });
 export type ExtractionConfig = Static<typeof extractionSchema>;
 

@@ -1,5 +1,5 @@
 /**
- * The jail of a child process that parses client bytes (pdfinfo, pdftoppm;
+ * The jail of a child process that parses client bytes (pdfinfo, pdftoppm, tesseract;
  * docs/adr/0006-parser-jail-bubblewrap.md): with `FOLIO_PARSER_JAIL=bwrap`
  * the tool runs under bubblewrap in namespaces of its own — no network (a
  * network namespace with only a loopback of its own), its own process and
