@@ -292,7 +292,9 @@ function securityProblems(pod: PodTemplate): string[] {
     if (!sc.capabilities?.drop?.includes("ALL")) out.push(`${at}: does not drop ALL capabilities`);
     if ((sc.capabilities?.add ?? []).some((cap) => cap !== "NET_BIND_SERVICE")) out.push(`${at}: adds capabilities`);
     const seccomp = sc.seccompProfile?.type ?? podSeccomp;
-    if (seccomp !== "RuntimeDefault" && seccomp !== "Localhost") out.push(`${at}: no RuntimeDefault seccomp profile`);
+    // The one exception, asked for: the parser jail's bubblewrap needs unshare(), which the runtime's default profile refuses (docs/operations.md "Parser jail").
+    const jailException = seccomp === "Unconfined" && containerEnv(c).FOLIO_PARSER_JAIL === "bwrap";
+    if (seccomp !== "RuntimeDefault" && seccomp !== "Localhost" && !jailException) out.push(`${at}: no RuntimeDefault seccomp profile`);
     if (sc.readOnlyRootFilesystem !== true) out.push(`${at}: root file system is writable`);
     if (!c.resources?.requests?.cpu || !c.resources?.requests?.memory || !c.resources?.limits?.memory) out.push(`${at}: needs cpu/memory requests and a memory limit`);
     if (/:latest$/.test(c.image)) out.push(`${at}: image ${c.image} is not pinned`);
@@ -773,6 +775,27 @@ describe("helm chart deploy/helm/folio", () => {
     expect(refs("extraction")).toEqual({ FOLIO_UPSTREAM_API_KEY: { name: "folio-upstream", key: "api-key", optional: false } });
   });
 
+  it("runs the parser jail where client bytes are parsed when asked: FOLIO_PARSER_JAIL and the jail's seccomp profile on edge, worker and extraction only", () => {
+    const jailOf = (objects: K8sObject[]) =>
+      Object.fromEntries(
+        podTemplates(objects)
+          .filter((p) => isWorkload(p.owner) && isFolio(p.labels))
+          .map((p) => {
+            const c = p.spec.containers[0]!;
+            return [p.labels["app.kubernetes.io/component"], `${containerEnv(c).FOLIO_PARSER_JAIL ?? "-"} ${c.securityContext?.seccompProfile?.type ?? "-"}`];
+          }),
+      );
+    expect(jailOf(renderChart({ values: [`${CI}/production-values.yaml`] }))).toEqual({
+      edge: "bwrap Unconfined",
+      worker: "bwrap Unconfined",
+      extraction: "bwrap Unconfined",
+      conversion: "- RuntimeDefault",
+      operator: "- RuntimeDefault",
+    });
+    const byDefault = jailOf(renderChart({}));
+    expect(Object.values(byDefault).every((v) => v === "- RuntimeDefault"), JSON.stringify(byDefault)).toBe(true);
+  });
+
   it("gives sandbox pods the image pull secrets through their service account", () => {
     const objects = renderChart({ values: [`${CI}/production-values.yaml`] });
     const account = operatorSettings(objects)!.FOLIO_SANDBOX_SERVICE_ACCOUNT;
@@ -1240,7 +1263,7 @@ describe("docs/operations.md", () => {
   const doc = (): string => read("docs/operations.md");
   const COMPONENTS = ["edge", "extraction", "conversion", "operator", "worker"];
   /** Values documented as a whole rather than key by key. */
-  const WHOLE = new Set(["resources", "podSecurityContext", "containerSecurityContext", "labels", "annotations", "env", "nodeSelector", "affinity", "scheduling", "overhead", "podAnnotations", "commonLabels"]);
+  const WHOLE = new Set(["resources", "podSecurityContext", "containerSecurityContext", "labels", "annotations", "env", "nodeSelector", "affinity", "scheduling", "overhead", "podAnnotations", "commonLabels", "seccompProfile"]);
 
   const leafPaths = (value: unknown, prefix = ""): string[] => {
     if (value && typeof value === "object" && !Array.isArray(value) && Object.keys(value).length && !WHOLE.has(prefix.split(".").pop()!)) {

@@ -190,6 +190,27 @@ a float64 from YAML would print as 5.24288e+08.
 {{- end }}
 {{- end -}}
 
+{{/*
+The parser jail of a process whose children parse client bytes (edge, worker:
+pdfinfo/pdftoppm; extraction: tesseract), docs/adr/0006-parser-jail-bubblewrap.md.
+Called with the root context.
+*/}}
+{{- define "folio.env.parserJail" -}}
+{{- if ne .Values.parserJail.mode "none" }}
+- name: FOLIO_PARSER_JAIL
+  value: {{ .Values.parserJail.mode | quote }}
+{{- end }}
+{{- end -}}
+
+{{/* The container security context of those processes: the chart's, with the jail's seccomp profile when it is on. */}}
+{{- define "folio.parserSecurityContext" -}}
+{{- if eq .Values.parserJail.mode "none" }}
+{{- toYaml .Values.containerSecurityContext }}
+{{- else }}
+{{- toYaml (mergeOverwrite (deepCopy .Values.containerSecurityContext) (dict "seccompProfile" .Values.parserJail.seccompProfile)) }}
+{{- end }}
+{{- end -}}
+
 {{- define "folio.env.extra" -}}
 {{- range $name, $value := . }}
 - name: {{ $name }}
