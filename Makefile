@@ -4,7 +4,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 NPX := npx --no-install
 
-.PHONY: help deps run test lint typecheck build web bench eval eval-variants clean generate k8s-validate e2e-kind
+.PHONY: help deps run test lint typecheck build web bench eval eval-variants clean generate k8s-validate e2e-kind image
 
 # Every target says what it does in a `## ` comment on its line; `make help`
 # lists them all, and names a .PHONY target that has none.
@@ -61,6 +61,12 @@ build: deps ## compile to dist/ (then: npx folio --help)
 k8s-validate: deps ## helm lint/template, kustomize and schema checks of deploy/ (no cluster needed)
 	@scripts/k8s-tools.sh >/dev/null
 	@eval "$$(scripts/test-services.sh)" && $(NPX) vitest run test/deploy.test.ts
+
+# Both images of deploy/docker with buildah, tagged by a hash of their inputs: a
+# rerun with nothing changed builds nothing; where the public base images cannot
+# be pulled, equivalents are built from Debian's packages and npm (docs/operations.md).
+image: ## build the service and sandbox images with buildah (scripts/build-images.sh)
+	@scripts/build-images.sh
 
 # Folio on a real kind cluster with gVisor sandboxes (docs/e2e-kind.md); needs docker, kind, kubectl, helm and gVisor on the host.
 e2e-kind: ## install on a kind cluster with gVisor and convert a DOCX (docs/e2e-kind.md)

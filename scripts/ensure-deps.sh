@@ -24,7 +24,9 @@ font_pkgs=(fonts-dejavu-core fonts-liberation2 fonts-liberation fonts-crosextra-
 run_pkgs=(tesseract-ocr tesseract-ocr-eng tesseract-ocr-deu tesseract-ocr-fra tesseract-ocr-spa tesseract-ocr-ita tesseract-ocr-por tesseract-ocr-nld tesseract-ocr-frk tesseract-ocr-osd poppler-utils "${font_pkgs[@]}" runsc libreoffice-writer-nogui libreoffice-impress-nogui)
 # chromium: the playground's browser tests drive Debian's build through playwright-core (test/playground.e2e.test.ts).
 # bubblewrap: the parser jail (FOLIO_PARSER_JAIL=bwrap) and its tests (internal/platform/jail).
-test_pkgs=(postgresql redis-server chromium unzip prometheus bubblewrap)
+# buildah podman mmdebstrap: `make image` and test/images.podman.test.ts build the images without a
+# daemon and run them under runsc (mmdebstrap builds the base images where the public ones cannot be pulled).
+test_pkgs=(postgresql redis-server chromium unzip prometheus bubblewrap buildah podman mmdebstrap)
 case "$profile" in
   run) want=("${run_pkgs[@]}") ;;
   test) want=("${run_pkgs[@]}" "${test_pkgs[@]}") ;;

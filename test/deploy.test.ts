@@ -1179,13 +1179,18 @@ describe("container images deploy/docker", () => {
     name?: string;
     lines: string[];
   }
+  /** A Dockerfile's stages; a base named by a global ARG (`FROM ${NODE_IMAGE}`) is read as that ARG's default. */
   const stages = (file: string): Stage[] => {
     const text = read(file).replace(/\\\n/g, " ");
     const out: Stage[] = [];
+    const globalArgs = new Map<string, string>();
     for (const line of text.split("\n").map((l) => l.trim())) {
       if (!line || line.startsWith("#")) continue;
+      const arg = /^ARG\s+([A-Za-z_][A-Za-z0-9_]*)=(\S+)$/i.exec(line);
+      if (arg && out.length === 0) globalArgs.set(arg[1]!, arg[2]!);
       const from = /^FROM\s+(\S+)(?:\s+AS\s+(\S+))?/i.exec(line);
-      if (from) out.push({ from: from[1]!, ...(from[2] ? { name: from[2] } : {}), lines: [] });
+      const base = from?.[1]?.replace(/^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$/, (whole, name: string) => globalArgs.get(name) ?? whole);
+      if (from) out.push({ from: base!, ...(from[2] ? { name: from[2] } : {}), lines: [] });
       else out.at(-1)?.lines.push(line);
     }
     return out;

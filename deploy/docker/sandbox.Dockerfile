@@ -10,11 +10,20 @@
 # pdfinfo/pdftoppm, the declared font set, the Node binary alone (no npm, corepack or
 # yarn), the bundled sandbox program and a prepared LibreOffice profile;
 # nothing else is installed (no curl, no package caches). docs/sandbox.md.
+# NODE_IMAGE and DEBIAN_IMAGE are the public images unless a build names
+# others: `make image` (scripts/build-images.sh) passes equivalents built from
+# Debian's packages and npm where the public ones cannot be pulled
+# (scripts/build-base-image.sh).
+ARG NODE_IMAGE=node:24-bookworm-slim
+ARG DEBIAN_IMAGE=debian:bookworm-slim
 
 # --- the program: cmd/sandbox bundled into one ES module, exactly as the runsc
 # backend bundles it (internal/sandbox/assets.ts buildSandboxProgram), and a
 # one-file program that prepares the LibreOffice profile (internal/sandbox/profile.ts).
-FROM node:24-bookworm-slim AS build
+FROM ${NODE_IMAGE} AS build
+# A build machine behind a TLS-intercepting proxy hands npm its CA bundle
+# (scripts/build-images.sh mounts it); unset otherwise. An ARG: not in the image.
+ARG NODE_EXTRA_CA_CERTS
 WORKDIR /src
 COPY package.json package-lock.json ./
 RUN npm ci --ignore-scripts --no-audit --no-fund
@@ -28,10 +37,12 @@ RUN mkdir -p /out \
  && npx --no-install esbuild prepare-profile.ts --bundle --platform=node --format=esm --target=node24 --log-level=warning --outfile=/out/prepare-profile.mjs \
  && npx --no-install tsx -e 'import("./internal/sandbox/fonts.ts").then((m) => process.stdout.write(m.fontsConf()))' > /out/fonts.conf
 
-FROM node:24-bookworm-slim AS node
+FROM ${NODE_IMAGE} AS node
+# One instruction, or buildah 1.28 (make image) leaves a working container behind for the stage.
+WORKDIR /
 
 # --- the image
-FROM debian:bookworm-slim
+FROM ${DEBIAN_IMAGE}
 # The declared font set (internal/sandbox/fonts.ts) and its fontconfig configuration, the same
 # as the runsc sandboxes' (docs/sandbox.md "Fonts"); the serif CJK collections are not in the set.
 RUN apt-get update \
@@ -39,7 +50,7 @@ RUN apt-get update \
       libreoffice-writer-nogui libreoffice-impress-nogui poppler-utils \
       fonts-dejavu-core fonts-liberation2 fonts-liberation fonts-crosextra-carlito fonts-crosextra-caladea \
       fonts-urw-base35 fonts-opensymbol fonts-noto-cjk fonts-symbola \
- && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/* /usr/share/doc/* /usr/share/man/* \
+ && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/* /var/cache/apt/*.bin /usr/share/doc/* /usr/share/man/* \
       /usr/share/fonts/opentype/noto/NotoSerifCJK-* /usr/share/fonts/type1/urw-base35
 COPY --from=build /out/fonts.conf /etc/fonts/fonts.conf
 RUN fc-cache
