@@ -62,6 +62,31 @@ export interface PageLayout {
   skew_degrees?: number;
 }
 
+export type PageBlockType = "heading" | "paragraph" | "list_item" | "table" | "figure" | "header" | "footer";
+
+/**
+ * One block of a page's structure, in reading order (docs/ocr.md "Output
+ * formats"): what `output_format: "json"` adds to a page read by a local
+ * engine, and what its markdown is written from.
+ */
+export interface PageBlock {
+  type: PageBlockType;
+  /** The block's text: a heading's, a paragraph's or a list item's on one line (without its marker); a table's rows on lines, cells separated by a tab; empty for a figure. */
+  text: string;
+  /** [x0, y0, x1, y1] in pixels of the page image, as the layout's. */
+  bbox: [number, number, number, number];
+  /** Headings: 1 (largest) to 3. */
+  level?: number;
+  /** List items: numbered or lettered (true) or bulleted. */
+  ordered?: boolean;
+  /** List items: nesting depth, 0 at the outermost level. */
+  depth?: number;
+  /** List items: the marker as printed ("1.", "a)", "•"). */
+  marker?: string;
+  /** Tables: rows of cell strings, the first row as printed first. */
+  cells?: string[][];
+}
+
 /**
  * A table found on a page (docs/ocr.md): rows of cell strings, first row the
  * header when the source had one, and the same table as GitHub markdown.
@@ -89,6 +114,8 @@ export interface PageResult {
   confidence?: number;
   /** Only when `includeLayout` asked for it. */
   layout?: PageLayout;
+  /** Local engines with `outputFormat` json: the page's structure in reading order (docs/ocr.md "Output formats"). */
+  blocks?: PageBlock[];
   /**
    * Local engines (docs/ocr.md "Turned and skewed pages"): the page as sent
    * was found turned clockwise by this many degrees from upright, and turned

@@ -32,7 +32,7 @@ import {
 } from "../billing/index.ts";
 import { decodeBase64Strict, fetchDocument, parseDataUrl, pdfPageCount, rasterizePdf, sniffDocument, streamPdfPages, type Sniffed } from "../documents/index.ts";
 import type { ResolvedModel } from "../extraction/client.ts";
-import type { ExtractOptions, PageExtraction, PageInput, PageLayout, Table } from "../contracts/index.ts";
+import type { ExtractOptions, PageBlock, PageExtraction, PageInput, PageLayout, Table } from "../contracts/index.ts";
 import { PAGE_DPI } from "../formats/index.ts";
 import { parsePages, planPages, selectionOverLimit, type PageSelection } from "../formats/pages.ts";
 import { FolioError } from "../platform/errors/index.ts";
@@ -396,7 +396,7 @@ export function formatLabel(sniffed: Sniffed): string {
 /** What every reading answer has: the text, per-page results, flattened tables and the mean confidence. */
 export function readingOf(read: ReadResult): {
   text: string;
-  pages: { page_number: number; text: string; confidence?: number; rotation?: number; skew_degrees?: number; layout?: PageLayout }[];
+  pages: { page_number: number; text: string; confidence?: number; rotation?: number; skew_degrees?: number; layout?: PageLayout; blocks?: PageBlock[] }[];
   tables: Table[];
   confidence?: number;
 } {
@@ -406,6 +406,7 @@ export function readingOf(read: ReadResult): {
     ...(r.result.confidence !== undefined ? { confidence: r.result.confidence } : {}),
     ...(r.result.rotation !== undefined ? { rotation: r.result.rotation, skew_degrees: r.result.skewDegrees ?? 0 } : {}),
     ...(r.result.layout ? { layout: r.result.layout } : {}),
+    ...(r.result.blocks ? { blocks: r.result.blocks } : {}),
   }));
   const confidences = pages.map((p) => p.confidence);
   const allScored = confidences.length > 0 && confidences.every((c) => c !== undefined);

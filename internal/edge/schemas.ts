@@ -67,7 +67,14 @@ export const OcrOptions = Type.Object(
   {
     extract_tables: Type.Optional(Type.Boolean({ description: "Ask the model for table data (result.tables)." })),
     language: Type.Optional(Type.String({ pattern: "^[A-Za-z_]{2,16}$", description: "Language hint, ISO 639-1 (e.g. en, de)." })),
-    output_format: Type.Optional(StringEnum(["text", "json", "markdown"])),
+    output_format: Type.Optional(
+      StringEnum(["text", "json", "markdown"], {
+        description:
+          "text (default): the text in reading order. Local models: markdown writes each page's text as GitHub-flavoured markdown from the layout " +
+          "(headings, paragraphs, lists, tables; page headers and footers left out); json keeps the text and adds each page's `blocks`. " +
+          "Upstream models: a request to the model, which answers in the format asked for (docs/ocr.md, Output formats).",
+      }),
+    ),
     include_layout: Type.Optional(
       Type.Union([Type.Boolean(), StringEnum(["blocks", "words"])], {
         description:
@@ -107,14 +114,38 @@ export const PageLayoutSchema = Type.Object({
   skew_degrees: Type.Optional(SkewDegrees),
 });
 
+/** One block of a page's structure (docs/ocr.md "Output formats"). */
+export const PageBlockSchema = Type.Object(
+  {
+    type: StringEnum(["heading", "paragraph", "list_item", "table", "figure", "header", "footer"], {
+      description: "What the block is. Headers, footers and figures are outside the text's flow (markdown leaves them out).",
+    }),
+    text: Type.String({
+      description: "A heading's, paragraph's or list item's text on one line (a list item without its marker); a table's rows on lines, cells separated by a tab; empty for a figure.",
+    }),
+    bbox: Bbox,
+    level: Type.Optional(Type.Integer({ minimum: 1, maximum: 3, description: "Headings: 1 for the largest type, from the size of the text against the page's body text." })),
+    ordered: Type.Optional(Type.Boolean({ description: "List items: numbered or lettered (true) or bulleted (false)." })),
+    depth: Type.Optional(Type.Integer({ minimum: 0, description: "List items: nesting depth, 0 at the outermost level." })),
+    marker: Type.Optional(Type.String({ description: 'List items: the marker as printed ("1.", "a)", "•").' })),
+    cells: Type.Optional(Type.Array(Type.Array(Type.String()), { description: "Tables: rows of cell strings, empty strings for empty cells." })),
+  },
+  { description: "A block of a page, in reading order." },
+);
+
 /** One entry of `result.pages`. */
 export const PageEntry = Type.Object({
   page_number: Type.Integer(),
-  text: Type.String(),
+  text: Type.String({ description: "The page's text in the output format (docs/ocr.md, Output formats)." }),
   confidence: Type.Optional(Type.Number()),
   rotation: Type.Optional(Rotation),
   skew_degrees: Type.Optional(SkewDegrees),
   layout: Type.Optional(PageLayoutSchema),
+  blocks: Type.Optional(
+    Type.Array(PageBlockSchema, {
+      description: "Local models with output_format json: the page's headings, paragraphs, list items, tables, figures, headers and footers in reading order.",
+    }),
+  ),
 });
 
 /** One table of `result.tables`. */

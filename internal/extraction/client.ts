@@ -20,6 +20,7 @@ import type { Usage__Output } from "../gen/proto/folio/extraction/v1/Usage.ts";
 import { extractionProto, modelFromProto } from "./grpc.ts";
 import { FolioError } from "../platform/errors/index.ts";
 import type { PageLayout__Output } from "../gen/proto/folio/extraction/v1/PageLayout.ts";
+import type { PageBlock__Output } from "../gen/proto/folio/extraction/v1/PageBlock.ts";
 import type {
   CatalogModel,
   CatalogView,
@@ -30,6 +31,8 @@ import type {
   ExtractOptions,
   GenerationCost,
   LayoutBlockType,
+  PageBlock,
+  PageBlockType,
   PageExtraction,
   PageInput,
   PageLayout,
@@ -108,6 +111,7 @@ export class ExtractionClient {
         ...(r.has_confidence ? { confidence: r.confidence } : {}),
         ...(r.layout ? { layout: layoutFromProto(r.layout, r.has_straightening ? r : undefined) } : {}),
         ...(r.has_straightening ? { rotation: turnOf(r.rotation), skewDegrees: r.skew_degrees } : {}),
+        ...(r.has_blocks ? { blocks: r.blocks.map(blockFromProto) } : {}),
         usage: { promptTokens: r.usage?.prompt_tokens ?? 0, completionTokens: r.usage?.completion_tokens ?? 0, reportedCostCents: null },
       },
       providerCostCents: new Decimal(r.usage?.provider_cost_cents || "0"),
@@ -234,6 +238,19 @@ function box(b: readonly number[]): [number, number, number, number] {
 /** A rotation as the contract types it (anything else, which the service never sends, reads as 0). */
 function turnOf(n: number): 0 | 90 | 180 | 270 {
   return n === 90 || n === 180 || n === 270 ? n : 0;
+}
+
+/** A block of a page's structure: each kind with its own fields only. */
+function blockFromProto(b: PageBlock__Output): PageBlock {
+  const type = b.type as PageBlockType;
+  return {
+    type,
+    text: b.text,
+    bbox: box(b.bbox),
+    ...(type === "heading" ? { level: b.level } : {}),
+    ...(type === "list_item" ? { ordered: b.ordered, depth: b.depth, marker: b.marker } : {}),
+    ...(type === "table" ? { cells: b.cells.map((r) => r.cells) } : {}),
+  };
 }
 
 /** The layout of an answer; the page's straightening, when there was one, is repeated in it. */

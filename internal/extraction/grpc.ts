@@ -11,6 +11,7 @@ import type { Model__Output } from "../gen/proto/folio/extraction/v1/Model.ts";
 import type { ChatRequest__Output } from "../gen/proto/folio/extraction/v1/ChatRequest.ts";
 import type { ChatStreamEvent as ChatStreamEventProto } from "../gen/proto/folio/extraction/v1/ChatStreamEvent.ts";
 import type { ExtractionService } from "./service.ts";
+import type { PageBlock } from "../contracts/index.ts";
 import type { CatalogModel, ChatInput, ChatPart, ChatStreamEvent, InputKind, ModelSource, OutputFormat, PageLayout } from "./types.ts";
 
 export const EXTRACTION_SERVICE_NAME = "folio.extraction.v1.ExtractionService";
@@ -139,6 +140,7 @@ export function registerExtraction(server: grpc.Server, svc: ExtractionService, 
           confidence: r.result.confidence ?? 0,
           ...(r.result.layout ? { layout: layoutToProto(r.result.layout) } : {}),
           ...(r.result.rotation !== undefined ? { has_straightening: true, rotation: r.result.rotation, skew_degrees: r.result.skewDegrees ?? 0 } : {}),
+          ...(r.result.blocks ? { has_blocks: true, blocks: r.result.blocks.map(blockToProto) } : {}),
           usage: {
             prompt_tokens: r.result.usage.promptTokens,
             completion_tokens: r.result.usage.completionTokens,
@@ -272,6 +274,19 @@ function layoutToProto(l: PageLayout) {
     width: l.width,
     height: l.height,
     blocks: l.blocks.map((b) => ({ type: b.type, bbox: b.bbox, text: b.text, has_words: b.words !== undefined, words: b.words ?? [] })),
+  };
+}
+
+function blockToProto(b: PageBlock) {
+  return {
+    type: b.type,
+    bbox: b.bbox,
+    text: b.text,
+    level: b.level ?? 0,
+    ordered: b.ordered ?? false,
+    depth: b.depth ?? 0,
+    marker: b.marker ?? "",
+    cells: (b.cells ?? []).map((cells) => ({ cells })),
   };
 }
 

@@ -264,6 +264,7 @@ export class JobWorker {
           ...(result.confidence !== undefined ? { confidence: result.confidence } : {}),
           ...(result.rotation !== undefined ? { rotation: result.rotation, skew_degrees: result.skewDegrees ?? 0 } : {}),
           ...(result.layout ? { layout: result.layout } : {}),
+          ...(result.blocks ? { blocks: result.blocks } : {}),
         },
         tables: result.tables.map((t) => ({ ...t, page_number: page.pageNumber })),
         providerCostCents: new Decimal(r.providerCostCents),

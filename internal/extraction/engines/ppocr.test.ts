@@ -13,6 +13,7 @@ import { cer } from "../../../test/cer.ts";
 import { rasterizePdf } from "../../documents/pdf.ts";
 import { FolioError } from "../../platform/errors/index.ts";
 import type { PageResult } from "../types.ts";
+import { renderMarkdown, structurePage } from "../layout/markdown.ts";
 import { PPOCR_MODEL_ID, PpOcrEngine, checkPpOcrLanguage, fromBoxes, layoutOf, readingOrder, shutdownPpOcr, type TextBox } from "./ppocr.ts";
 import { SPACE_PROBABILITY, decodeCtc, marginFor } from "./ppocr-worker.ts";
 import { TEXT_OPTIONS as TEXT, folioFailure as failure, liveSignal as live, ocrFixture as fixture, pngPage as page, expectCerBelow, expectCleanLocalRead } from "../../../test/support.ts";
@@ -347,7 +348,7 @@ describe("readingOrder and fromBoxes", () => {
     const r = fromBoxes([box("kept", 0, 0, 100, 30, 0.9), box("also", 200, 0, 100, 30, 0.7), box("noise", 400, 0, 100, 30, 0.3)]);
     expect(r.text).toBe("kept also");
     expect(r.confidence).toBeCloseTo(0.8, 10);
-    expect(fromBoxes([box("noise", 0, 0, 100, 30, 0.2)])).toEqual({ text: "", ordered: [] });
+    expect(fromBoxes([box("noise", 0, 0, 100, 30, 0.2)])).toEqual({ text: "", ordered: [], sources: [] });
   });
 
   it("reads two columns of prose one after the other, not line across line", () => {
@@ -359,6 +360,17 @@ describe("readingOrder and fromBoxes", () => {
         "right one of the second column\nright two of the second column\nright three of the second column\nright four of the second column",
     );
     expect(r.ordered.map((b) => b.text)).toEqual(r.text.split(/\n+/));
+  });
+
+  it("gives what output_format markdown is written from: a larger line a heading, bullets read into their items' boxes list items", () => {
+    const r = fromBoxes([box("Shipping Guide", 100, 100, 400, 48), box("• the address is complete", 120, 200, 500), box("• the parcel is sealed", 120, 240, 440)]);
+    const blocks = structurePage(r.sources);
+    expect(blocks.map((b) => [b.type, b.text]), JSON.stringify(blocks)).toEqual([
+      ["heading", "Shipping Guide"],
+      ["list_item", "the address is complete"],
+      ["list_item", "the parcel is sealed"],
+    ]);
+    expect(renderMarkdown(blocks)).toBe("# Shipping Guide\n\n- the address is complete\n- the parcel is sealed");
   });
 
   it("keeps a receipt's prices on their items' lines", () => {

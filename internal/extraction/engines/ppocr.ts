@@ -26,9 +26,10 @@
  * line break per line, a blank line between paragraphs, like tesseract's
  * text). Confidence is the mean box score. Layout (with
  * `options.includeLayout`): a text block per box, in the text's order
- * ({@link layoutOf}). Like tesseract it returns plain text whatever
- * `output_format` asks for, no tables, and usage 0 tokens (the caller
- * charges the configured price per page).
+ * ({@link layoutOf}). `output_format` json and markdown are made from the
+ * regions as tesseract's are from its paragraphs (`layout/markdown.ts`; each
+ * box a word, each row of boxes a line). No tables, and usage 0 tokens (the
+ * caller charges the configured price per page).
  *
  * Decisions a reader may question:
  * - Languages: the recognition dictionary has Chinese, ASCII and a handful of
@@ -64,11 +65,12 @@ import { Worker } from "node:worker_threads";
 import { DEFAULT_MAX_PIXELS_PER_PAGE } from "../../documents/pdf.ts";
 import { parsePgm } from "../../formats/index.ts";
 import { FolioError } from "../../platform/errors/index.ts";
+import type { SourceBlock } from "../layout/markdown.ts";
 import { readingOrder as layoutOrder, type LayoutNode } from "../layout/reading-order.ts";
 import type { OcrWord } from "../layout/words.ts";
 import type { Engine, ExtractOptions, LayoutBlock, LayoutDetail, PageInput, PageLayout, PageResult } from "../types.ts";
 import type { PageMessage, PpOcrPackages, PpOcrWorkerData, WorkerBox, WorkerReply } from "./ppocr-worker.ts";
-import { imageFormat } from "./tesseract.ts";
+import { formatted, imageFormat } from "./tesseract.ts";
 
 export type { PpOcrPackages } from "./ppocr-worker.ts";
 
@@ -217,15 +219,42 @@ export function pageText(regions: readonly (readonly TextBox[])[]): string {
   return groups.map(readingOrder).join("\n\n");
 }
 
-/** Text in reading order, mean box score (absent when nothing was read) and the kept boxes in reading order, from a page's boxes. */
-export function fromBoxes(boxes: readonly TextBox[]): { text: string; confidence?: number; ordered: TextBox[] } {
+/** Text in reading order, mean box score (absent when nothing was read), the kept boxes in reading order and the regions as blocks for `output_format`, from a page's boxes. */
+export function fromBoxes(boxes: readonly TextBox[]): { text: string; confidence?: number; ordered: TextBox[]; sources: SourceBlock[] } {
   const kept = boxes.filter((b) => b.score >= MIN_BOX_SCORE && b.text.trim() !== "");
   const regions = readingRegions(kept);
   const text = pageText(regions);
   const ordered = regions.flat();
-  if (kept.length === 0) return { text, ordered };
+  const sources = sourcesOf(regions);
+  if (kept.length === 0) return { text, ordered, sources };
   const mean = kept.reduce((sum, b) => sum + b.score, 0) / kept.length;
-  return { text, confidence: Math.min(1, Math.max(0, mean)), ordered };
+  return { text, confidence: Math.min(1, Math.max(0, mean)), ordered, sources };
+}
+
+/**
+ * The regions as text blocks for `layout/markdown.ts`: each row of boxes
+ * ({@link rowLines}) a line, each box's words spread over its width by their
+ * lengths (PP-OCR gives no finer boxes), so that a bullet read into a box
+ * with its item's words is still a word of its own.
+ */
+function sourcesOf(regions: readonly (readonly TextBox[])[]): SourceBlock[] {
+  return regions.map((region, r) => {
+    const words = rowLines(region).flatMap((line, l) =>
+      line.flatMap((b) => {
+        const parts = b.text.trim().split(/\s+/);
+        const perChar = (b.right - b.left) / Math.max(1, parts.reduce((n, p) => n + p.length, 0) + parts.length - 1);
+        let x = b.left;
+        return parts.map((text) => {
+          const w = { text, x0: x, y0: b.top, x1: x + text.length * perChar, y1: b.bottom, line: `${r}.${l}`, paragraph: String(r), em: b.bottom - b.top };
+          x = w.x1 + perChar;
+          return w;
+        });
+      }),
+    );
+    const box = bounds(region);
+    const bbox: [number, number, number, number] = [Math.round(box.left), Math.round(box.top), Math.round(box.right), Math.round(box.bottom)];
+    return { block: { type: "text", bbox, text: words.map((w) => w.text).join(" ") }, words };
+  });
 }
 
 /**
@@ -558,9 +587,9 @@ export class PpOcrEngine implements Engine {
     signal.throwIfAborted();
     const { width, height } = decoded;
     const boxes = await this.#recognise(page.pageNumber, decoded, signal);
-    const { text, confidence, ordered } = fromBoxes(boxes);
+    const { text, confidence, ordered, sources } = fromBoxes(boxes);
     return {
-      text,
+      ...(await formatted(page, text, sources, options)),
       tables: [],
       ...(confidence !== undefined ? { confidence } : {}),
       ...(options.includeLayout ? { layout: layoutOf(ordered, width, height, options.includeLayout) } : {}),

@@ -82,6 +82,18 @@ describe("pages turned by a quarter turn or more", READS, () => {
     for (let i = 0; i < 4; i++) expect(Math.abs(after[i]! - expected[i]!), `${JSON.stringify(after)} against ${JSON.stringify(expected)}`).toBeLessThanOrEqual(2);
     expect({ width: r.layout!.width, height: r.layout!.height, rotation: r.layout!.rotation }).toEqual({ width: H, height: upright.layout!.width, rotation: 90 });
   });
+
+  it("keeps output_format json's block boxes in the page as sent too, without the layout asked for: the title's box on the page turned 90° is its upright box turned", async () => {
+    const json = { ...TEXT, outputFormat: "json" as const };
+    const upright = await engine.extractPage(page(fixture("columns.png")), json, live());
+    const r = await engine.extractPage(page(await turned("columns.png", 90)), json, live());
+    const before = upright.blocks?.[0]?.bbox;
+    const after = r.blocks?.[0]?.bbox;
+    expect({ upright: upright.blocks?.[0]?.type, turned: r.blocks?.[0]?.type, layout: r.layout }).toEqual({ upright: "heading", turned: "heading", layout: undefined });
+    const H = (await decodeGrey(fixture("columns.png"))).height;
+    const expected = [H - before![3], before![0], H - before![1], before![2]];
+    for (let i = 0; i < 4; i++) expect(Math.abs(after![i]! - expected[i]!), `${JSON.stringify(after)} against ${JSON.stringify(expected)}`).toBeLessThanOrEqual(3);
+  });
 });
 
 describe("every local model, as the extraction service runs them (localEngines)", { timeout: 240_000 }, () => {

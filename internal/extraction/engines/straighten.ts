@@ -117,7 +117,10 @@ export class StraightenedEngine implements Engine {
     const straight = await straightened(page, plan.image, -(plan.how.rotation + plan.how.skewDegrees));
     const r = await this.inner.extractPage(straight, options, signal);
     const back = r.layout ? mapLayout(r.layout, plan.how, plan.sent) : undefined;
-    return withStraightening({ ...r, ...(back ? { layout: back } : {}) }, plan.how);
+    // The structure's boxes (output_format json) go back into the page as sent like the layout's.
+    const map = r.blocks ? boxMapper(plan.how, await straightSize(straight, r.layout), plan.sent) : undefined;
+    const blocks = map && r.blocks?.map((b) => ({ ...b, bbox: map(b.bbox) }));
+    return withStraightening({ ...r, ...(back ? { layout: back } : {}), ...(blocks ? { blocks } : {}) }, plan.how);
   }
 
   /**
@@ -207,11 +210,35 @@ export async function rotateGrey(img: GreyImage, degrees: number): Promise<GreyI
  * to the page.
  */
 export function mapLayout(layout: PageLayout, how: Straightening, sent: { width: number; height: number }): PageLayout {
+  const box = boxMapper(how, layout, sent);
+  const blocks: LayoutBlock[] = layout.blocks.map((b) => ({
+    ...b,
+    bbox: box(b.bbox),
+    ...(b.words ? { words: b.words.map((w) => ({ ...w, bbox: box(w.bbox) })) } : {}),
+  }));
+  return { ...layout, width: sent.width, height: sent.height, blocks };
+}
+
+/** The size of the straightened page that was read: its layout's when there is one, else its image's. */
+async function straightSize(page: PageInput, layout: PageLayout | undefined): Promise<{ width: number; height: number }> {
+  if (layout) return layout;
+  const pgm = parsePgm(page.image);
+  if (pgm) return pgm;
+  const sharp = (await import("sharp")).default;
+  const m = await sharp(page.image).metadata();
+  return { width: m.width ?? 0, height: m.height ?? 0 };
+}
+
+/**
+ * Turns a box read on the straightened page (`read`: its size) back into the
+ * page as sent (see {@link mapLayout}).
+ */
+function boxMapper(how: Straightening, read: { width: number; height: number }, sent: { width: number; height: number }) {
   const a = ((how.rotation + how.skewDegrees) * Math.PI) / 180;
   const cos = Math.cos(a);
   const sin = Math.sin(a);
-  const c2x = layout.width / 2;
-  const c2y = layout.height / 2;
+  const c2x = read.width / 2;
+  const c2y = read.height / 2;
   const cx = sent.width / 2;
   const cy = sent.height / 2;
   const clip = (v: number, max: number) => Math.min(max, Math.max(0, Math.round(v)));
@@ -232,10 +259,5 @@ export function mapLayout(layout: PageLayout, how: Straightening, sent: { width:
     }
     return [clip(Math.min(...xs), sent.width), clip(Math.min(...ys), sent.height), clip(Math.max(...xs), sent.width), clip(Math.max(...ys), sent.height)];
   };
-  const blocks: LayoutBlock[] = layout.blocks.map((b) => ({
-    ...b,
-    bbox: box(b.bbox),
-    ...(b.words ? { words: b.words.map((w) => ({ ...w, bbox: box(w.bbox) })) } : {}),
-  }));
-  return { ...layout, width: sent.width, height: sent.height, blocks };
+  return box;
 }

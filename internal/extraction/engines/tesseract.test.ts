@@ -47,14 +47,69 @@ describe("TesseractEngine on the fixtures", () => {
     expect(scan.confidence).toBeLessThan(0.9);
   });
 
-  it("returns the same plain text for every output_format", async () => {
-    const image = fixture("table.png");
-    const texts = await Promise.all(
-      (["text", "json", "markdown"] as const).map(async (outputFormat) => (await engine.extractPage(page(image), { ...TEXT, outputFormat }, live())).text),
-    );
-    expect(new Set(texts).size, texts.join("\n---\n")).toBe(1);
+  it("answers output_format markdown as GitHub markdown from the layout: the title a heading, the paragraphs, the table as a GFM table, the page number left out", async () => {
+    const r = await engine.extractPage(page(fixture("columns.png")), { ...TEXT, outputFormat: "markdown" }, live());
+    const parts = r.text.split("\n\n");
+    expect(parts[0], r.text).toBe("# Annual Report of the Harbour Board");
+    expect(parts.slice(1, 5).every((p) => !p.includes("\n") && !p.startsWith("#")), r.text).toBe(true);
+    expect(r.text, r.text).toContain("| Item | Quantity | Unit price | Amount |\n| --- | --- | --- | --- |\n| Printer paper A4 | 12 | 4.50 | 54.00 |");
+    expect(r.text, r.text).not.toMatch(/Page 3/);
+    expect(r.blocks).toBeUndefined();
+  });
+
+  it("answers output_format json with the text as read and the blocks in reading order: heading, paragraphs, the table with its cells, the footer", async () => {
+    const image = page(fixture("columns.png"));
+    const [plain, json] = await Promise.all([engine.extractPage(image, TEXT, live()), engine.extractPage(image, { ...TEXT, outputFormat: "json" }, live())]);
+    expect(json.text).toBe(plain.text);
+    expect(plain.blocks).toBeUndefined();
+    const blocks = json.blocks!;
+    expect(blocks.map((b) => b.type), JSON.stringify(blocks)).toEqual(["heading", "paragraph", "paragraph", "paragraph", "paragraph", "table", "footer"]);
+    expect(blocks[0]).toMatchObject({ type: "heading", level: 1, text: "Annual Report of the Harbour Board" });
+    expect(blocks[5]!.cells).toEqual(TABLE_ROWS);
+    expect(blocks[6]).toMatchObject({ type: "footer", text: "Page 3" });
+    for (const b of blocks) expect(b.bbox[2] > b.bbox[0] && b.bbox[3] > b.bbox[1], JSON.stringify(b)).toBe(true);
   });
 });
+
+describe("output_format markdown on a rendered page with lists", () => {
+  const engine = new TesseractEngine();
+
+  it("writes bullets as - items and numbered steps with their numbers, the headings by their size", async () => {
+    const r = await engine.extractPage(page(await listPage()), { ...TEXT, outputFormat: "markdown", language: "en" }, live());
+    expect(r.text).toBe(
+      [
+        "# Shipping Guide",
+        "Every parcel is weighed twice before it leaves the warehouse, and each one gets a tracking number that the customer can follow.",
+        "## Before you send",
+        "Check these points:",
+        "- the address is complete\n- the parcel is sealed with tape\n- the label shows the weight",
+        "Then follow the steps:",
+        "1. print the label\n2. fix it on top of the parcel",
+      ].join("\n\n"),
+    );
+  });
+});
+
+/** A page drawn by sharp from SVG (DejaVu Sans, as the fixtures): a title, a paragraph, a subheading, a bulleted and a numbered list. */
+async function listPage(): Promise<Buffer> {
+  const sharp = (await import("sharp")).default;
+  const lines: [number, number, number, string, string][] = [
+    [80, 120, 44, "bold", "Shipping Guide"],
+    [80, 200, 22, "normal", "Every parcel is weighed twice before it leaves the warehouse, and"],
+    [80, 232, 22, "normal", "each one gets a tracking number that the customer can follow."],
+    [80, 300, 30, "bold", "Before you send"],
+    [80, 360, 22, "normal", "Check these points:"],
+    [100, 400, 22, "normal", "•"], [130, 400, 22, "normal", "the address is complete"],
+    [100, 436, 22, "normal", "•"], [130, 436, 22, "normal", "the parcel is sealed with tape"],
+    [100, 472, 22, "normal", "•"], [130, 472, 22, "normal", "the label shows the weight"],
+    [80, 530, 22, "normal", "Then follow the steps:"],
+    [100, 570, 22, "normal", "1."], [130, 570, 22, "normal", "print the label"],
+    [100, 606, 22, "normal", "2."], [130, 606, 22, "normal", "fix it on top of the parcel"],
+  ];
+  const text = lines.map(([x, y, size, weight, t]) => `<text x="${x}" y="${y}" font-family="DejaVu Sans" font-size="${size}" font-weight="${weight}">${t}</text>`).join("");
+  const svg = `<svg xmlns="http://www.w3.org/2000/svg" width="1000" height="700"><rect width="100%" height="100%" fill="white"/>${text}</svg>`;
+  return sharp(Buffer.from(svg)).png().toBuffer();
+}
 
 describe("options.language", () => {
   const engine = new TesseractEngine();

@@ -5,10 +5,12 @@
  * reading order, the tables and the layout blocks; the confidence is the
  * mean confidence of the recognised words, scaled from 0–100 to 0–1.
  *
- * Local engines return plain text whatever `output_format` asks for: the
- * json/markdown structuring is an instruction in the prompts of upstream
- * models, and tesseract has no prompt. Tables found on the page come back in
- * `tables` when `extract_tables` asks for them. It prices nothing (usage 0
+ * `output_format` shapes the answer from the layout (`layout/markdown.ts`,
+ * docs/ocr.md "Output formats"): `text` is the text in reading order,
+ * `markdown` the same page as GitHub-flavoured markdown (headings, lists,
+ * tables; headers and footers left out), `json` the text in reading order
+ * plus the page's blocks. Tables found on the page come back in `tables`
+ * when `extract_tables` asks for them. It prices nothing (usage 0
  * tokens, no reported cost: the caller charges the configured price per
  * page). Concurrency limits are the caller's.
  *
@@ -37,6 +39,8 @@ import { jailed, signalJailed, type JailAccess } from "../../platform/jail/index
 import { FolioError } from "../../platform/errors/index.ts";
 import type { Engine, ExtractOptions, PageInput, PageResult, Table } from "../types.ts";
 import { hasPngSignature } from "../../formats/index.ts";
+import { decodeGrey } from "../layout/image.ts";
+import { renderMarkdown, structurePage, type SourceBlock } from "../layout/markdown.ts";
 import { analyzePage, type AnalyzedPage } from "../layout/page.ts";
 import { renderMarkdownTable } from "./tables.ts";
 import { guessLanguage } from "./language.ts";
@@ -237,16 +241,30 @@ function checkImage(page: PageInput): void {
   }
 }
 
-/** A reading as the engine answers it: tables only when asked for, layout only when asked for. */
-export function pageResult(page: PageInput, read: AnalyzedPage, options: ExtractOptions): PageResult {
+/** A reading as the engine answers it: text in the output format, tables only when asked for, layout only when asked for. */
+export async function pageResult(page: PageInput, read: AnalyzedPage, options: ExtractOptions): Promise<PageResult> {
   const tables: Table[] = options.extractTables ? read.tables.map((rows) => ({ page_number: page.pageNumber, rows, markdown: renderMarkdownTable(rows) })) : [];
   return {
-    text: read.text,
+    ...(await formatted(page, read.text, read.sources, options)),
     tables,
     ...(read.confidence !== undefined ? { confidence: read.confidence } : {}),
     ...(options.includeLayout ? { layout: read.layout } : {}),
     usage: { promptTokens: 0, completionTokens: 0, reportedCostCents: null },
   };
+}
+
+/**
+ * A local engine's page text in the output format (docs/ocr.md "Output
+ * formats"): `text` as read; `markdown` written from the page's structure;
+ * `json` the text as read and the structure's blocks beside it. The page's
+ * pixels show which lines are bold; a page that cannot be decoded here (BMP)
+ * is structured without them.
+ */
+export async function formatted(page: PageInput, text: string, sources: readonly SourceBlock[], options: Pick<ExtractOptions, "outputFormat">): Promise<Pick<PageResult, "text" | "blocks">> {
+  if (options.outputFormat === "text") return { text };
+  const grey = await decodeGrey(page.image).catch(() => undefined);
+  const blocks = structurePage(sources, grey);
+  return options.outputFormat === "markdown" ? { text: renderMarkdown(blocks) } : { text, blocks };
 }
 
 export class TesseractEngine implements Engine {

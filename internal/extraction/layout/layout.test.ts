@@ -183,7 +183,7 @@ describe("layout blocks", () => {
 
   it("gives empty text, no tables and no confidence for a blank page", () => {
     const r = analyzePage(`${HEADER}\n1\t1\t0\t0\t0\t0\t0\t0\t100\t100\t-1\t\n`);
-    expect(r).toEqual({ text: "", tables: [], layout: { width: 100, height: 100, blocks: [] }, wordCount: 0, lineHeight: 1 });
+    expect(r).toEqual({ text: "", tables: [], layout: { width: 100, height: 100, blocks: [] }, sources: [], wordCount: 0, lineHeight: 1 });
   });
 
   it("does not report a line with wide spaces as a table", () => {

@@ -10,6 +10,7 @@
  * Measured against both orders alone on the corpus in docs/benchmarks.md.
  */
 import type { LayoutBlock, LayoutBlockType as BlockType, PageLayout } from "../../contracts/index.ts";
+import type { SourceBlock } from "./markdown.ts";
 import { readingOrder, type LayoutNode } from "./reading-order.ts";
 import { boundsOf, parseTsv, type Box, type OcrWord } from "./words.ts";
 
@@ -20,6 +21,8 @@ export interface AnalyzedPage {
   /** Tables as rows of cell strings (empty string: an empty cell). */
   tables: string[][][];
   layout: PageLayout;
+  /** The layout's blocks (the same objects) with their words and a table's cells: what `markdown.ts` reads. */
+  sources: SourceBlock[];
   /** Words recognised (with a letter, digit or sign), and the median height of tesseract's lines in pixels. */
   wordCount: number;
   lineHeight: number;
@@ -82,6 +85,7 @@ export function analyzePage(tsv: string, opts: { words?: boolean } = {}): Analyz
   placeTables(Infinity);
 
   const blocks: LayoutBlock[] = [];
+  const sources: SourceBlock[] = [];
   const texts: string[] = [];
   for (const u of units) {
     if (u.kind === "table") {
@@ -89,10 +93,12 @@ export function analyzePage(tsv: string, opts: { words?: boolean } = {}): Analyz
       texts.push(text);
       const words = wordsOf(u.table.node);
       blocks.push(block(u.table.rows ? "table" : "text", boundsOf(words), text, words, opts.words));
+      sources.push({ block: blocks[blocks.length - 1]!, words, ...(u.table.rows ? { rows: u.table.rows } : {}) });
     } else {
       const text = paragraphText(u.words);
       texts.push(text);
       blocks.push(block("text", boundsOf(u.words), text, u.words, opts.words));
+      sources.push({ block: blocks[blocks.length - 1]!, words: u.words });
     }
   }
   markMargins(blocks, page.height, h);
@@ -100,7 +106,9 @@ export function analyzePage(tsv: string, opts: { words?: boolean } = {}): Analyz
     if (f.x1 - f.x0 < MIN_FIGURE_SIDE * h || f.y1 - f.y0 < MIN_FIGURE_SIDE * h) continue;
     // A figure stands before the first block that starts below its top.
     const at = blocks.findIndex((b) => b.bbox[1] > f.y0);
-    blocks.splice(at < 0 ? blocks.length : at, 0, { type: "figure", bbox: bbox(f), text: "" });
+    const figure: LayoutBlock = { type: "figure", bbox: bbox(f), text: "" };
+    blocks.splice(at < 0 ? blocks.length : at, 0, figure);
+    sources.splice(at < 0 ? sources.length : at, 0, { block: figure, words: [] });
   }
 
   const scored = page.words.filter((w) => Number.isFinite(w.conf) && w.conf >= 0);
@@ -110,6 +118,7 @@ export function analyzePage(tsv: string, opts: { words?: boolean } = {}): Analyz
     ...(confidence !== undefined ? { confidence } : {}),
     tables: tables.filter((t) => t.rows).map((t) => t.rows!),
     layout: { width: page.width, height: page.height, blocks },
+    sources,
     wordCount: page.words.length,
     lineHeight: h,
   };

@@ -21,6 +21,7 @@ import type { LayoutWord as _folio_extraction_v1_LayoutWord, LayoutWord__Output 
 import type { ListModelsRequest as _folio_extraction_v1_ListModelsRequest, ListModelsRequest__Output as _folio_extraction_v1_ListModelsRequest__Output } from './folio/extraction/v1/ListModelsRequest.ts';
 import type { ListModelsResponse as _folio_extraction_v1_ListModelsResponse, ListModelsResponse__Output as _folio_extraction_v1_ListModelsResponse__Output } from './folio/extraction/v1/ListModelsResponse.ts';
 import type { Model as _folio_extraction_v1_Model, Model__Output as _folio_extraction_v1_Model__Output } from './folio/extraction/v1/Model.ts';
+import type { PageBlock as _folio_extraction_v1_PageBlock, PageBlock__Output as _folio_extraction_v1_PageBlock__Output } from './folio/extraction/v1/PageBlock.ts';
 import type { PageLayout as _folio_extraction_v1_PageLayout, PageLayout__Output as _folio_extraction_v1_PageLayout__Output } from './folio/extraction/v1/PageLayout.ts';
 import type { Plugin as _folio_extraction_v1_Plugin, Plugin__Output as _folio_extraction_v1_Plugin__Output } from './folio/extraction/v1/Plugin.ts';
 import type { Pricing as _folio_extraction_v1_Pricing, Pricing__Output as _folio_extraction_v1_Pricing__Output } from './folio/extraction/v1/Pricing.ts';
@@ -59,6 +60,7 @@ export interface ProtoGrpcType {
         ListModelsRequest: MessageTypeDefinition<_folio_extraction_v1_ListModelsRequest, _folio_extraction_v1_ListModelsRequest__Output>
         ListModelsResponse: MessageTypeDefinition<_folio_extraction_v1_ListModelsResponse, _folio_extraction_v1_ListModelsResponse__Output>
         Model: MessageTypeDefinition<_folio_extraction_v1_Model, _folio_extraction_v1_Model__Output>
+        PageBlock: MessageTypeDefinition<_folio_extraction_v1_PageBlock, _folio_extraction_v1_PageBlock__Output>
         PageLayout: MessageTypeDefinition<_folio_extraction_v1_PageLayout, _folio_extraction_v1_PageLayout__Output>
         Plugin: MessageTypeDefinition<_folio_extraction_v1_Plugin, _folio_extraction_v1_Plugin__Output>
         Pricing: MessageTypeDefinition<_folio_extraction_v1_Pricing, _folio_extraction_v1_Pricing__Output>

@@ -3,6 +3,7 @@
 import type { Table as _folio_extraction_v1_Table, Table__Output as _folio_extraction_v1_Table__Output } from '../../../folio/extraction/v1/Table.ts';
 import type { Usage as _folio_extraction_v1_Usage, Usage__Output as _folio_extraction_v1_Usage__Output } from '../../../folio/extraction/v1/Usage.ts';
 import type { PageLayout as _folio_extraction_v1_PageLayout, PageLayout__Output as _folio_extraction_v1_PageLayout__Output } from '../../../folio/extraction/v1/PageLayout.ts';
+import type { PageBlock as _folio_extraction_v1_PageBlock, PageBlock__Output as _folio_extraction_v1_PageBlock__Output } from '../../../folio/extraction/v1/PageBlock.ts';
 
 export interface ExtractPageResponse {
   'text'?: (string);
@@ -22,6 +23,11 @@ export interface ExtractPageResponse {
   'has_straightening'?: (boolean);
   'rotation'?: (number);
   'skew_degrees'?: (number | string);
+  /**
+   * Local engines with output_format json: the page's structure in reading order.
+   */
+  'has_blocks'?: (boolean);
+  'blocks'?: (_folio_extraction_v1_PageBlock)[];
 }
 
 export interface ExtractPageResponse__Output {
@@ -42,4 +48,9 @@ export interface ExtractPageResponse__Output {
   'has_straightening': (boolean);
   'rotation': (number);
   'skew_degrees': (number);
+  /**
+   * Local engines with output_format json: the page's structure in reading order.
+   */
+  'has_blocks': (boolean);
+  'blocks': (_folio_extraction_v1_PageBlock__Output)[];
 }
