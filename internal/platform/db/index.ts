@@ -147,8 +147,11 @@ function listenOn(url: string, channel: string, onNotify: () => void, log: Logge
 
 async function openEmbedded(dir: string): Promise<DatabaseHandle> {
   mkdirSync(dir, { recursive: true });
-  const { PGlite } = await import("@electric-sql/pglite");
-  const { PGLiteSocketServer } = await import("@electric-sql/pglite-socket");
+  // The service image leaves PGlite out (deploy/docker/Dockerfile): there, only DATABASE_URL works.
+  const embedded = await Promise.all([import("@electric-sql/pglite"), import("@electric-sql/pglite-socket")]).catch((err: unknown) => {
+    throw new Error("configuration: DATABASE_URL: required here (the embedded database, PGlite, is not installed: the service image leaves it out)", { cause: err });
+  });
+  const [{ PGlite }, { PGLiteSocketServer }] = embedded;
   const lite = await PGlite.create(dir);
   const server = new PGLiteSocketServer({ db: lite, host: "127.0.0.1", port: 0 });
   await server.start();
