@@ -4,7 +4,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 NPX := npx --no-install
 
-.PHONY: help deps run test lint typecheck build web bench eval eval-variants clean generate k8s-validate e2e-kind image
+.PHONY: help deps run test lint typecheck build web bench eval eval-variants eval-structure clean generate k8s-validate e2e-kind image
 
 # Every target says what it does in a `## ` comment on its line; `make help`
 # lists them all, and names a .PHONY target that has none.
@@ -87,6 +87,14 @@ eval: deps ## score local models' reading (CER, word F1) against the tesseract C
 # (`make eval-variants EVAL_ARGS="--only a,b"` picks pages); figures in docs/benchmarks.md ("Turned and skewed pages").
 eval-variants: deps ## score local/auto on turned and skewed variants of the corpus pages against upright, and the check's cost
 	$(NPX) tsx bench/eval-variants.ts $(EVAL_ARGS)
+
+# Structure kept by output_format markdown (issue 26): the office files of
+# FOLIO_STRUCTURE_CORPUS (default ../shared/corpus/office) rendered to 200-DPI
+# pages and read by local/auto, against `pandoc -t gfm` of each file; figures in
+# docs/benchmarks.md ("Structure of office pages"). Needs pandoc (the eval profile installs it).
+eval-structure: ## score local/auto's markdown of office files against pandoc's (headings, lists, table cells, CER)
+	@scripts/ensure-deps.sh eval
+	$(NPX) tsx bench/eval-structure.ts $(EVAL_ARGS)
 
 clean: ## remove dist/ and test-artifacts/
 	rm -rf dist test-artifacts

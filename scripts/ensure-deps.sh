@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what Folio needs and is missing: npm packages (always), and the
 # system packages of a profile through apt-get when root (otherwise prints the
-# one command to run). Profiles: run, test.
+# one command to run). Profiles: run, test, eval.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 profile="${1:-run}"
@@ -30,6 +30,8 @@ test_pkgs=(postgresql redis-server chromium unzip prometheus bubblewrap buildah 
 case "$profile" in
   run) want=("${run_pkgs[@]}") ;;
   test) want=("${run_pkgs[@]}" "${test_pkgs[@]}") ;;
+  # pandoc: make eval-structure's reference markdown of office files.
+  eval) want=("${run_pkgs[@]}" pandoc) ;;
   *) echo "ensure-deps: unknown profile '$profile'" >&2; exit 2 ;;
 esac
 command -v npm >/dev/null 2>&1 || want+=(nodejs npm)
