@@ -219,6 +219,21 @@ describe("durable OCR jobs over HTTP", () => {
     expect(cer(result.body.result.text, readFileSync(join(FIXTURES, "english.txt"), "utf8"))).toBeLessThan(0.1);
   }, 120_000);
 
+  it("lists each page with its tables while the job runs, the same tables the result has", async () => {
+    worker ??= await startJobsWorker();
+    const { key } = await account();
+    const table = readFileSync(join(FIXTURES, "table.png"));
+    const created = await call(edge, "POST", "/v1/ocr/jobs", key, { base64: table.toString("base64"), model: "local/tesseract", options: { extract_tables: true } });
+    expect(created.status, JSON.stringify(created.body)).toBe(202);
+    await settled(key, created.body.id);
+    const listed = await call(edge, "GET", `/v1/ocr/jobs/${created.body.id}/pages`, key);
+    const result = await call(edge, "GET", `/v1/ocr/jobs/${created.body.id}/result`, key);
+    expect(result.body.result.tables.length).toBeGreaterThan(0);
+    expect(listed.body.data).toHaveLength(1);
+    expect(listed.body.data[0].tables).toEqual(result.body.result.tables);
+    expect(JSON.stringify(listed.body.data[0].tables)).toMatch(/Toner cartridge/);
+  }, 120_000);
+
   it("gives the same job for the same Idempotency-Key and body, and a 422 for another body", async () => {
     const { key } = await account();
     const body = { base64: PNG.toString("base64"), model: "local/tesseract", metadata: { n: "1" } };

@@ -1,8 +1,11 @@
 /**
  * An office document as a durable job (docs/jobs.md): the conversion service
- * in real runsc sandboxes converts it once, in the worker that claims its
- * conversion range; its pages are then read like a PDF's. Private database,
- * so no other file's worker takes the job.
+ * in real runsc sandboxes converts it once to a PDF, in the worker that
+ * claims its conversion range; its pages are then rendered from that PDF
+ * and read like a PDF's. The conversion service here renders at most one
+ * page (FOLIO_CONVERSION_MAX_PAGES=1), which binds /v1/convert and
+ * synchronous reads, not a job. Private database, so no other file's worker
+ * takes the job.
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -28,7 +31,7 @@ beforeAll(async () => {
   database = await privateDatabase("jobs_office");
   await migrateToLatest(database.db);
   extraction = await startTestExtraction();
-  conversion = await startTestConversion({ FOLIO_SANDBOX: "runsc", FOLIO_CONVERSION_CONCURRENCY: "1" });
+  conversion = await startTestConversion({ FOLIO_SANDBOX: "runsc", FOLIO_CONVERSION_CONCURRENCY: "1", FOLIO_CONVERSION_MAX_PAGES: "1" });
   const services = { FOLIO_EXTRACTION_ADDRESS: extraction.grpc.address, FOLIO_CONVERSION_ADDRESS: conversion.grpc.address };
   edge = await startTestEdge({ env: { DATABASE_URL: database.url, ...services } });
   worker = await startTestWorker(database.url, extraction.grpc.address, { FOLIO_CONVERSION_ADDRESS: conversion.grpc.address });
@@ -63,10 +66,38 @@ describe("an office document as a durable job", () => {
     expect(-ledger.reduce((n, l) => n + Number(l.amount_cents), 0)).toBe(2);
     const account = await database.db.selectFrom("accounts").select(["balance_cents", "held_cents"]).where("id", "=", made.account.id).executeTakeFirstOrThrow();
     expect({ balance: Number(account.balance_cents), held: Number(account.held_cents) }).toEqual({ balance: 48, held: 0 });
-    // The converted pages' images went with the job's end.
-    const images = await database.db.selectFrom("ocr_job_images").select(sql<string>`count(*)`.as("n")).where("job_id", "=", id).executeTakeFirstOrThrow();
-    expect(Number(images.n)).toBe(0);
+    // Its PDF became the job's document, and went with the job's end; no page image was kept.
+    const row = await database.db.selectFrom("ocr_jobs").select("request").where("id", "=", id).executeTakeFirstOrThrow();
+    expect(row.request).toMatchObject({ kind: "pdf", converted: true, mime_type: "application/vnd.openxmlformats-officedocument.wordprocessingml.document" });
+    for (const table of ["ocr_job_chunks", "ocr_job_images"] as const) {
+      const left = await database.db.selectFrom(table).select(sql<string>`count(*)`.as("n")).where("job_id", "=", id).executeTakeFirstOrThrow();
+      expect(Number(left.n), table).toBe(0);
+    }
   }, 180_000);
+
+  it("reads a page selection of the converted document; a selection past its end fails the job with the conversion charged", async () => {
+    const made = await adminCreateAccount({ db: database.db }, { email: `office-pages-${process.pid}@test.invalid`, name: "office", creditsCents: 50, requestsPerMinute: 1000 });
+    const key = made.api_key.key;
+    const second = await call(edge, "POST", "/v1/ocr/jobs", key, { base64: DOCX.toString("base64"), model: "local/tesseract", pages: "2" });
+    const beyond = await call(edge, "POST", "/v1/ocr/jobs", key, { base64: DOCX.toString("base64"), model: "local/tesseract", pages: "3-4" });
+    expect([second.status, beyond.status], JSON.stringify([second.body, beyond.body])).toEqual([202, 202]);
+    const ended = (id: string) => vi.waitFor(async () => {
+      const job = (await call(edge, "GET", `/v1/ocr/jobs/${id}`, key)).body;
+      expect(job.status).toMatch(/^(succeeded|failed)$/);
+      return job;
+    }, { timeout: 150_000, interval: 250 });
+    const read = await ended(second.body.id as string);
+    expect(read).toMatchObject({ status: "succeeded", page_count: 1, pages_completed: 1 });
+    const pages = await call(edge, "GET", `/v1/ocr/jobs/${read.id}/pages`, key);
+    expect(pages.body.data.map((p: { page_number: number }) => p.page_number)).toEqual([2]);
+    const failed = await ended(beyond.body.id as string);
+    expect(failed).toMatchObject({ status: "failed", error: { code: "invalid_request" } });
+    expect(failed.error.message).toMatch(/2 pages/);
+    // Page 2 (0.1 cent) and two conversions (1 cent each), as whole cents per job: 2 + 1.
+    expect(read.usage.total_cost_cents + failed.usage.total_cost_cents).toBe(3);
+    const account = await database.db.selectFrom("accounts").select(["balance_cents", "held_cents"]).where("id", "=", made.account.id).executeTakeFirstOrThrow();
+    expect({ balance: Number(account.balance_cents), held: Number(account.held_cents) }).toEqual({ balance: 47, held: 0 });
+  }, 300_000);
 
   it("fails a document that cannot be converted with the conversion's code, charging nothing", async () => {
     const made = await adminCreateAccount({ db: database.db }, { email: `office-bad-${process.pid}@test.invalid`, name: "office", creditsCents: 50, requestsPerMinute: 1000 });

@@ -3,7 +3,8 @@
  * queue and money, with the documents kept as files in the data folder
  * instead of in PGlite (internal/jobs/blobs.ts: PGlite's memory never
  * shrinks), moved there from the upload, read by the worker where they lie,
- * and deleted by the sweep once the job has ended.
+ * and deleted by the sweep once the job has ended. An office document's PDF
+ * (converted in a real runsc sandbox) is kept there beside it.
  */
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -12,6 +13,7 @@ import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { ensureDevAccount } from "../internal/cli/run/index.ts";
 import { startEdge, type RunningEdge } from "../internal/edge/index.ts";
+import type { RunningConversion } from "../internal/conversion/index.ts";
 import type { RunningExtraction } from "../internal/extraction/index.ts";
 import { jobDocumentStore, sweepDocuments } from "../internal/jobs/index.ts";
 import { startWorker, type RunningWorker } from "../internal/jobs/service.ts";
@@ -19,7 +21,7 @@ import { edgeSchema, parseConfig, workerSchema } from "../internal/platform/conf
 import { migrateToLatest, openDatabase, type DatabaseHandle } from "../internal/platform/db/index.ts";
 import { createLogger } from "../internal/platform/log/index.ts";
 import { cer } from "./cer.ts";
-import { call, startTestExtraction } from "./harness.ts";
+import { call, startTestConversion, startTestExtraction } from "./harness.ts";
 
 const FIXTURES = join(import.meta.dirname, "fixtures", "ocr");
 const PDF = readFileSync(join(FIXTURES, "ten-pages.pdf"));
@@ -27,6 +29,7 @@ const PDF = readFileSync(join(FIXTURES, "ten-pages.pdf"));
 let dir: string;
 let database: DatabaseHandle;
 let extraction: RunningExtraction;
+let conversion: RunningConversion;
 let edge: RunningEdge;
 let worker: RunningWorker | undefined;
 
@@ -35,13 +38,21 @@ beforeAll(async () => {
   database = await openDatabase({ dataDir: dir });
   await migrateToLatest(database.db);
   extraction = await startTestExtraction();
-  const env = { FOLIO_DATA_DIR: dir, FOLIO_EXTRACTION_ADDRESS: extraction.grpc.address, FOLIO_METRICS_ENABLED: "false", LOG_LEVEL: "silent" };
+  conversion = await startTestConversion({ FOLIO_SANDBOX: "runsc", FOLIO_CONVERSION_CONCURRENCY: "1" });
+  const env = {
+    FOLIO_DATA_DIR: dir,
+    FOLIO_EXTRACTION_ADDRESS: extraction.grpc.address,
+    FOLIO_CONVERSION_ADDRESS: conversion.grpc.address,
+    FOLIO_METRICS_ENABLED: "false",
+    LOG_LEVEL: "silent",
+  };
   edge = await startEdge({ config: parseConfig(edgeSchema, { ...env, FOLIO_HTTP_HOST: "127.0.0.1", FOLIO_HTTP_PORT: "0" }), log: createLogger("silent"), database });
   worker = await startWorker({ config: parseConfig(workerSchema, { ...env, FOLIO_WORKER_POLL_SECONDS: "0.1" }), log: createLogger("silent"), database });
-}, 60_000);
+}, 180_000);
 afterAll(async () => {
   await worker?.close();
   await edge?.close();
+  await conversion?.close();
   await extraction?.close();
   await database?.close();
   rmSync(dir, { recursive: true, force: true });
@@ -72,4 +83,22 @@ describe("durable jobs on embedded PGlite", () => {
     expect(existsSync(file)).toBe(false);
     expect(readdirSync(join(dir, "jobs"))).toEqual([]);
   }, 150_000);
+
+  it("keeps an office document's PDF beside it as a file, renders the pages from it, and sweeps both once the job ended", async () => {
+    const key = readFileSync((await ensureDevAccount(database.db, dir)).keyFile, "utf8").trim();
+    const docx = readFileSync(join(import.meta.dirname, "fixtures", "convert", "two-pages.docx"));
+    const created = await call(edge, "POST", "/v1/ocr/jobs", key, { base64: docx.toString("base64"), model: "local/tesseract" });
+    expect(created.status, JSON.stringify(created.body)).toBe(202);
+    const id = created.body.id as string;
+    const pdf = join(dir, "jobs", `${id}.pdf`);
+    // Seen while the job runs: the conversion wrote it before the pages were queued.
+    await vi.waitFor(() => expect(existsSync(pdf) && readFileSync(pdf).subarray(0, 5).toString("latin1")).toBe("%PDF-"), { timeout: 120_000, interval: 50 });
+    await vi.waitFor(async () => expect((await call(edge, "GET", `/v1/ocr/jobs/${id}`, key)).body.status).toBe("succeeded"), { timeout: 120_000, interval: 200 });
+    const result = await call(edge, "GET", `/v1/ocr/jobs/${id}/result`, key);
+    expect(result.body.result.pages.map((p: { page_number: number }) => p.page_number)).toEqual([1, 2]);
+    expect(result.body.result.text).toMatch(/quick brown fox/i);
+    expect(readdirSync(join(dir, "jobs")).sort()).toEqual([id, `${id}.pdf`]);
+    expect(await sweepDocuments(database.db, jobDocumentStore({ FOLIO_DATA_DIR: dir }))).toBe(2);
+    expect(readdirSync(join(dir, "jobs"))).toEqual([]);
+  }, 180_000);
 });

@@ -17,8 +17,16 @@ export interface ConvertRequest {
   filename?: string;
   /** Most pages the caller accepts; the service's own limit applies as well. */
   maxPages?: number;
-  /** Only these pages (the request's `pages` option); absent: every page. */
+  /** Only these pages (the request's `pages` option); absent: every page. Not with output `pdf`. */
   pages?: PageSelection;
+  /**
+   * `pages` (default): the pages as PNGs, at most the service's page limit.
+   * `pdf`: the PDF LibreOffice renders and no page image (a durable job
+   * reads it like a PDF it was sent); `maxPages` is then the caller's limit
+   * of the document's pages, not bounded by the service's limit of rendered
+   * pages.
+   */
+  output?: "pages" | "pdf";
   requestId?: string;
   traceparent?: string;
 }
@@ -32,10 +40,12 @@ export interface ConvertedPage {
 }
 
 export interface Conversion {
-  /** In document order. */
+  /** In document order; none with output `pdf`. */
   pages: ConvertedPage[];
   /** Pages converted (`pages.length`). */
   pageCount: number;
+  /** With output `pdf`: the document as LibreOffice rendered it ({@link documentPageCount} pages). */
+  pdf?: Buffer;
   /** The document's pages (more than {@link pageCount} with a `pages` selection). */
   documentPageCount: number;
   computeMillis: number;

@@ -51,11 +51,13 @@ export class ConversionClient {
           max_pages: req.maxPages ?? 0,
           request_id: req.requestId ?? "",
           pages: req.pages ? formatPages(req.pages) : "",
+          output: req.output ?? "",
         },
         metadata,
         { deadline: Date.now() + this.opts.convertDeadlineMs },
       );
       const pages: ConvertedPage[] = [];
+      const pdf: Buffer[] = [];
       let summary: ConvertReply__Output["summary"];
       let failed = false;
       const fail = (err: FolioError) => {
@@ -76,6 +78,12 @@ export class ConversionClient {
             return;
           }
           pages.push({ pageNumber: reply.page.page_number, png: reply.page.png, width: reply.page.width, height: reply.page.height });
+        } else if (reply.pdf_chunk) {
+          if (summary || req.output !== "pdf") {
+            fail(new FolioError("internal_error", `${WHAT} sent a PDF where none was asked for`));
+            return;
+          }
+          pdf.push(reply.pdf_chunk);
         } else if (reply.summary) {
           summary = reply.summary;
         }
@@ -93,6 +101,26 @@ export class ConversionClient {
         signal?.removeEventListener("abort", cancel);
         if (failed) return;
         const cost = summary ? parseDecimal(summary.provider_cost_cents) : undefined;
+        if (req.output === "pdf") {
+          // A service older than output pdf ignores it and sends pages: that is no answer to this request.
+          const whole = Buffer.concat(pdf);
+          if (!summary || !cost || pages.length > 0 || summary.page_count !== 0 || summary.document_page_count < 1 || whole.length === 0) {
+            failed = true;
+            reject(new FolioError("internal_error", `${WHAT} did not answer with a PDF (${pages.length} pages, ${whole.length} PDF bytes received)`));
+            return;
+          }
+          resolve({
+            pages: [],
+            pageCount: 0,
+            pdf: whole,
+            documentPageCount: summary.document_page_count,
+            computeMillis: summary.compute_millis,
+            format: summary.format as ConversionFormat,
+            backend: summary.backend as BackendName,
+            providerCostCents: cost,
+          });
+          return;
+        }
         // A conversion service older than document_page_count sends 0: the pages converted are then all that is known.
         const documentPageCount = summary?.document_page_count || pages.length;
         if (!summary || summary.page_count !== pages.length || documentPageCount < pages.length || !cost) {

@@ -1,6 +1,6 @@
 /**
  * The conversion service over gRPC (the edge's side): Convert streams one
- * page per message and then a summary, so a 100-page deck never sits in one
+ * page per message (or the PDF in 1 MiB parts) and then a summary, so a 100-page deck never sits in one
  * message; Estimate and Pricing are unary. Errors cross with the one mapping
  * in platform/grpc/errors.ts.
  */
@@ -15,6 +15,8 @@ import { failStream, grpc, loadProto, unary, withCallSignal } from "../platform/
 import type { ConversionService } from "./service.ts";
 
 export const CONVERSION_SERVICE_NAME = "folio.conversion.v1.ConversionService";
+/** PDF bytes per message (output pdf): a large PDF streams under flow control, never in one message. */
+export const PDF_CHUNK_BYTES = 1024 * 1024;
 
 export function conversionProto(): ProtoGrpcType {
   return loadProto<ProtoGrpcType>("folio/conversion/v1/conversion.proto");
@@ -67,6 +69,7 @@ async function streamConversion(svc: ConversionService, call: grpc.ServerWritabl
       filename: req.filename,
       maxPages: req.max_pages,
       ...(req.pages ? { pages: selectionOf(req.pages) } : {}),
+      ...(req.output ? { output: outputOf(req.output) } : {}),
       requestId: req.request_id,
       ...(typeof traceparent === "string" ? { traceparent } : {}),
     },
@@ -76,6 +79,10 @@ async function streamConversion(svc: ConversionService, call: grpc.ServerWritabl
     if (call.cancelled) return;
     // Respect flow control: a slow edge must not make this process buffer every page at once.
     if (!call.write({ page: { page_number: page.pageNumber, png: page.png, width: page.width, height: page.height } })) await Promise.race([once(call, "drain"), once(call, "cancelled")]);
+  }
+  for (let at = 0; result.pdf && at < result.pdf.length; at += PDF_CHUNK_BYTES) {
+    if (call.cancelled) return;
+    if (!call.write({ pdf_chunk: result.pdf.subarray(at, at + PDF_CHUNK_BYTES) })) await Promise.race([once(call, "drain"), once(call, "cancelled")]);
   }
   call.write({
     summary: {
@@ -88,6 +95,12 @@ async function streamConversion(svc: ConversionService, call: grpc.ServerWritabl
     },
   });
   call.end();
+}
+
+/** The request's `output`: pages or pdf. */
+function outputOf(text: string): "pages" | "pdf" {
+  if (text !== "pages" && text !== "pdf") throw new FolioError("invalid_request", `unknown output '${text.slice(0, 40)}': pages or pdf`, { param: "output" });
+  return text;
 }
 
 /** The request's `pages` text, read with the edge's rules (a caller other than the edge may send anything). */

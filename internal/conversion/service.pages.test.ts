@@ -70,3 +70,33 @@ describe("ConversionService with pages", () => {
     expect((await failure(svc.convert({ document: docx(), mimeType: DOCX }))).code).toBe("conversion_failed");
   });
 });
+
+describe("ConversionService with output pdf", () => {
+  const PDF = Buffer.from("%PDF-1.7\n%%EOF\n");
+
+  it("asks the backend for the PDF under the caller's page limit, not its own limit of rendered pages, and hands it back", async () => {
+    const { svc, asked } = service(() => ({ pages: [], pageCount: 0, documentPageCount: 400, pdf: PDF }));
+    const r = await svc.convert({ document: docx(), mimeType: DOCX, maxPages: 5000, output: "pdf" });
+    expect(asked[0]).toMatchObject({ output: "pdf", maxPages: 5000 });
+    expect(r).toMatchObject({ pages: [], pageCount: 0, documentPageCount: 400 });
+    expect(r.pdf?.equals(PDF)).toBe(true);
+  });
+
+  it("refuses a page selection with output pdf before any sandbox", async () => {
+    const { svc, asked } = service(() => ({ pages: [], pageCount: 0, documentPageCount: 1, pdf: PDF }));
+    expect(await failure(svc.convert({ document: docx(), mimeType: DOCX, output: "pdf", pages: selection("1-2") }))).toMatchObject({ code: "invalid_request", param: "pages" });
+    expect(asked).toHaveLength(0);
+  });
+
+  it("fails a sandbox that answers pages, no PDF, something else than a PDF, or more pages than asked", async () => {
+    for (const answer of [
+      { pages: pagesOf(1), pageCount: 1, documentPageCount: 1 },
+      { pages: [], pageCount: 0, documentPageCount: 3 },
+      { pages: [], pageCount: 0, documentPageCount: 3, pdf: Buffer.from("<html>") },
+      { pages: [], pageCount: 0, documentPageCount: 30, pdf: PDF },
+    ]) {
+      const { svc } = service(() => answer);
+      expect(await failure(svc.convert({ document: docx(), mimeType: DOCX, maxPages: 20, output: "pdf" }))).toMatchObject({ code: "conversion_failed" });
+    }
+  });
+});

@@ -60,7 +60,11 @@ export class ConversionService {
         throw new FolioError("payload_too_large", `the document is ${req.document.length} bytes; the conversion limit is ${limits.maxDocumentBytes}`, { param: "file" });
       }
       await checkDocumentIsFormat(req.document, format);
-      const maxPages = Math.min(req.maxPages && req.maxPages > 0 ? req.maxPages : limits.maxPages, limits.maxPages);
+      const asksPdf = req.output === "pdf";
+      if (asksPdf && req.pages) throw new FolioError("invalid_request", "a page selection cannot be combined with output pdf (the PDF holds every page)", { param: "pages" });
+      // The service's page limit bounds the pages it renders; a PDF renders none, so there the caller's limit (a durable job's) is the bound.
+      const asked = req.maxPages && req.maxPages > 0 ? req.maxPages : limits.maxPages;
+      const maxPages = asksPdf ? asked : Math.min(asked, limits.maxPages);
       // A selection of more pages than the limit is refused before any sandbox starts (an open one, inside it).
       const over = req.pages && selectionOverLimit(req.pages, maxPages);
       if (over) throw new FolioError("invalid_request", over, { param: "pages", extra: { max_pages: maxPages } });
@@ -72,7 +76,15 @@ export class ConversionService {
           // The sandbox's own steps belong to this span: it gets this span's trace context.
           const traceparent = currentTraceparent() ?? req.traceparent;
           const r = await this.o.backend.convert(
-            { document: req.document, format, maxPages, ...(req.pages ? { pages: req.pages } : {}), timeoutMs: limits.timeoutMs, ...(traceparent ? { traceparent } : {}) },
+            {
+              document: req.document,
+              format,
+              maxPages,
+              ...(req.pages ? { pages: req.pages } : {}),
+              ...(asksPdf ? { output: "pdf" as const } : {}),
+              timeoutMs: limits.timeoutMs,
+              ...(traceparent ? { traceparent } : {}),
+            },
             signal,
           );
           span.setAttributes({ "folio.compute_ms": r.computeMillis, "folio.pages": r.pageCount });
@@ -82,18 +94,20 @@ export class ConversionService {
         metrics?.sandboxesRunning.dec({ backend: this.o.backendName });
         release();
       }
-      const pages = checkPages(result, { maxPages, ...(req.pages ? { pages: req.pages } : {}) }, limits.maxOutputBytes);
+      const pdf = asksPdf ? checkPdf(result, maxPages, limits.maxOutputBytes) : undefined;
+      const pages = asksPdf ? [] : checkPages(result, { maxPages, ...(req.pages ? { pages: req.pages } : {}) }, limits.maxOutputBytes);
       this.estimates.record(format, result.computeMillis);
       metrics?.computeSeconds.inc({ format, backend: this.o.backendName }, result.computeMillis / 1000);
       metrics?.pages.inc({ format }, pages.length);
       outcome = "ok";
       this.o.log.info(
-        { requestId: req.requestId, format, bytes: req.document.length, pages: pages.length, computeMillis: result.computeMillis, backend: this.o.backendName },
+        { requestId: req.requestId, format, bytes: req.document.length, pages: pages.length, ...(pdf ? { pdfBytes: pdf.length, documentPages: result.documentPageCount } : {}), computeMillis: result.computeMillis, backend: this.o.backendName },
         "document converted",
       );
       return {
         pages,
         pageCount: pages.length,
+        ...(pdf ? { pdf } : {}),
         documentPageCount: result.documentPageCount,
         computeMillis: result.computeMillis,
         format,
@@ -124,6 +138,17 @@ export class ConversionService {
       supportedFormats: CONVERSION_FORMATS.map((f) => FORMAT_LABELS[f]),
     };
   }
+}
+
+/** Output pdf, checked again here whatever the backend: a PDF of 1..maxPages pages within the output limit, and no page image. */
+function checkPdf(result: { pages: readonly Buffer[]; pageCount: number; documentPageCount: number; pdf?: Buffer }, maxPages: number, maxOutputBytes: number): Buffer {
+  const { pdf, documentPageCount } = result;
+  if (!pdf || result.pages.length > 0 || result.pageCount !== 0 || !Number.isInteger(documentPageCount) || documentPageCount < 1 || documentPageCount > maxPages) {
+    throw new FolioError("conversion_failed", `the sandbox returned no usable PDF (${documentPageCount} pages of at most ${maxPages}, ${result.pages.length} page images)`);
+  }
+  if (pdf.length > maxOutputBytes) throw new FolioError("conversion_failed", `the rendered PDF exceeds ${maxOutputBytes} bytes`);
+  if (pdf.subarray(0, 5).toString("latin1") !== "%PDF-") throw new FolioError("conversion_failed", "the sandbox's PDF does not start like a PDF");
+  return pdf;
 }
 
 /**

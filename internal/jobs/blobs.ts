@@ -50,6 +50,30 @@ export async function putDocument(trx: Transaction<Database>, store: DocumentSto
   for await (const chunk of chunksOf(document)) await trx.insertInto("ocr_job_chunks").values({ job_id: jobId, seq: seq++, data: chunk }).execute();
 }
 
+/**
+ * An office document's job, converted: its PDF becomes the document its
+ * pages are rendered from. Postgres: the chunks are replaced in `trx` (the
+ * transaction that queues the pages). Files: written beside the original as
+ * `<job>.pdf` (through a temporary name, so it is whole or absent), which
+ * {@link documentFile} prefers; written before the transaction commits, so a
+ * conversion whose transaction rolls back leaves a file the next one
+ * overwrites, and the original stays for that next conversion.
+ */
+export async function putConvertedDocument(trx: Transaction<Database>, store: DocumentStore, jobId: string, pdf: Buffer): Promise<void> {
+  if (store.kind === "files") {
+    await mkdir(store.dir, { recursive: true, mode: 0o700 });
+    const dest = join(store.dir, `${jobId}${CONVERTED_SUFFIX}`);
+    await writeFile(`${dest}.part`, pdf, { mode: 0o600 });
+    await rename(`${dest}.part`, dest);
+    return;
+  }
+  await trx.deleteFrom("ocr_job_chunks").where("job_id", "=", jobId).execute();
+  await putDocument(trx, store, jobId, pdf);
+}
+
+/** The files store's name of a converted document: the job id and this. */
+const CONVERTED_SUFFIX = ".pdf";
+
 /** The document in chunks of {@link CHUNK_BYTES}: a file is read one chunk at a time. */
 async function* chunksOf(document: JobDocumentInput): AsyncGenerator<Buffer> {
   if (Buffer.isBuffer(document)) {
@@ -76,8 +100,8 @@ async function* chunksOf(document: JobDocumentInput): AsyncGenerator<Buffer> {
  */
 export async function documentFile(db: Db, store: DocumentStore, jobId: string, scratch: string): Promise<string | undefined> {
   if (store.kind === "files") {
-    const path = join(store.dir, jobId);
-    return existsSync(path) ? path : undefined;
+    for (const path of [join(store.dir, `${jobId}${CONVERTED_SUFFIX}`), join(store.dir, jobId)]) if (existsSync(path)) return path;
+    return undefined;
   }
   const file = await open(scratch, "w", 0o600);
   let seq = 0;
@@ -95,7 +119,7 @@ export async function documentFile(db: Db, store: DocumentStore, jobId: string, 
   return undefined;
 }
 
-/** The job's document, whole (images and office documents, which are read whole; empty once the job has ended). */
+/** The job's document as sent, whole (images and office documents, which are read whole; empty once the job has ended). */
 export async function documentBytes(db: Db, store: DocumentStore, jobId: string): Promise<Buffer> {
   if (store.kind === "files") return readFile(join(store.dir, jobId)).catch(() => Buffer.alloc(0));
   const chunks = await db.selectFrom("ocr_job_chunks").select("data").where("job_id", "=", jobId).orderBy("seq").execute();
@@ -116,7 +140,9 @@ export async function sweepDocuments(db: Db, store: DocumentStore): Promise<numb
   let deleted = 0;
   for (const name of await readdir(store.dir)) {
     const path = join(store.dir, name);
-    const job = await db.selectFrom("ocr_jobs").select("status").where("id", "=", name).executeTakeFirst();
+    // A converted document (and one being written) belongs to the job its name starts with.
+    const id = name.replace(/\.pdf(\.part)?$/, "");
+    const job = await db.selectFrom("ocr_jobs").select("status").where("id", "=", id).executeTakeFirst();
     if (job && (job.status === "queued" || job.status === "running")) continue;
     if (!job && Date.now() - (await stat(path)).mtimeMs < SETTLED_MS) continue;
     await rm(path, { force: true });

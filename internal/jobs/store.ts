@@ -35,8 +35,14 @@ export interface JobRequest {
   pages?: string;
   /** The document pages the job reads, in order, when a selection chose them (ranges count positions in it). */
   selected?: number[];
-  /** The document's kind as sniffed: how the worker makes its pages. */
+  /**
+   * How the worker makes its pages: the document's kind as sniffed, and
+   * `pdf` for an office document once converted (convert.ts: its PDF is then
+   * the job's document).
+   */
   kind: "pdf" | "image" | "office";
+  /** Set when an office document was converted and its PDF replaced it (`mime_type` stays the office type sent). */
+  converted?: true;
   /** The uploaded file's name (office documents: for the conversion's logs). */
   filename?: string;
   /** What the job's hold was computed from; an office document's hold is set again from it once its pages are counted. */
@@ -281,7 +287,7 @@ interface StoredPage {
 /** The pages of a job stored so far after page `startingAfter`, in page order, at most `limit` (one more tells `has_more`). */
 export async function pagesAfter(db: Db, jobId: string, startingAfter: number, limit: number): Promise<{ data: unknown[]; has_more: boolean }> {
   const rows = await db.selectFrom("ocr_job_pages").select("page").where("job_id", "=", jobId).where("page_number", ">", startingAfter).orderBy("page_number").limit(limit + 1).execute();
-  return { data: rows.slice(0, limit).map((r) => (r.page as StoredPage).page), has_more: rows.length > limit };
+  return { data: rows.slice(0, limit).map((r) => ({ ...(r.page as StoredPage).page, tables: (r.page as StoredPage).tables })), has_more: rows.length > limit };
 }
 
 /**

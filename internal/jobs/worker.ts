@@ -219,8 +219,9 @@ export class JobWorker {
   /**
    * Runs `use` over the range's pages as images, in order, each with its
    * page number in the document: a PDF's rendered from this worker's file
-   * of the document, an image as it is, a converted document's from its
-   * stored page images.
+   * of the document (an office document's PDF once converted), an image as
+   * it is. A job whose office document an older worker converted reads the
+   * page images that worker kept (ocr_job_images) until it ends.
    */
   private async withPages(job: JobRow, range: LeasedRange, signal: AbortSignal, use: (pages: AsyncIterable<PageInput> | PageInput[]) => Promise<void>): Promise<void> {
     const request = job.request as JobRequest;

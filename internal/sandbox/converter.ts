@@ -9,6 +9,8 @@
  *     input/document.<ext>     the document, extension from its format
  *     output/page-<N>.png      N = 1, 2, …: one 200-DPI PNG per page converted
  *                              (with a selection, page-N is its N-th page)
+ *     output/document.pdf      with output `pdf` instead of the pages: the PDF
+ *                              LibreOffice wrote, every page of it
  *     output/result.json       {@link JobResult}
  *
  * Steps: a fresh copy of the prepared LibreOffice profile; for plain text, a
@@ -175,6 +177,8 @@ export async function readJobSpec(jobDir: string): Promise<JobSpec> {
   if (!Number.isInteger(spec.maxPages) || (spec.maxPages ?? 0) < 1) throw new Error("job.json: maxPages must be a positive integer");
   if (typeof spec.profileDir !== "string" || !spec.profileDir.startsWith("/")) throw new Error("job.json: profileDir must be an absolute path");
   if (spec.cpus !== undefined && !(typeof spec.cpus === "number" && spec.cpus > 0 && spec.cpus <= 256)) throw new Error("job.json: cpus must be a number above 0, at most 256");
+  if (spec.output !== undefined && spec.output !== "pages" && spec.output !== "pdf") throw new Error(`job.json: unknown output ${JSON.stringify(spec.output)}`);
+  if (spec.output === "pdf" && spec.pages !== undefined) throw new Error("job.json: pages cannot be combined with output pdf");
   if (spec.pages !== undefined) {
     const parsed = typeof spec.pages === "string" ? parsePages(spec.pages) : undefined;
     if (!parsed?.ok) throw new Error(`job.json: pages: ${parsed?.problem ?? "must be a string"}`);
@@ -418,6 +422,18 @@ async function convertJob(jobDir: string, spec: JobSpec, options: ConverterOptio
     const plan = planPages(counted.pages, selection?.selection, spec.maxPages);
     // Too many pages without a selection is the document's problem; a selection it cannot meet is the caller's.
     if (!plan.ok) throw new JobError(plan.problem === "over_limit" ? "conversion_failed" : "invalid_pages", plan.message);
+
+    if (spec.output === "pdf") {
+      // The PDF itself is the answer (a durable job renders it a few pages at a time, outside), within the output limit; copied, since the scratch folder may be another file system.
+      const size = (await stat(pdf)).size;
+      const limit = spec.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;
+      if (size > limit) throw new JobError("conversion_failed", `the rendered PDF is ${size} bytes, more than the ${limit} allowed`);
+      t = Date.now();
+      await cp(pdf, join(jobDir, "output", "document.pdf"));
+      lap("pdfOut", t);
+      timings.total = Date.now() - started;
+      return { ok: true, pageCount: 0, documentPageCount: counted.pages, pdf: true, timings };
+    }
 
     t = Date.now();
     // Whole CPUs: a fractional limit (1.5) gets the whole part in processes, at least one.

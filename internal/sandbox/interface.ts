@@ -29,17 +29,28 @@ export interface SandboxInput {
    * `invalid_request`, param `pages`); absent: every page.
    */
   pages?: PageSelection;
+  /**
+   * What comes back: `pages` (the default), one PNG per page; `pdf`, the PDF
+   * LibreOffice renders, with no page rendered (a durable job reads it like a
+   * PDF it was sent, a few pages at a time: docs/jobs.md). With `pdf`,
+   * `maxPages` bounds the document's pages and `pages` must be absent.
+   */
+  output?: SandboxOutput;
   /** Wall-clock limit for the whole sandbox, start to exit. */
   timeoutMs: number;
   /** W3C trace context of the caller, handed to the sandbox program. */
   traceparent?: string;
 }
 
+export type SandboxOutput = "pages" | "pdf";
+
 export interface SandboxResult {
-  /** One PNG per page converted (every page, or the selected ones), in document order, 200 DPI (the pHYs chunk says so). */
+  /** One PNG per page converted (every page, or the selected ones), in document order, 200 DPI (the pHYs chunk says so); none with output `pdf`. */
   pages: Buffer[];
-  /** Pages converted: `pages.length`. */
+  /** Pages converted: `pages.length` (0 with output `pdf`). */
   pageCount: number;
+  /** With output `pdf`: the document as LibreOffice rendered it, checked to start like a PDF and to fit the output limit. */
+  pdf?: Buffer;
   /** The document's pages (what the numbers of a selection's pages follow from). */
   documentPageCount: number;
   /** Wall time from the sandbox's start to its exit: what is billed. */
@@ -72,6 +83,8 @@ export interface JobSpec {
   maxPages: number;
   /** Only these pages: the canonical text of the selection ("1-20,25,30-"); absent: every page. */
   pages?: string;
+  /** `pdf`: write `output/document.pdf` (LibreOffice's PDF) instead of rendering pages; never with `pages`. Absent: pages. */
+  output?: SandboxOutput;
   /**
    * A prepared LibreOffice profile (see `prepareProfile`). The program copies
    * it to a private folder and uses the copy, unless `profileInPlace` says
@@ -126,6 +139,8 @@ export interface JobResult {
   pageCount: number;
   /** The document's pages, when known (absent: `pageCount`, every page was converted). */
   documentPageCount?: number;
+  /** True when the job asked for output `pdf` and `output/document.pdf` was written (then `pageCount` is 0). */
+  pdf?: boolean;
   error?: { code: JobErrorCode; message: string };
   /** Milliseconds spent in each step inside the sandbox (for benchmarks and logs). */
   timings?: Record<string, number>;

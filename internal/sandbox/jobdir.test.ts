@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeEach, describe, expect, it } from "vitest";
 import { FolioError } from "../platform/errors/index.ts";
-import { MAX_RESULT_BYTES, SandboxFileRefused, readPages, readResult, readSandboxFile } from "./jobdir.ts";
+import { MAX_RESULT_BYTES, SandboxFileRefused, readOutput, readPages, readResult, readSandboxFile } from "./jobdir.ts";
 
 const work = mkdtempSync(join(tmpdir(), "folio-jobdir-test-"));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
@@ -120,5 +120,39 @@ describe("readPages", () => {
   it("names a missing page", async () => {
     writeFileSync(out("page-1.png"), Buffer.alloc(10));
     expect((await refusal(readPages(jobDir, 2))).message).toMatch(/page 2 is missing/);
+  });
+});
+
+describe("readOutput with output pdf", () => {
+  const PDF = Buffer.from("%PDF-1.7\n% a stand-in body\n%%EOF\n");
+  const asked = { output: "pdf" as const, maxPages: 10 };
+  const result = { ok: true, pageCount: 0, documentPageCount: 7, pdf: true };
+
+  it("reads the PDF and its page count", async () => {
+    writeFileSync(out("document.pdf"), PDF);
+    const r = await readOutput(jobDir, result, asked);
+    expect(r).toMatchObject({ pages: [], pageCount: 0, documentPageCount: 7 });
+    expect(r.pdf?.equals(PDF)).toBe(true);
+  });
+
+  it("refuses a symbolic link planted as the PDF, a file that is no PDF, one over the bound, and a missing one", async () => {
+    symlinkSync(secret, out("document.pdf"));
+    await refusal(readOutput(jobDir, result, asked));
+    rmSync(out("document.pdf"));
+    writeFileSync(out("document.pdf"), "not a pdf");
+    expect((await refusal(readOutput(jobDir, result, asked))).message).toMatch(/does not start like a PDF/);
+    writeFileSync(out("document.pdf"), PDF);
+    expect((await refusal(readOutput(jobDir, result, asked, PDF.length - 1))).message).toMatch(/larger than/);
+    rmSync(out("document.pdf"));
+    expect((await refusal(readOutput(jobDir, result, asked))).message).toMatch(/wrote none/);
+  });
+
+  it("refuses a result that does not answer what was asked: a page count over the limit, pages for a PDF, a PDF for pages", async () => {
+    writeFileSync(out("document.pdf"), PDF);
+    await refusal(readOutput(jobDir, { ...result, documentPageCount: 11 }, asked));
+    await refusal(readOutput(jobDir, { ...result, pageCount: 2 }, asked));
+    await refusal(readOutput(jobDir, { ok: true, pageCount: 1 }, asked));
+    writeFileSync(out("page-1.png"), Buffer.alloc(10));
+    expect((await refusal(readOutput(jobDir, { ...result, pageCount: 1 }, { maxPages: 10 }))).message).toMatch(/PDF where pages were asked/);
   });
 });

@@ -1,6 +1,6 @@
 /**
  * Host side of a job folder: writing the document and job.json in, reading
- * result.json and the pages out, with limits on what is read back.
+ * result.json and the pages (or the PDF) out, with limits on what is read back.
  *
  * Everything under `output/` was written by the sandbox (owned by `nobody`
  * there), so it is read as hostile: opened without following a symbolic
@@ -16,7 +16,7 @@ import { join } from "node:path";
 import { FolioError } from "../platform/errors/index.ts";
 import { FORMAT_EXTENSIONS, PAGE_DPI } from "../formats/index.ts";
 import { formatPages } from "../formats/pages.ts";
-import type { JobResult, JobSpec, SandboxInput } from "./interface.ts";
+import type { JobResult, JobSpec, SandboxInput, SandboxOutput } from "./interface.ts";
 import { NOBODY } from "./oci.ts";
 
 /** Upper bound on what the host reads back from one job's output folder. */
@@ -89,6 +89,8 @@ export function checkInput(input: SandboxInput): void {
   if (!Number.isInteger(input.maxPages) || input.maxPages < 1) throw new FolioError("invalid_request", "maxPages must be a positive integer");
   if (!(input.timeoutMs > 0)) throw new FolioError("invalid_request", "timeoutMs must be positive");
   if (input.document.length === 0) throw new FolioError("conversion_failed", "the document is empty");
+  if (input.output !== undefined && input.output !== "pages" && input.output !== "pdf") throw new FolioError("invalid_request", `unknown output ${String(input.output)}`);
+  if (input.output === "pdf" && input.pages) throw new FolioError("invalid_request", "a page selection cannot be combined with output pdf (the PDF holds every page)", { param: "pages" });
 }
 
 /**
@@ -110,6 +112,7 @@ export async function writeJob(
     dpi: PAGE_DPI,
     maxPages: input.maxPages,
     ...(input.pages ? { pages: formatPages(input.pages) } : {}),
+    ...(input.output === "pdf" ? { output: "pdf" as const } : {}),
     ...spec,
     ...(input.traceparent ? { traceparent: input.traceparent } : {}),
   };
@@ -146,6 +149,37 @@ export async function readPages(jobDir: string, pageCount: number, maxBytes = DE
     pages.push(page);
   }
   return pages;
+}
+
+/** A PDF starts with this (ISO 32000-1 7.5.2; readers allow up to 1 KiB of junk before it, LibreOffice writes none). */
+const PDF_HEADER = Buffer.from("%PDF-");
+
+/**
+ * What a successful result hands back, read from `jobDir` and checked
+ * against what was asked (`output`, `maxPages`): the pages, or with output
+ * `pdf` the document's PDF (`output/document.pdf`, a regular file of at most
+ * `maxBytes` starting with `%PDF-`) and its page count. Every backend reads
+ * a finished job through this.
+ */
+export async function readOutput(
+  jobDir: string,
+  result: JobResult,
+  asked: { output?: SandboxOutput | undefined; maxPages: number },
+  maxBytes = DEFAULT_MAX_OUTPUT_BYTES,
+): Promise<{ pages: Buffer[]; pageCount: number; documentPageCount: number; pdf?: Buffer }> {
+  if (asked.output !== "pdf") {
+    if (result.pdf) throw new FolioError("conversion_failed", "the sandbox returned a PDF where pages were asked for");
+    const { pageCount, documentPageCount } = checkedPageCount(result, asked.maxPages);
+    return { pages: await readPages(jobDir, pageCount, maxBytes), pageCount, documentPageCount };
+  }
+  const of = result.documentPageCount;
+  if (result.pdf !== true || result.pageCount !== 0 || !Number.isInteger(of) || of! < 1 || of! > asked.maxPages) {
+    throw new FolioError("conversion_failed", `the sandbox reported an impossible PDF result (${String(of)} pages, ${String(result.pageCount)} rendered)`);
+  }
+  const pdf = await readSandboxFile(join(jobDir, "output", "document.pdf"), maxBytes, "PDF");
+  if (!pdf) throw new FolioError("conversion_failed", "the sandbox reported a PDF but wrote none");
+  if (!pdf.subarray(0, PDF_HEADER.length).equals(PDF_HEADER)) throw new FolioError("conversion_failed", "the sandbox's PDF does not start like a PDF");
+  return { pages: [], pageCount: 0, documentPageCount: of!, pdf };
 }
 
 /** Turns a failed result into the FolioError the caller sees (the message is the sandbox's, shortened). */

@@ -63,7 +63,7 @@ import { storeUncompressed } from "./imagefile.ts";
 import { JOB_FILES_BYTES, jobBytes, mountJobDir, resizeJobDir, unmountJobDir } from "./jobfs.ts";
 import { HANDIN_FILE, HANDIN_SIGNAL, PRESTART_FILE, READY_LINE, type HandInFile, type PrestartSpec } from "./converter.ts";
 import type { JobResult, ProbeSpec, SandboxBackend, SandboxInput, SandboxResult } from "./interface.ts";
-import { checkInput, checkedPageCount, readPages, readResult, resultError, writeJob, DEFAULT_MAX_OUTPUT_BYTES } from "./jobdir.ts";
+import { checkInput, readOutput, readResult, resultError, writeJob, DEFAULT_MAX_OUTPUT_BYTES } from "./jobdir.ts";
 import { DEFAULT_LIMITS, NOBODY, SANDBOX_PATHS, buildOciConfig, type SandboxLimits } from "./oci.ts";
 import { SEED_BYTES } from "./reseed.ts";
 
@@ -251,9 +251,7 @@ export class RunscBackend implements SandboxBackend {
     });
     try {
       if (!run.result.ok) throw resultError(run.result);
-      const { pageCount, documentPageCount } = checkedPageCount(run.result, input.maxPages);
-      const pages = await readPages(run.jobDir, pageCount, this.maxOutputBytes);
-      return { pages, pageCount, documentPageCount, computeMillis: run.computeMillis };
+      return { ...(await readOutput(run.jobDir, run.result, input, this.maxOutputBytes)), computeMillis: run.computeMillis };
     } finally {
       // The answer does not wait for the sandbox to end and be removed (see finish()).
       this.inBackground(run.cleanup().finally(() => this.fillPool()));

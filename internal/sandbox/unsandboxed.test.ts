@@ -43,6 +43,17 @@ describe("UnsandboxedBackend", () => {
     expect(String(warnings.at(-1)?.[1])).toMatch(/WITHOUT a sandbox/);
   }, 60_000);
 
+  it("hands back LibreOffice's PDF and its page count with output pdf, rendering no page", async () => {
+    const document = readFileSync(join(PROJECT_ROOT, "test", "fixtures", "convert", "two-pages.docx"));
+    const result = await backend.convert({ document, format: "DOCX", maxPages: 5, output: "pdf", timeoutMs: 60_000 });
+    expect(result).toMatchObject({ pages: [], pageCount: 0, documentPageCount: 2 });
+    expect(result.pdf?.subarray(0, 5).toString("latin1")).toBe("%PDF-");
+    const text = execFileSync("pdftotext", ["-", "-"], { input: result.pdf, encoding: "utf8" });
+    expect(text).toMatch(/quick brown fox/i);
+    // The limit still counts the document's pages.
+    await expect(backend.convert({ document, format: "DOCX", maxPages: 1, output: "pdf", timeoutMs: 60_000 })).rejects.toMatchObject({ code: "conversion_failed" });
+  }, 120_000);
+
   it("answers timeout when the conversion runs past the limit", async () => {
     // 30 pages take seconds to render: the limit falls inside the conversion, whatever the machine.
     const err = await backend.convert({ document: pagedDocx(30), format: "DOCX", maxPages: 40, timeoutMs: 300 }).catch((e: unknown) => e);

@@ -13,7 +13,7 @@ import { join } from "node:path";
 import type { Logger } from "../platform/log/index.ts";
 import { runJob } from "./converter.ts";
 import type { SandboxBackend, SandboxInput, SandboxResult } from "./interface.ts";
-import { DEFAULT_MAX_OUTPUT_BYTES, checkInput, checkedPageCount, readPages, resultError, writeJob } from "./jobdir.ts";
+import { DEFAULT_MAX_OUTPUT_BYTES, checkInput, readOutput, resultError, writeJob } from "./jobdir.ts";
 import { prepareProfile } from "./profile.ts";
 
 export interface UnsandboxedBackendOptions {
@@ -63,9 +63,7 @@ export class UnsandboxedBackend implements SandboxBackend {
       const computeMillis = Math.round(performance.now() - started);
       signal?.throwIfAborted();
       if (!result.ok) throw resultError(result);
-      const { pageCount, documentPageCount } = checkedPageCount(result, input.maxPages);
-      const pages = await readPages(jobDir, pageCount, maxOutputBytes);
-      return { pages, pageCount, documentPageCount, computeMillis };
+      return { ...(await readOutput(jobDir, result, input, maxOutputBytes)), computeMillis };
     } finally {
       await rm(base, { recursive: true, force: true });
     }

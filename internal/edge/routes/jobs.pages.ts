@@ -29,6 +29,12 @@ const JobPage = Type.Object({
   error: Type.Optional(Type.Object({ code: Type.String(), message: Type.String() }, { description: "Why the page could not be read (it is not billed)." })),
 });
 
+/** A page of GET …/pages: the stored page and, so that a job's tables can be read while it runs, the page's tables. */
+const ListedPage = Type.Object({
+  ...JobPage.properties,
+  tables: Type.Array(TableEntry, { description: "The page's tables (empty without extract_tables or when it has none): what result.tables holds for this page." }),
+});
+
 const Result = Type.Object({
   id: Type.String({ description: "The job's id." }),
   object: Type.Literal("ocr.result"),
@@ -53,7 +59,7 @@ export default function register(app: App, deps: EdgeDeps): void {
       tags: ["OCR jobs"],
       params: JobParams,
       querystring: PagesQuery,
-      response: { 200: Type.Object({ object: Type.Literal("list"), data: Type.Array(JobPage), has_more: Type.Boolean() }) },
+      response: { 200: Type.Object({ object: Type.Literal("list"), data: Type.Array(ListedPage), has_more: Type.Boolean() }) },
     }),
     async (req) => {
       await ownedJob(deps, principalOf(req).accountId, req.params.id);

@@ -51,6 +51,10 @@ export const conversionDescriptor = {
                     "pages": {
                       "type": "string",
                       "id": 6
+                    },
+                    "output": {
+                      "type": "string",
+                      "id": 7
                     }
                   }
                 },
@@ -107,7 +111,8 @@ export const conversionDescriptor = {
                     "item": {
                       "oneof": [
                         "page",
-                        "summary"
+                        "summary",
+                        "pdf_chunk"
                       ]
                     }
                   },
@@ -119,6 +124,10 @@ export const conversionDescriptor = {
                     "summary": {
                       "type": "ConvertSummary",
                       "id": 2
+                    },
+                    "pdf_chunk": {
+                      "type": "bytes",
+                      "id": 3
                     }
                   }
                 },
@@ -258,6 +267,10 @@ export const conversionDescriptor = {
                     "pages": {
                       "type": "string",
                       "id": 8
+                    },
+                    "output": {
+                      "type": "string",
+                      "id": 9
                     }
                   }
                 },
@@ -315,6 +328,10 @@ export const conversionDescriptor = {
                     "document_page_count": {
                       "type": "uint32",
                       "id": 6
+                    },
+                    "pdf": {
+                      "type": "bool",
+                      "id": 7
                     }
                   }
                 },
@@ -324,7 +341,8 @@ export const conversionDescriptor = {
                       "oneof": [
                         "start",
                         "page",
-                        "result"
+                        "result",
+                        "pdf_chunk"
                       ]
                     }
                   },
@@ -340,6 +358,10 @@ export const conversionDescriptor = {
                     "result": {
                       "type": "JobOutcome",
                       "id": 3
+                    },
+                    "pdf_chunk": {
+                      "type": "bytes",
+                      "id": 4
                     }
                   }
                 },

@@ -15,7 +15,8 @@ import type { PricingResponse as _folio_conversion_v1_PricingResponse, PricingRe
 export interface ConversionServiceClient extends grpc.Client {
   /**
    * Converts one document. The reply streams one `page` per message in page
-   * order, then exactly one `summary`; errors end the stream with a status
+   * order (with output "pdf": the PDF in `pdf_chunk` messages of at most
+   * 1 MiB), then exactly one `summary`; errors end the stream with a status
    * carrying the Folio error code (conversion_failed, timeout,
    * unsupported_format, payload_too_large, service_unavailable, ...).
    */
@@ -23,7 +24,8 @@ export interface ConversionServiceClient extends grpc.Client {
   Convert(argument: _folio_conversion_v1_ConvertRequest, options?: grpc.CallOptions): grpc.ClientReadableStream<_folio_conversion_v1_ConvertReply__Output>;
   /**
    * Converts one document. The reply streams one `page` per message in page
-   * order, then exactly one `summary`; errors end the stream with a status
+   * order (with output "pdf": the PDF in `pdf_chunk` messages of at most
+   * 1 MiB), then exactly one `summary`; errors end the stream with a status
    * carrying the Folio error code (conversion_failed, timeout,
    * unsupported_format, payload_too_large, service_unavailable, ...).
    */
@@ -68,7 +70,8 @@ export interface ConversionServiceClient extends grpc.Client {
 export interface ConversionServiceHandlers extends grpc.UntypedServiceImplementation {
   /**
    * Converts one document. The reply streams one `page` per message in page
-   * order, then exactly one `summary`; errors end the stream with a status
+   * order (with output "pdf": the PDF in `pdf_chunk` messages of at most
+   * 1 MiB), then exactly one `summary`; errors end the stream with a status
    * carrying the Folio error code (conversion_failed, timeout,
    * unsupported_format, payload_too_large, service_unavailable, ...).
    */

@@ -6,11 +6,19 @@ import type { ConvertSummary as _folio_conversion_v1_ConvertSummary, ConvertSumm
 export interface ConvertReply {
   'page'?: (_folio_conversion_v1_Page | null);
   'summary'?: (_folio_conversion_v1_ConvertSummary | null);
-  'item'?: "page"|"summary";
+  /**
+   * The next part of the PDF (output "pdf"), in order.
+   */
+  'pdf_chunk'?: (Buffer | Uint8Array | string);
+  'item'?: "page"|"summary"|"pdf_chunk";
 }
 
 export interface ConvertReply__Output {
   'page'?: (_folio_conversion_v1_Page__Output | null);
   'summary'?: (_folio_conversion_v1_ConvertSummary__Output | null);
-  'item'?: "page"|"summary";
+  /**
+   * The next part of the PDF (output "pdf"), in order.
+   */
+  'pdf_chunk'?: (Buffer);
+  'item'?: "page"|"summary"|"pdf_chunk";
 }

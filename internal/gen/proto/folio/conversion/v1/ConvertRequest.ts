@@ -29,6 +29,14 @@ export interface ConvertRequest {
    * reply's pages keep their numbers in the document.
    */
   'pages'?: (string);
+  /**
+   * "" or "pages": the pages as PNGs. "pdf": the PDF LibreOffice renders,
+   * every page of it and none rendered to an image (a durable job reads it
+   * like a PDF it was sent); `pages` must then be empty, and `max_pages`
+   * bounds the document's pages (the caller's own limit, not the service's
+   * limit of rendered pages).
+   */
+  'output'?: (string);
 }
 
 export interface ConvertRequest__Output {
@@ -59,4 +67,12 @@ export interface ConvertRequest__Output {
    * reply's pages keep their numbers in the document.
    */
   'pages': (string);
+  /**
+   * "" or "pages": the pages as PNGs. "pdf": the PDF LibreOffice renders,
+   * every page of it and none rendered to an image (a durable job reads it
+   * like a PDF it was sent); `pages` must then be empty, and `max_pages`
+   * bounds the document's pages (the caller's own limit, not the service's
+   * limit of rendered pages).
+   */
+  'output': (string);
 }

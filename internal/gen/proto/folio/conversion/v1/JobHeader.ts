@@ -24,6 +24,11 @@ export interface JobHeader {
    * still submits them numbered 1..n, in document order.
    */
   'pages'?: (string);
+  /**
+   * "" (pages) or "pdf" (ConvertRequest.output): then the sandbox submits
+   * the PDF in `pdf_chunk` messages and no page.
+   */
+  'output'?: (string);
 }
 
 export interface JobHeader__Output {
@@ -48,4 +53,9 @@ export interface JobHeader__Output {
    * still submits them numbered 1..n, in document order.
    */
   'pages': (string);
+  /**
+   * "" (pages) or "pdf" (ConvertRequest.output): then the sandbox submits
+   * the PDF in `pdf_chunk` messages and no page.
+   */
+  'output': (string);
 }

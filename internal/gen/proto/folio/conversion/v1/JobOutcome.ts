@@ -18,6 +18,10 @@ export interface JobOutcome {
    * The document's pages (page_count of them were converted), when ok.
    */
   'document_page_count'?: (number);
+  /**
+   * True when the PDF was submitted (output "pdf"); page_count is then 0.
+   */
+  'pdf'?: (boolean);
 }
 
 export interface JobOutcome__Output {
@@ -36,4 +40,8 @@ export interface JobOutcome__Output {
    * The document's pages (page_count of them were converted), when ok.
    */
   'document_page_count': (number);
+  /**
+   * True when the PDF was submitted (output "pdf"); page_count is then 0.
+   */
+  'pdf': (boolean);
 }

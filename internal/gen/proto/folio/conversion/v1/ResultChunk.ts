@@ -8,12 +8,20 @@ export interface ResultChunk {
   'start'?: (_folio_conversion_v1_ResultStart | null);
   'page'?: (_folio_conversion_v1_Page | null);
   'result'?: (_folio_conversion_v1_JobOutcome | null);
-  'item'?: "start"|"page"|"result";
+  /**
+   * The next part of the PDF (output "pdf"), in order.
+   */
+  'pdf_chunk'?: (Buffer | Uint8Array | string);
+  'item'?: "start"|"page"|"result"|"pdf_chunk";
 }
 
 export interface ResultChunk__Output {
   'start'?: (_folio_conversion_v1_ResultStart__Output | null);
   'page'?: (_folio_conversion_v1_Page__Output | null);
   'result'?: (_folio_conversion_v1_JobOutcome__Output | null);
-  'item'?: "start"|"page"|"result";
+  /**
+   * The next part of the PDF (output "pdf"), in order.
+   */
+  'pdf_chunk'?: (Buffer);
+  'item'?: "start"|"page"|"result"|"pdf_chunk";
 }

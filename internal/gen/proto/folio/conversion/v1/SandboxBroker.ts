@@ -27,7 +27,7 @@ export interface SandboxBrokerClient extends grpc.Client {
   
   /**
    * The result: first message `start` with the token, then `page` messages in
-   * page order, then one `result`.
+   * page order (output "pdf": `pdf_chunk` messages), then one `result`.
    */
   SubmitResult(metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_folio_conversion_v1_SubmitResultResponse__Output>): grpc.ClientWritableStream<_folio_conversion_v1_ResultChunk>;
   SubmitResult(metadata: grpc.Metadata, callback: grpc.requestCallback<_folio_conversion_v1_SubmitResultResponse__Output>): grpc.ClientWritableStream<_folio_conversion_v1_ResultChunk>;
@@ -35,7 +35,7 @@ export interface SandboxBrokerClient extends grpc.Client {
   SubmitResult(callback: grpc.requestCallback<_folio_conversion_v1_SubmitResultResponse__Output>): grpc.ClientWritableStream<_folio_conversion_v1_ResultChunk>;
   /**
    * The result: first message `start` with the token, then `page` messages in
-   * page order, then one `result`.
+   * page order (output "pdf": `pdf_chunk` messages), then one `result`.
    */
   submitResult(metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_folio_conversion_v1_SubmitResultResponse__Output>): grpc.ClientWritableStream<_folio_conversion_v1_ResultChunk>;
   submitResult(metadata: grpc.Metadata, callback: grpc.requestCallback<_folio_conversion_v1_SubmitResultResponse__Output>): grpc.ClientWritableStream<_folio_conversion_v1_ResultChunk>;
@@ -58,7 +58,7 @@ export interface SandboxBrokerHandlers extends grpc.UntypedServiceImplementation
   
   /**
    * The result: first message `start` with the token, then `page` messages in
-   * page order, then one `result`.
+   * page order (output "pdf": `pdf_chunk` messages), then one `result`.
    */
   SubmitResult: grpc.handleClientStreamingCall<_folio_conversion_v1_ResultChunk__Output, _folio_conversion_v1_SubmitResultResponse>;
   
