@@ -5,7 +5,8 @@
  *
  * First without an operator, the test writing the ConversionSandbox's status
  * and acting as the sandbox over the real broker: how each outcome and each
- * failure reason is answered, that watches survive a compaction (410) and
+ * failure reason is answered, output pdf handed through both ways, that
+ * watches survive a compaction (410) and
  * dropped connections, the limits, abort, and that the resource is always
  * deleted and never holds the document.
  *
@@ -32,7 +33,7 @@ import { PNG_SIGNATURE } from "../../formats/index.ts";
 import { createLogger } from "../../platform/log/index.ts";
 import { PROJECT_ROOT, buildSandboxProgram, resolveNodeBinary } from "../assets.ts";
 import { prepareProfile } from "../profile.ts";
-import { pngInfo } from "../testdocs.ts";
+import { pagedDocx, pngInfo } from "../testdocs.ts";
 import { SandboxBroker } from "./broker.ts";
 import { REQUEST_LABELS, type KubernetesBackend, type KubernetesBackendOptions } from "./backend.ts";
 
@@ -51,8 +52,8 @@ async function theSandbox(api: FakeKubeApi): Promise<ConversionSandbox> {
   return api.list("conversionsandboxes", NAMESPACE)[0] as unknown as ConversionSandbox;
 }
 
-/** Acts as the sandbox program: fetches the job, then submits `pages` fake PNGs. */
-async function actAsSandbox(token: string, pages: number): Promise<Buffer> {
+/** Acts as the sandbox program: fetches the job, then submits `pages` fake PNGs, or with `pdf` that PDF (of `pdf.documentPages` pages) and no page. */
+async function actAsSandbox(token: string, pages: number, pdf?: { bytes: Buffer; documentPages: number }): Promise<Buffer> {
   const document = await new Promise<Buffer>((resolve, reject) => {
     const call = brokerServer.client.FetchJob({ token }, { deadline: Date.now() + 10_000 });
     const data: Buffer[] = [];
@@ -64,7 +65,8 @@ async function actAsSandbox(token: string, pages: number): Promise<Buffer> {
   });
   const messages: ResultChunk[] = [{ start: { token } }];
   for (let n = 1; n <= pages; n++) messages.push({ page: { page_number: n, png: fakePng(n) } });
-  messages.push({ result: { ok: true, page_count: pages, timings: {} } });
+  if (pdf) messages.push({ pdf_chunk: pdf.bytes }, { result: { ok: true, page_count: 0, document_page_count: pdf.documentPages, pdf: true, timings: {} } });
+  else messages.push({ result: { ok: true, page_count: pages, timings: {} } });
   await new Promise<void>((resolve, reject) => {
     const call = brokerServer.client.SubmitResult({ deadline: Date.now() + 10_000 }, (err) => (err ? reject(fromGrpcError(err, "broker")) : resolve()));
     for (const m of messages) call.write(m);
@@ -136,6 +138,22 @@ describe("KubernetesBackend, the test writing the status", () => {
     for (const t of documentText) expect(everything).not.toContain(t);
     const creates = api.requests.filter((r) => r.method === "POST" && r.path.endsWith("/conversionsandboxes"));
     expect(JSON.stringify(creates.at(-1)?.body).length).toBeLessThan(2000);
+  });
+
+  it("asks the sandbox for the PDF with output pdf and answers with it, no page", async () => {
+    const pdf = Buffer.from("%PDF-1.7\n% a PDF of three pages\n%%EOF\n");
+    const converting = backend().convert({ document: fixture("two-pages.docx"), format: "DOCX", maxPages: 500, output: "pdf", timeoutMs: 20_000 });
+    const sandbox = await theSandbox(api);
+    await actAsSandbox(sandbox.spec.broker.token, 0, { bytes: pdf, documentPages: 3 });
+    api.setStatus("conversionsandboxes", NAMESPACE, sandbox.metadata.name, { phase: "Succeeded", computeMillis: 321, pageCount: 0 });
+    const result = await converting;
+    expect({ ...result, pdf: result.pdf?.toString("latin1") }).toEqual({ pages: [], pageCount: 0, documentPageCount: 3, pdf: pdf.toString("latin1"), computeMillis: 321 });
+  });
+
+  it("refuses output pdf with a page selection before any sandbox starts", async () => {
+    const err = await folioFailure(backend().convert({ document: fixture("two-pages.docx"), format: "DOCX", maxPages: 5, pages: [{ first: 1, last: 1 }], output: "pdf", timeoutMs: 20_000 }));
+    expect({ code: err.code, param: err.param }).toEqual({ code: "invalid_request", param: "pages" });
+    expect(api.list("conversionsandboxes", NAMESPACE)).toEqual([]);
   });
 
   it("falls back on the broker's fetch-to-submit time when the operator writes no computeMillis", async () => {
@@ -335,6 +353,22 @@ describe("KubernetesBackend end to end: real operator, fake API server, test kub
     for (const part of [document.toString("base64").slice(0, 64), document.toString("base64").slice(-64), document.toString("hex").slice(0, 64)]) {
       expect(everything).not.toContain(part);
     }
+  }, 120_000);
+
+  it("hands back the PDF LibreOffice wrote with output pdf, every page of it and none rendered", async () => {
+    const document = pagedDocx(3);
+    const result = await backend.convert({ document, format: "DOCX", maxPages: 3, output: "pdf", timeoutMs: 60_000 });
+    expect({ pages: result.pages, pageCount: result.pageCount, documentPageCount: result.documentPageCount, pdfHeader: result.pdf?.subarray(0, 5).toString("latin1") }).toEqual({
+      pages: [],
+      pageCount: 0,
+      documentPageCount: 3,
+      pdfHeader: "%PDF-",
+    });
+    expect(result.pdf?.includes("%%EOF")).toBe(true);
+    expect(result.computeMillis).toBeGreaterThan(0);
+    const run = kubelet.runs.at(-1);
+    await expect.poll(() => run?.exitCode, { timeout: 10_000 }).not.toBeUndefined();
+    expect({ exitCode: run?.exitCode, stderr: run?.exitCode === 0 ? "" : run?.stderr }).toEqual({ exitCode: 0, stderr: "" });
   }, 120_000);
 
   it("refuses the token of a finished sandbox", async () => {

@@ -7,7 +7,8 @@
  * 1. the document is registered with the {@link SandboxBroker}, which hands
  *    out a one-time token; the resource carries only that token and the
  *    broker's address (never the document, never another secret), and the
- *    sandbox pod fetches the document and returns its pages over gRPC;
+ *    sandbox pod fetches the document and returns its pages (with output
+ *    `pdf`, the PDF: the broker checks either) over gRPC;
  * 2. the ConversionSandbox is created (`csb-<random>`);
  * 3. the first of these decides the answer:
  *    - the broker's result (pages, or the program's own conversion failure);
@@ -184,6 +185,7 @@ export class KubernetesBackend implements SandboxBackend {
       format: input.format,
       maxPages: input.maxPages,
       ...(input.pages ? { pages: input.pages } : {}),
+      ...(input.output === "pdf" ? { output: "pdf" as const } : {}),
       timeoutMs: input.timeoutMs,
       maxOutputBytes: this.opts.maxOutputBytes,
       ...(input.traceparent ? { traceparent: input.traceparent } : {}),
@@ -204,8 +206,8 @@ export class KubernetesBackend implements SandboxBackend {
       if (!result.outcome.ok) throw outcomeError(result);
       // A warm pod has no ConversionSandbox status: the broker's hand-in to result is the compute time.
       const computeMillis = Math.max(1, result.submittedAtMs - warm.handedInAtMs);
-      log.info({ pageCount: result.pageCount, computeMillis, attempt }, "warm sandbox finished");
-      return { pages: result.pages, pageCount: result.pageCount, documentPageCount: result.documentPageCount, computeMillis };
+      log.info({ pageCount: result.pageCount, ...pdfLog(result), computeMillis, attempt }, "warm sandbox finished");
+      return sandboxResult(result, computeMillis);
     } catch (err) {
       if (!(err instanceof WarmPodLostError) || signal?.aborted) throw err;
       if (attempt === 2) throw new FolioError("conversion_failed", "the sandbox went away twice before returning a result for this document");
@@ -274,8 +276,8 @@ export class KubernetesBackend implements SandboxBackend {
       if (!result.outcome.ok) throw outcomeError(result);
       const computeMillis = await this.computeMillis(watch, result);
       outcome = "ok";
-      log.info({ job: registration.id, pageCount: result.pageCount, computeMillis: computeMillis.value, computeMillisFrom: computeMillis.from }, "sandbox finished");
-      return { pages: result.pages, pageCount: result.pageCount, documentPageCount: result.documentPageCount, computeMillis: computeMillis.value };
+      log.info({ job: registration.id, pageCount: result.pageCount, ...pdfLog(result), computeMillis: computeMillis.value, computeMillisFrom: computeMillis.from }, "sandbox finished");
+      return sandboxResult(result, computeMillis.value);
     } catch (err) {
       outcome = err instanceof FolioError ? err.code : "internal_error";
       throw err;
@@ -390,6 +392,8 @@ function checkInput(input: SandboxInput): void {
   if (!Number.isInteger(input.maxPages) || input.maxPages < 1) throw new FolioError("invalid_request", "maxPages must be a positive integer");
   if (!(input.timeoutMs > 0)) throw new FolioError("invalid_request", "timeoutMs must be positive");
   if (input.document.length === 0) throw new FolioError("conversion_failed", "the document is empty");
+  if (input.output !== undefined && input.output !== "pages" && input.output !== "pdf") throw new FolioError("invalid_request", `unknown output ${String(input.output)}`);
+  if (input.output === "pdf" && input.pages) throw new FolioError("invalid_request", "a page selection cannot be combined with output pdf (the PDF holds every page)", { param: "pages" });
 }
 
 /** The error for a sandbox whose status says Failed, by the operator's reason. */
@@ -417,6 +421,16 @@ export function statusError(status: ConversionSandboxStatus, spec: Pick<Conversi
       // ImagePullFailed, PodFailed, JobFailed, anything new: the sandbox could not run, which says nothing about the document.
       return new FolioError("internal_error", `the sandbox could not run (${reason})${said}`, { retryable: true });
   }
+}
+
+/** The answer from a broker result whose outcome is ok: its pages, or with output `pdf` its PDF (no page). */
+function sandboxResult(result: BrokerResult, computeMillis: number): SandboxResult {
+  return { pages: result.pages, pageCount: result.pageCount, ...(result.pdf ? { pdf: result.pdf } : {}), documentPageCount: result.documentPageCount, computeMillis };
+}
+
+/** What a log line says of a PDF result (nothing for pages). */
+function pdfLog(result: BrokerResult): { pdfBytes?: number; documentPageCount?: number } {
+  return result.pdf ? { pdfBytes: result.pdf.length, documentPageCount: result.documentPageCount } : {};
 }
 
 /** The error for a result whose outcome is not ok (what the program inside reported). */

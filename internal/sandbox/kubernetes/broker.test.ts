@@ -2,8 +2,9 @@
  * The sandbox broker over real gRPC on loopback: the one-time token (one
  * fetch, one submit, refused alike when unknown, expired, reused or out of
  * order), the checks on what a sandbox sends back (page order, PNG, size,
- * count, a missing outcome), cancellation, and logs that never carry the
- * token or the document.
+ * count, a missing outcome; with output pdf the PDF's chunks, header, size
+ * and page count, and no mixing of pages and PDF), cancellation, and logs
+ * that never carry the token or the document.
  */
 import { randomBytes } from "node:crypto";
 import { Writable } from "node:stream";
@@ -81,7 +82,7 @@ describe("SandboxBroker", () => {
     expect(broker.pending()).toBe(1);
 
     const fetched = await fetchJob(reg.token);
-    expect(fetched.header).toMatchObject({ format: "DOCX", dpi: 200, max_pages: 5, timeout_ms: 10_000, max_output_bytes: 10_000, document_bytes: 4500, traceparent: input.traceparent });
+    expect(fetched.header).toMatchObject({ format: "DOCX", dpi: 200, max_pages: 5, timeout_ms: 10_000, max_output_bytes: 10_000, document_bytes: 4500, traceparent: input.traceparent, output: "" });
     expect(fetched.chunks).toBe(5);
     expect(fetched.document.equals(input.document)).toBe(true);
 
@@ -215,5 +216,74 @@ describe("SandboxBroker", () => {
     expect(logs).not.toContain(reg.token.slice(0, 16));
     expect(logs).not.toContain("SECRET-DOCUMENT");
     expect(logs).not.toContain(input.document.toString("base64").slice(0, 40));
+  });
+});
+
+describe("SandboxBroker with output pdf", () => {
+  /** Enough of a PDF for the broker, which checks the header only. */
+  const pdfBytes = Buffer.concat([Buffer.from("%PDF-1.7\n"), randomBytes(2500)]);
+  const pdfChunk = (bytes: Buffer): ResultChunk => ({ pdf_chunk: bytes });
+  /** The PDF in chunks of 1000 bytes. */
+  const pdfChunks = (bytes = pdfBytes) => Array.from({ length: Math.ceil(bytes.length / 1000) }, (_, i) => pdfChunk(bytes.subarray(i * 1000, (i + 1) * 1000)));
+  const pdfOutcome = (documentPages: number, extra: { page_count?: number; pdf?: boolean } = {}): ResultChunk => ({
+    result: { ok: true, page_count: 0, document_page_count: documentPages, pdf: true, timings: { pdfOut: 3 }, ...extra },
+  });
+
+  it("asks for the PDF in the header and settles with its bytes, put back together", async () => {
+    const reg = broker.register(job({ output: "pdf" }));
+    const fetched = await fetchJob(reg.token);
+    expect(fetched.header).toMatchObject({ output: "pdf", pages: "", max_pages: 5 });
+    // The header straddles the first two chunks.
+    await submit([start(reg.token), pdfChunk(pdfBytes.subarray(0, 2)), ...pdfChunks(pdfBytes.subarray(2)), pdfOutcome(5)]);
+    const result = await reg.result;
+    expect({ pages: result.pages, pageCount: result.pageCount, documentPageCount: result.documentPageCount, outcome: result.outcome }).toEqual({
+      pages: [],
+      pageCount: 0,
+      documentPageCount: 5,
+      outcome: { ok: true, timings: { pdfOut: 3 } },
+    });
+    expect(result.pdf?.equals(pdfBytes)).toBe(true);
+  });
+
+  it("passes a failed conversion through without a PDF", async () => {
+    const reg = broker.register(job({ output: "pdf" }));
+    await fetchJob(reg.token);
+    await submit([start(reg.token), outcome(0, false, { error_code: "conversion_failed", error_message: "the document has 9 pages; at most 5 are converted" })]);
+    const result = await reg.result;
+    expect(result).toMatchObject({ pageCount: 0, pages: [], outcome: { ok: false, errorCode: "conversion_failed" } });
+    expect(result.pdf).toBeUndefined();
+  });
+
+  it.each([
+    ["a page", [page(1), pdfOutcome(1)], /returned a page where the PDF was asked for/],
+    ["a PDF that is not one", [...pdfChunks(Buffer.concat([PNG_SIGNATURE, randomBytes(500)])), pdfOutcome(1)], /returned a PDF that does not start like a PDF/],
+    ["a PDF shorter than its header", [pdfChunk(Buffer.from("%PD")), pdfOutcome(1)], /returned a PDF that does not start like a PDF/],
+    ["an empty PDF", [pdfOutcome(1)], /returned an empty PDF/],
+    ["more bytes than allowed", [...pdfChunks(Buffer.concat([pdfBytes, randomBytes(8000)])), pdfOutcome(1)], /returned a PDF larger than 10000 bytes/],
+    ["more pages than allowed", [...pdfChunks(), pdfOutcome(6)], /returned a PDF of 6 pages where 1 to 5 are allowed/],
+    ["a document of no pages", [...pdfChunks(), pdfOutcome(0)], /returned a PDF of 0 pages where 1 to 5 are allowed/],
+    ["rendered pages", [...pdfChunks(), pdfOutcome(2, { page_count: 2 })], /returned an outcome of 2 rendered pages where the PDF was asked for/],
+    ["an outcome that does not say pdf", [...pdfChunks(), pdfOutcome(2, { pdf: false })], /returned a successful outcome without the PDF that was asked for/],
+    ["a PDF for a failed conversion", [...pdfChunks(), outcome(0, false)], /returned a PDF for a failed conversion/],
+    ["a stream without an outcome", pdfChunks(), /stream ended without an outcome/],
+  ] as const)("fails a PDF job as conversion_failed on %s", async (_name, messages, message) => {
+    const reg = broker.register(job({ output: "pdf" }));
+    await fetchJob(reg.token);
+    const answered = await folioFailure(submit([start(reg.token), ...messages]));
+    const failed = await folioFailure(reg.result);
+    expect({ code: failed.code, message: failed.message }).toMatchObject({ code: "conversion_failed", message: expect.stringMatching(message) });
+    expect(answered.code).toBe("conversion_failed");
+    expect(broker.pending()).toBe(0);
+  });
+
+  it.each([
+    ["PDF chunks", [...pdfChunks(), pdfOutcome(1)], /returned a PDF where pages were asked for/],
+    ["a PDF outcome", [page(1), pdfOutcome(1, { page_count: 1 })], /returned a PDF outcome where pages were asked for/],
+  ] as const)("fails a pages job as conversion_failed on %s", async (_name, messages, message) => {
+    const reg = broker.register(job());
+    await fetchJob(reg.token);
+    await folioFailure(submit([start(reg.token), ...messages]));
+    const failed = await folioFailure(reg.result);
+    expect({ code: failed.code, message: failed.message }).toMatchObject({ code: "conversion_failed", message: expect.stringMatching(message) });
   });
 });

@@ -1,8 +1,9 @@
 /**
  * The sandbox broker: how a `kubernetes` sandbox pod gets its document and
- * returns its pages. Neither ever goes through the Kubernetes API (a
- * ConversionSandbox carries only a one-time token): the pod calls this gRPC
- * service (`folio.conversion.v1.SandboxBroker`) on a port of its own.
+ * returns its pages (or, with output `pdf`, the PDF). Neither ever goes
+ * through the Kubernetes API (a ConversionSandbox carries only a one-time
+ * token): the pod calls this gRPC service (`folio.conversion.v1.SandboxBroker`)
+ * on a port of its own.
  *
  * Tokens. {@link SandboxBroker.register} makes a token of 32 random bytes
  * (base64url) per document. It allows exactly one FetchJob and then one
@@ -17,9 +18,13 @@
  * What the sandbox sends back is as untrusted as the document that ran in
  * it: pages must arrive numbered 1..n in order, n ≤ maxPages, each a PNG,
  * together ≤ maxOutputBytes, and the final outcome's page count must equal
- * the pages received. Anything else fails the job as `conversion_failed`
- * ("the sandbox returned ..."), and so does a result stream that ends
- * without its outcome.
+ * the pages received. A job that asked for output `pdf` (the header's
+ * `output`) gets the PDF back in `pdf_chunk` messages instead, and no page:
+ * together ≤ maxOutputBytes, starting with `%PDF-`, and an outcome that says
+ * `pdf`, 0 pages rendered and 1..maxPages pages in the document. Pages for a
+ * PDF job, or a PDF (chunks or outcome) for a pages job, are refused alike.
+ * Anything else fails the job as `conversion_failed` ("the sandbox returned
+ * ..."), and so does a result stream that ends without its outcome.
  *
  * Warm pods (docs/operator.md, "The warm pool"). A FetchJob whose token is
  * not a document's but a warm pool pod's (its hash is on a pool Job the
@@ -38,6 +43,7 @@ import { PAGE_DPI, hasPngSignature, type ConversionFormat } from "../../formats/
 import { formatPages, type PageSelection } from "../../formats/pages.ts";
 import type { ProtoGrpcType } from "../../gen/proto/conversion.ts";
 import type { JobChunk } from "../../gen/proto/folio/conversion/v1/JobChunk.ts";
+import type { JobOutcome__Output } from "../../gen/proto/folio/conversion/v1/JobOutcome.ts";
 import type { FetchJobRequest__Output } from "../../gen/proto/folio/conversion/v1/FetchJobRequest.ts";
 import type { ResultChunk__Output } from "../../gen/proto/folio/conversion/v1/ResultChunk.ts";
 import type { SandboxBrokerHandlers } from "../../gen/proto/folio/conversion/v1/SandboxBroker.ts";
@@ -45,6 +51,7 @@ import type { SubmitResultResponse } from "../../gen/proto/folio/conversion/v1/S
 import { FolioError } from "../../platform/errors/index.ts";
 import { grpc, loadProto, toGrpcStatus } from "../../platform/grpc/index.ts";
 import type { Logger } from "../../platform/log/index.ts";
+import type { SandboxOutput } from "../interface.ts";
 
 /** The service name in the gRPC health service. */
 export const BROKER_SERVICE_NAME = "folio.conversion.v1.SandboxBroker";
@@ -58,6 +65,8 @@ const TOKEN_BYTES = 32;
 const DEFAULT_CHUNK_BYTES = 1024 * 1024;
 /** The one message for every refused token (see the module comment). */
 const REFUSED = "the sandbox token is not valid";
+/** How a PDF starts (ISO 32000-1 7.5.2); LibreOffice writes nothing before it. */
+const PDF_HEADER = Buffer.from("%PDF-");
 
 export interface BrokerJobInput {
   document: Buffer;
@@ -65,6 +74,8 @@ export interface BrokerJobInput {
   maxPages: number;
   /** Only these pages (the header's `pages`); absent: every page. */
   pages?: PageSelection;
+  /** `pdf`: the sandbox returns the PDF and no page (never with `pages`); absent: pages. */
+  output?: SandboxOutput;
   /** ms the program may spend converting */
   timeoutMs: number;
   maxOutputBytes: number;
@@ -83,9 +94,11 @@ export interface BrokerOutcome {
 }
 
 export interface BrokerResult {
-  /** The pages, checked: numbered 1..pageCount in order, each a PNG, within the byte limit. */
+  /** The pages, checked: numbered 1..pageCount in order, each a PNG, within the byte limit; none with output `pdf`. */
   pages: Buffer[];
   pageCount: number;
+  /** With output `pdf` and an ok outcome: the PDF, checked to start with `%PDF-` and to fit the byte limit. */
+  pdf?: Buffer;
   /** The document's pages as the sandbox counted them (the conversion service checks them against the selection). */
   documentPageCount: number;
   outcome: BrokerOutcome;
@@ -394,6 +407,7 @@ export class SandboxBroker {
         document_bytes: job.document.length,
         traceparent: job.traceparent ?? "",
         pages: job.pages ? formatPages(job.pages) : "",
+        output: job.output === "pdf" ? "pdf" : "",
       },
     });
     for (let offset = 0; offset < job.document.length; offset += this.chunkBytes) {
@@ -416,6 +430,7 @@ export class SandboxBroker {
     };
     let claimed: { hash: string; reg: Registration } | undefined;
     const pages: Buffer[] = [];
+    const pdfParts: Buffer[] = [];
     let bytes = 0;
     let outcome: BrokerOutcome | undefined;
     let pageCount = 0;
@@ -432,7 +447,9 @@ export class SandboxBroker {
         const { job } = claimed.reg;
         if (claimed.reg.settled) throw new FolioError("permission_denied", REFUSED);
         if (outcome) throw returned("more messages after its result");
+        const asksPdf = job.output === "pdf";
         if (chunk.item === "page" && chunk.page) {
+          if (asksPdf) throw returned("a page where the PDF was asked for");
           const expected = pages.length + 1;
           const png = chunk.page.png ?? Buffer.alloc(0);
           if (chunk.page.page_number !== expected) throw returned(`page ${chunk.page.page_number} where page ${expected} was expected`);
@@ -443,14 +460,24 @@ export class SandboxBroker {
           bytes += png.length;
           if (bytes > job.maxOutputBytes) throw returned(`pages larger than ${job.maxOutputBytes} bytes in total`);
           pages.push(png);
+        } else if (chunk.item === "pdf_chunk") {
+          if (!asksPdf) throw returned("a PDF where pages were asked for");
+          const part = chunk.pdf_chunk ?? Buffer.alloc(0);
+          bytes += part.length;
+          if (bytes > job.maxOutputBytes) throw returned(`a PDF larger than ${job.maxOutputBytes} bytes`);
+          pdfParts.push(part);
         } else if (chunk.item === "result" && chunk.result) {
           const r = chunk.result;
-          if (r.page_count !== pages.length) throw returned(`an outcome of ${r.page_count} pages after sending ${pages.length}`);
-          if (r.ok && pages.length === 0) throw returned("no pages for a successful conversion");
-          if (!r.ok && pages.length > 0) throw returned("pages for a failed conversion");
+          if (asksPdf) checkPdfOutcome(r, bytes, pdfParts, job.maxPages);
+          else {
+            if (r.pdf) throw returned("a PDF outcome where pages were asked for");
+            if (r.page_count !== pages.length) throw returned(`an outcome of ${r.page_count} pages after sending ${pages.length}`);
+            if (r.ok && pages.length === 0) throw returned("no pages for a successful conversion");
+            if (!r.ok && pages.length > 0) throw returned("pages for a failed conversion");
+          }
           submittedAtMs = Date.now();
           pageCount = r.page_count;
-          // Older sandbox programs do not say: then every page was converted.
+          // Older sandbox programs do not say: then every page was converted (a PDF outcome always says).
           documentPageCount = r.document_page_count || r.page_count;
           outcome = {
             ok: r.ok,
@@ -465,14 +492,15 @@ export class SandboxBroker {
       if (claimed.reg.settled) throw new FolioError("permission_denied", REFUSED);
       if (!outcome) throw returned("no result: its stream ended without an outcome");
       const { reg, hash } = claimed;
-      this.log.info({ job: reg.id, ok: outcome.ok, pageCount, bytes, errorCode: outcome.errorCode }, "sandbox submitted its result");
-      this.settle(hash, reg, { pages, pageCount, documentPageCount, outcome, fetchedAtMs: reg.fetchedAtMs ?? submittedAtMs, submittedAtMs });
+      const pdf = reg.job.output === "pdf" && outcome.ok ? { pdf: Buffer.concat(pdfParts, bytes) } : {};
+      this.log.info({ job: reg.id, ok: outcome.ok, pageCount, documentPageCount, bytes, pdf: reg.job.output === "pdf", errorCode: outcome.errorCode }, "sandbox submitted its result");
+      this.settle(hash, reg, { pages, pageCount, documentPageCount, ...pdf, outcome, fetchedAtMs: reg.fetchedAtMs ?? submittedAtMs, submittedAtMs });
       answer(null);
     } catch (err) {
       // A cancelled or broken stream is a stream without an outcome.
       const error = err instanceof FolioError ? err : returned("no result: its stream broke off without an outcome");
       if (claimed && error.code !== "permission_denied") {
-        this.log.warn({ job: claimed.reg.id, error: error.message, pagesReceived: pages.length }, "sandbox result refused");
+        this.log.warn({ job: claimed.reg.id, error: error.message, pagesReceived: pages.length, pdfChunksReceived: pdfParts.length }, "sandbox result refused");
         this.settle(claimed.hash, claimed.reg, error);
       }
       answer(error);
@@ -510,6 +538,25 @@ export function registerBroker(server: grpc.Server, broker: SandboxBroker): void
 
 function hashToken(token: string): string {
   return createHash("sha256").update(token, "utf8").digest("hex");
+}
+
+/**
+ * The outcome of a job that asked for output `pdf`, against the `bytes` of
+ * PDF received in `parts` (see the module comment): a success is a PDF of
+ * 1..maxPages pages with none rendered, a failure comes without a PDF.
+ */
+function checkPdfOutcome(r: JobOutcome__Output, bytes: number, parts: readonly Buffer[], maxPages: number): void {
+  if (!r.ok) {
+    if (bytes > 0 || r.pdf) throw returned("a PDF for a failed conversion");
+    return;
+  }
+  if (!r.pdf) throw returned("a successful outcome without the PDF that was asked for");
+  if (r.page_count !== 0) throw returned(`an outcome of ${r.page_count} rendered pages where the PDF was asked for`);
+  const of = r.document_page_count;
+  if (of < 1 || of > maxPages) throw returned(`a PDF of ${of} pages where 1 to ${maxPages} are allowed`);
+  if (bytes === 0) throw returned("an empty PDF");
+  // The header may straddle chunks: only its first bytes are joined.
+  if (!Buffer.concat(parts, Math.min(bytes, PDF_HEADER.length)).equals(PDF_HEADER)) throw returned("a PDF that does not start like a PDF");
 }
 
 /** The error for a result that breaks the protocol: the sandbox's output is untrusted. */

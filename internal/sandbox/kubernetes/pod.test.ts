@@ -4,7 +4,8 @@
  * the exchange): the embedded service description matches the .proto, a
  * document converts and its pages arrive at the broker, a conversion failure
  * is a submitted result (exit 0), a page selection goes to the converter and
- * the document's page count comes back, a refused token or an unreachable broker is
+ * the document's page count comes back, output pdf submits LibreOffice's PDF
+ * and no page, a refused token or an unreachable broker is
  * exit 1, and the esbuild bundle of `cmd/sandbox` does the same in broker mode.
  */
 import { spawn } from "node:child_process";
@@ -99,6 +100,23 @@ describe("runBrokerMode", () => {
     const beyond = broker.register(job(pagedDocx(2), { pages: [{ first: 3, last: 3 }] }));
     await runBrokerMode(options(beyond.token, "beyond"));
     expect((await beyond.result).outcome).toMatchObject({ ok: false, errorCode: "invalid_pages", errorMessage: 'the document has 2 pages; "pages": "3" asks for page 3' });
+  }, 90_000);
+
+  it("submits the PDF with output pdf: every page of the document in it, none rendered", async () => {
+    const reg = broker.register(job(pagedDocx(4), { output: "pdf" }));
+    const { exitCode, message } = await runBrokerMode(options(reg.token, "pdf"));
+    expect({ exitCode, ok: message.ok, pageCount: message.pageCount }).toEqual({ exitCode: 0, ok: true, pageCount: 0 });
+    const result = await reg.result;
+    expect({ pages: result.pages.length, pageCount: result.pageCount, documentPageCount: result.documentPageCount, pdfHeader: result.pdf?.subarray(0, 5).toString("latin1") }).toEqual({
+      pages: 0,
+      pageCount: 0,
+      documentPageCount: 4,
+      pdfHeader: "%PDF-",
+    });
+    // The document's pages bound a PDF too: more than maxPages is the conversion's failure, submitted as such.
+    const over = broker.register(job(pagedDocx(4), { output: "pdf", maxPages: 3 }));
+    expect((await runBrokerMode(options(over.token, "pdf-over"))).exitCode).toBe(0);
+    expect((await over.result).outcome).toMatchObject({ ok: false, errorCode: "conversion_failed" });
   }, 90_000);
 
   it("submits a conversion failure as a result and exits 0", async () => {

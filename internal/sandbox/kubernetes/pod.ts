@@ -1,13 +1,19 @@
 /**
  * Broker mode of the sandbox program: how a `kubernetes` sandbox pod gets
- * its document and returns its pages. The pod holds nothing but the broker's
- * address and a one-time token (env FOLIO_BROKER_ADDRESS, FOLIO_BROKER_TOKEN):
+ * its document and returns its pages (or its PDF). The pod holds nothing but
+ * the broker's address and a one-time token (env FOLIO_BROKER_ADDRESS,
+ * FOLIO_BROKER_TOKEN):
  *
  * 1. FetchJob(token) → the job header, then the document in chunks;
  * 2. the document and `job.json` go into a private job folder under TMPDIR
  *    (the pod's tmpfs) and {@link runJob} converts it, exactly as in the
  *    job-folder mode the `runsc` backend uses;
  * 3. SubmitResult: `start{token}`, one `page` per PNG in order, `result`;
+ *    with the header's output `pdf`, the finished job's PDF instead of the
+ *    pages, in `pdf_chunk` messages of at most {@link PDF_CHUNK_BYTES} (one
+ *    message would hold it all in both processes' memory), then `result`
+ *    with `pdf` set. The finished job is read with `readOutput`, as the other
+ *    backends read theirs;
  * 4. the {@link TerminationMessage} goes to FOLIO_TERMINATION_LOG
  *    (`/dev/termination-log`), where the operator reads it from the pod's
  *    status.
@@ -49,12 +55,14 @@ import { conversionDescriptor } from "../../gen/proto/descriptors.ts";
 import { MAX_MESSAGE_BYTES, PROTO_LOAD_OPTIONS } from "../../platform/grpc/load-options.ts";
 import { PRESTART_FILE, runJob } from "../converter.ts";
 import type { ConversionFormat, JobResult } from "../interface.ts";
-import { readPages, writeJob } from "../jobdir.ts";
+import { readOutput, writeJob } from "../jobdir.ts";
 
 /** FetchJob, connection included: the pod's network may take a moment to come up. */
 const DEFAULT_FETCH_DEADLINE_MS = 60_000;
 /** SubmitResult: up to FOLIO_CONVERSION_MAX_OUTPUT_BYTES of pages over the cluster network. */
 const DEFAULT_SUBMIT_DEADLINE_MS = 120_000;
+/** PDF bytes per SubmitResult message (the conversion service streams it on in the same size). */
+const PDF_CHUNK_BYTES = 1024 * 1024;
 /** The kubelet keeps at most 4096 bytes of a termination message; messages are cut well below. */
 const MESSAGE_CHARS = 1000;
 
@@ -130,9 +138,9 @@ async function runColdMode(options: BrokerModeOptions, log: SandboxLog): Promise
     log({ msg: "sandbox fetched its job", format, bytes: document.length, maxPages: header.max_pages });
 
     work = await mkdtemp(join(options.scratchDir, "folio-broker-"));
-    const { result, pages } = await convert(work, document, header, options);
+    const converted = await convert(work, document, header, options);
 
-    return { exitCode: 0, message: await submitConverted(client, token, pages, result, options, log) };
+    return { exitCode: 0, message: await submitConverted(client, token, converted, options, log) };
   } catch (err) {
     return { exitCode: 1, message: exchangeFailed(err, log) };
   } finally {
@@ -178,8 +186,8 @@ async function runWarmMode(options: BrokerModeOptions, pool: { name: string; idl
     log({ msg: "sandbox received its document", receivedAt: Date.now(), format: header.format, bytes: document.length });
     const maxOutputBytes = await writeHeaderJob(jobDir, document, header, options);
     handIn.resolve(true);
-    const { result, pages } = await readConverted(jobDir, await converting, maxOutputBytes);
-    return { exitCode: 0, message: await submitConverted(client, token, pages, result, options, log) };
+    const converted = await readConverted(jobDir, await converting, header, maxOutputBytes);
+    return { exitCode: 0, message: await submitConverted(client, token, converted, options, log) };
   } catch (err) {
     const message = exchangeFailed(err, log);
     handIn.resolve(false);
@@ -206,13 +214,13 @@ function brokerSeat(options: BrokerModeOptions): { address: string; token: strin
 async function submitConverted(
   client: SandboxBrokerClient,
   token: string,
-  pages: Buffer[],
-  result: JobResult,
+  converted: Converted,
   options: BrokerModeOptions,
   log: SandboxLog,
 ): Promise<TerminationMessage> {
-  log({ msg: "sandbox converted", ok: result.ok, pageCount: result.pageCount, error: result.error?.code, timings: result.timings });
-  await submitResult(client, token, pages, result, options.submitDeadlineMs ?? DEFAULT_SUBMIT_DEADLINE_MS);
+  const { result, pdf } = converted;
+  log({ msg: "sandbox converted", ok: result.ok, pageCount: result.pageCount, ...(pdf ? { pdfBytes: pdf.length, documentPageCount: result.documentPageCount } : {}), error: result.error?.code, timings: result.timings });
+  await submitResult(client, token, converted, options.submitDeadlineMs ?? DEFAULT_SUBMIT_DEADLINE_MS);
   log({ msg: "sandbox submitted its result" });
   return {
     ok: result.ok,
@@ -361,16 +369,12 @@ function checkHeader(header: JobHeader__Output): void {
   if (header.dpi !== PAGE_DPI) throw new BrokerExchangeError(`the broker asked for ${header.dpi} DPI; this program renders ${PAGE_DPI}`);
   if (!(header.max_pages >= 1)) throw new BrokerExchangeError("the broker's job has no page limit");
   if (!(header.document_bytes >= 1)) throw new BrokerExchangeError("the broker's job has an empty document");
+  if (headerOutput(header).output === "pdf" && header.pages) throw new BrokerExchangeError("the broker's job asks for a page selection and output pdf");
   headerSelection(header);
 }
 
 /** Runs the converter on a job folder in `work`; conversion problems come back in the result. */
-async function convert(
-  work: string,
-  document: Buffer,
-  header: JobHeader__Output,
-  options: BrokerModeOptions,
-): Promise<{ result: JobResult; pages: Buffer[] }> {
+async function convert(work: string, document: Buffer, header: JobHeader__Output, options: BrokerModeOptions): Promise<Converted> {
   const jobDir = join(work, "job");
   const maxOutputBytes = await writeHeaderJob(jobDir, document, header, options);
   let result: JobResult;
@@ -379,7 +383,7 @@ async function convert(
   } catch (err) {
     result = { ok: false, pageCount: 0, error: { code: "conversion_failed", message: `the sandbox could not run the job: ${(err as Error).message}` } };
   }
-  return readConverted(jobDir, result, maxOutputBytes);
+  return readConverted(jobDir, result, header, maxOutputBytes);
 }
 
 /** Writes the broker's job into `jobDir` for the converter; the output limit it set, if any. */
@@ -394,7 +398,15 @@ async function writeHeaderJob(
   const maxOutputBytes = header.max_output_bytes || undefined;
   await writeJob(
     jobDir,
-    { document, format, maxPages: header.max_pages, ...headerSelection(header), timeoutMs: header.timeout_ms, ...(traceparent ? { traceparent } : {}) },
+    {
+      document,
+      format,
+      maxPages: header.max_pages,
+      ...headerSelection(header),
+      ...headerOutput(header),
+      timeoutMs: header.timeout_ms,
+      ...(traceparent ? { traceparent } : {}),
+    },
     { profileDir: options.profileDir, ...(header.timeout_ms ? { timeoutMs: header.timeout_ms } : {}), ...(maxOutputBytes ? { maxOutputBytes } : {}) },
     { chownOutput: false },
   );
@@ -409,17 +421,37 @@ function headerSelection(header: JobHeader__Output): { pages?: PageSelection } {
   return { pages: parsed.selection };
 }
 
-/** The pages of a finished job; pages that cannot be read turn the result into a failure. */
-async function readConverted(jobDir: string, result: JobResult, maxOutputBytes: number | undefined): Promise<{ result: JobResult; pages: Buffer[] }> {
+/** What the header asks back: "" or `pages` the pages, `pdf` the PDF; anything else is not a job this program knows. */
+function headerOutput(header: JobHeader__Output): { output?: "pdf" } {
+  if (header.output === "pdf") return { output: "pdf" };
+  if (!header.output || header.output === "pages") return {};
+  throw new BrokerExchangeError(`the broker asked for an unknown output ${JSON.stringify(header.output)}`);
+}
+
+/** A finished job as it is submitted: the result, and its pages or (output `pdf`) its PDF. */
+interface Converted {
+  result: JobResult;
+  pages: Buffer[];
+  pdf?: Buffer;
+}
+
+/**
+ * The pages or the PDF of a finished job, read and checked against the
+ * header as every backend reads its jobs; output that cannot be read (or
+ * is not what was asked) turns the result into a failure.
+ */
+async function readConverted(jobDir: string, result: JobResult, header: JobHeader__Output, maxOutputBytes: number | undefined): Promise<Converted> {
   if (!result.ok) return { result, pages: [] };
   try {
-    return { result, pages: await readPages(jobDir, result.pageCount, maxOutputBytes) };
+    const { pages, pageCount, documentPageCount, pdf } = await readOutput(jobDir, result, { ...headerOutput(header), maxPages: header.max_pages }, maxOutputBytes);
+    return { result: { ...result, pageCount, documentPageCount }, pages, ...(pdf ? { pdf } : {}) };
   } catch (err) {
     return { result: { ok: false, pageCount: 0, error: { code: "conversion_failed", message: (err as Error).message }, ...(result.timings ? { timings: result.timings } : {}) }, pages: [] };
   }
 }
 
-async function submitResult(client: SandboxBrokerClient, token: string, pages: Buffer[], result: JobResult, deadlineMs: number): Promise<void> {
+async function submitResult(client: SandboxBrokerClient, token: string, converted: Converted, deadlineMs: number): Promise<void> {
+  const { result, pages, pdf } = converted;
   let finished = false;
   let call: grpc.ClientWritableStream<ResultChunk> | undefined;
   const answered = new Promise<void>((resolve, reject) => {
@@ -433,7 +465,7 @@ async function submitResult(client: SandboxBrokerClient, token: string, pages: B
   // awaited at the end, and must not count as unhandled in between.
   answered.catch(() => undefined);
   const stream = call as grpc.ClientWritableStream<ResultChunk>;
-  /** Writes one message, waiting while the stream's buffer is full (a page can be megabytes). */
+  /** Writes one message, waiting while the stream's buffer is full (a page, or a PDF's chunk, can be megabytes). */
   const send = async (message: ResultChunk) => {
     if (finished) return;
     if (!stream.write(message)) await Promise.race([once(stream, "drain"), answered.catch(() => undefined)]);
@@ -444,12 +476,16 @@ async function submitResult(client: SandboxBrokerClient, token: string, pages: B
     const { width, height } = pngSize(png) ?? { width: 0, height: 0 };
     await send({ page: { page_number: i + 1, png, width, height } });
   }
+  if (pdf) {
+    for (let offset = 0; offset < pdf.length; offset += PDF_CHUNK_BYTES) await send({ pdf_chunk: pdf.subarray(offset, offset + PDF_CHUNK_BYTES) });
+  }
   const timings = Object.fromEntries(Object.entries(result.timings ?? {}).map(([k, v]) => [k, Math.max(0, Math.round(v))]));
   await send({
     result: {
       ok: result.ok,
       page_count: result.ok ? pages.length : 0,
       document_page_count: result.ok ? (result.documentPageCount ?? pages.length) : 0,
+      pdf: pdf !== undefined,
       error_code: result.error?.code ?? "",
       error_message: result.error?.message.slice(0, MESSAGE_CHARS) ?? "",
       timings,
