@@ -19,7 +19,7 @@
  * the answer says so (`upVote`, `axisRatio`, `skewContrast`), and the caller decides
  * (engines/straighten.ts asks tesseract's orientation detection then).
  */
-import { otsuThreshold, type GreyImage } from "./rules.ts";
+import { greyHistogram, otsuThreshold, type GreyImage } from "./rules.ts";
 
 /** The skew search range, degrees either way (the issue asks for at least ±15°). */
 export const MAX_SKEW_DEGREES = 15;
@@ -68,6 +68,8 @@ interface Points {
   n: number;
   /** The ink threshold (Otsu's): pixels at or below it are ink. */
   threshold: number;
+  /** The points' bounding box: min x, max x, min y, max y. */
+  box: [number, number, number, number];
 }
 
 /**
@@ -76,21 +78,21 @@ interface Points {
  * so that coloured cell fills, a yellowed sheet on a white scanner lid and
  * the white corners a rotation adds stay paper.
  */
-function inkThreshold(pixels: Uint8Array): number {
-  const hist = new Uint32Array(256);
-  for (let i = 0; i < pixels.length; i++) hist[pixels[i]!]!++;
+function inkThreshold(pixels: Uint8Array): { threshold: number; ink: number } {
+  const hist = greyHistogram(pixels);
   let acc = 0;
   let paper = 255;
   while (paper > 0 && (acc += hist[paper]!) < pixels.length * 0.1) paper--;
-  return Math.min(otsuThreshold(pixels), Math.floor(paper * INK_SHARE_OF_PAPER));
+  const threshold = Math.min(otsuThreshold(pixels, hist), Math.floor(paper * INK_SHARE_OF_PAPER));
+  let ink = 0;
+  for (let v = 0; v <= threshold; v++) ink += hist[v]!;
+  return { threshold, ink };
 }
 
 /** Ink points of the page, centred, at most {@link MAX_POINTS} (a fixed stride over the ink: deterministic). */
 function inkPoints(img: GreyImage): Points | null {
   const { width, height, pixels } = img;
-  const t = inkThreshold(pixels);
-  let ink = 0;
-  for (let i = 0; i < pixels.length; i++) if (pixels[i]! <= t) ink++;
+  const { threshold: t, ink } = inkThreshold(pixels);
   // No ink, or more ink than paper (a photo, a dark page): nothing to measure.
   if (ink < 200 || ink > pixels.length / 2) return null;
   const stride = Math.max(1, ink / MAX_POINTS);
@@ -99,6 +101,10 @@ function inkPoints(img: GreyImage): Points | null {
   const ys = new Float32Array(n);
   const cx = width / 2;
   const cy = height / 2;
+  let minX = Infinity;
+  let maxX = -Infinity;
+  let minY = Infinity;
+  let maxY = -Infinity;
   let k = 0;
   let next = 0;
   let seen = 0;
@@ -110,29 +116,44 @@ function inkPoints(img: GreyImage): Points | null {
       next += stride;
       xs[k] = x - cx;
       ys[k] = y - cy;
+      if (xs[k]! < minX) minX = xs[k]!;
+      if (xs[k]! > maxX) maxX = xs[k]!;
+      if (ys[k]! < minY) minY = ys[k]!;
+      if (ys[k]! > maxY) maxY = ys[k]!;
       if (++k >= n) break;
     }
   }
-  return { xs, ys, n: k, threshold: t };
+  return { xs, ys, n: k, threshold: t, box: [minX, maxX, minY, maxY] };
 }
 
-/** The profile of the points projected onto the axis at `deg` from the vertical (1-px bins), and its first bin's offset. */
+/**
+ * The profile of the points projected onto the axis at `deg` from the
+ * vertical (1-px bins), and its first bin's offset. The bins span the
+ * projection of the points' bounding box, which holds every point's: the
+ * bins beyond the ink stay empty, and {@link peakiness} skips them (one pass
+ * over the points instead of two).
+ */
 function profile(p: Points, deg: number, out: { bins: Float64Array; lo: number }): void {
   const a = (deg * Math.PI) / 180;
   const s = Math.sin(a);
   const c = Math.cos(a);
+  const [minX, maxX, minY, maxY] = p.box;
   let lo = Infinity;
   let hi = -Infinity;
-  for (let i = 0; i < p.n; i++) {
-    // The row a point falls in once the page is turned back by `deg` (clockwise skew: lines fall to the right).
-    const v = p.ys[i]! * c - p.xs[i]! * s;
-    if (v < lo) lo = v;
-    if (v > hi) hi = v;
+  for (const x of [minX, maxX]) {
+    for (const y of [minY, maxY]) {
+      const v = y * c - x * s;
+      if (v < lo) lo = v;
+      if (v > hi) hi = v;
+    }
   }
-  const len = Math.floor(hi) - Math.floor(lo) + 1;
-  const bins = out.bins.length >= len ? out.bins.fill(0, 0, len) : new Float64Array(len);
   const base = Math.floor(lo);
-  for (let i = 0; i < p.n; i++) bins[Math.floor(p.ys[i]! * c - p.xs[i]! * s) - base]!++;
+  const len = Math.floor(hi) - base + 1;
+  const bins = out.bins.length >= len ? out.bins.fill(0, 0, len) : new Float64Array(len);
+  const { xs, ys, n } = p;
+  // The row a point falls in once the page is turned back by `deg` (clockwise skew: lines fall to the right);
+  // v − base is never negative, so truncation is the floor.
+  for (let i = 0; i < n; i++) bins[(ys[i]! * c - xs[i]! * s - base) | 0]!++;
   out.bins = bins.length === len ? bins : bins.subarray(0, len);
   out.lo = base;
 }

@@ -27,10 +27,15 @@ const PROBE = 4;
 /** At most this share of a rule's length may be dark at the probe rows. */
 const MAX_NEIGHBOUR_INK = 0.25;
 
-/** Otsu's threshold over the grey histogram. */
-export function otsuThreshold(pixels: Uint8Array): number {
-  const hist = new Float64Array(256);
-  for (const p of pixels) hist[p]!++;
+/** How many pixels have each grey level (an indexed loop: an iterator over a page's 4 million pixels costs ten times as much). */
+export function greyHistogram(pixels: Uint8Array): Uint32Array {
+  const hist = new Uint32Array(256);
+  for (let i = 0; i < pixels.length; i++) hist[pixels[i]!]!++;
+  return hist;
+}
+
+/** Otsu's threshold over the grey histogram (of `pixels`, or the one given, made by {@link greyHistogram}). */
+export function otsuThreshold(pixels: Uint8Array, hist: Uint32Array = greyHistogram(pixels)): number {
   const total = pixels.length;
   let sum = 0;
   for (let i = 0; i < 256; i++) sum += i * hist[i]!;
