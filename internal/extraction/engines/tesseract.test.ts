@@ -4,6 +4,7 @@
  * under thresholds measured on this engine with margin, language mapping,
  * cancellation, and input that must fail cleanly.
  */
+import { execFileSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { cer } from "../../../test/cer.ts";
@@ -68,6 +69,24 @@ describe("TesseractEngine on the fixtures", () => {
     expect(blocks[5]!.cells).toEqual(TABLE_ROWS);
     expect(blocks[6]).toMatchObject({ type: "footer", text: "Page 3" });
     for (const b of blocks) expect(b.bbox[2] > b.bbox[0] && b.bbox[3] > b.bbox[1], JSON.stringify(b)).toBe(true);
+  });
+});
+
+describe("small text", () => {
+  it("reads a page whose words are about 8 pixels high enlarged, with its boxes in the page as sent", async () => {
+    const sharp = (await import("sharp")).default;
+    // The A4 fixture at a quarter of its size: 50 DPI, words 7–9 pixels high.
+    const small = await sharp(fixture("english.png")).resize(414).png().toBuffer();
+    const once = execFileSync("tesseract", ["stdin", "stdout", "-l", "eng", "--psm", "3"], { input: small, encoding: "utf8", stdio: ["pipe", "pipe", "ignore"] });
+    // One pass of tesseract at that size misreads a good part of it; that is what this case is about.
+    expect(cer(once, truth("english.txt"))).toBeGreaterThan(0.15);
+    const r = await new TesseractEngine().extractPage(page(small), { ...TEXT, includeLayout: "words" }, live());
+    expect(cer(r.text, truth("english.txt"))).toBeLessThan(0.1);
+    const { width, height, blocks } = r.layout!;
+    expect([width, height]).toEqual([414, 585]);
+    const boxes = blocks.flatMap((b) => [b.bbox, ...(b.words ?? []).map((w) => w.bbox)]);
+    expect(boxes.length).toBeGreaterThan(20);
+    for (const [x0, y0, x1, y1] of boxes) expect(x0 >= 0 && y0 >= 0 && x1 <= width && y1 <= height && x0 < x1 && y0 < y1, `${[x0, y0, x1, y1]}`).toBe(true);
   });
 });
 

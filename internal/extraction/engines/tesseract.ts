@@ -29,6 +29,16 @@
  *   language; when the words are read with low confidence, the other
  *   installed scripts (Fraktur) are tried and the most confident reading
  *   wins. One pass for an English page, two for another language.
+ * - Small text is read again at twice the size: when the words of a reading
+ *   are at most {@link SMALL_WORD_HEIGHT} pixels high (the median of their
+ *   boxes, over at least {@link MIN_WORDS_TO_ENLARGE} words: a phone photo, a
+ *   page scanned at 100 DPI), the page is enlarged two times (Lanczos) and
+ *   read again, and the boxes of that reading are brought back to the page
+ *   as sent. Measured on the corpus's pages downscaled to half
+ *   (docs/benchmarks.md "Small pages"): tesseract's word boxes told the small
+ *   pages apart better than a pixel estimate of the x-height, and larger text
+ *   read enlarged got worse, so only the small is enlarged. It costs a second
+ *   reading on those pages alone.
  * - OMP_THREAD_LIMIT=1 by default: pages already run in parallel, and on a
  *   2-CPU machine tesseract's OpenMP threads made one A4 page 2.1× slower
  *   (1.67 s against 0.78 s), not faster.
@@ -37,9 +47,9 @@ import { execFile, spawn } from "node:child_process";
 import { parserEnv } from "../../platform/childenv/index.ts";
 import { jailed, signalJailed, type JailAccess } from "../../platform/jail/index.ts";
 import { FolioError } from "../../platform/errors/index.ts";
-import type { Engine, ExtractOptions, PageInput, PageResult, Table } from "../types.ts";
-import { hasPngSignature } from "../../formats/index.ts";
-import { decodeGrey } from "../layout/image.ts";
+import type { Engine, ExtractOptions, PageInput, PageLayout, PageResult, Table } from "../types.ts";
+import { hasPngSignature, parsePgm } from "../../formats/index.ts";
+import { decodeGrey, encodePgm } from "../layout/image.ts";
 import { renderMarkdown, structurePage, type SourceBlock } from "../layout/markdown.ts";
 import { analyzePage, type AnalyzedPage } from "../layout/page.ts";
 import { renderMarkdownTable } from "./tables.ts";
@@ -108,6 +118,14 @@ const CONFIDENCE_MARGIN = 0.02;
 const OTHER_SCRIPTS: Readonly<Record<string, string>> = Object.freeze({ frk: "deu" });
 /** A page found to be German and read with less confidence than this is tried in Fraktur too. */
 const SCRIPT_LANGUAGE_CONFIDENCE = 0.9;
+/** Words whose boxes are at most this many pixels high (median) are read again enlarged (see the module comment). */
+export const SMALL_WORD_HEIGHT = 9;
+/** Fewer words than this (a label, a line) are never enlarged: their median says little. */
+const MIN_WORDS_TO_ENLARGE = 20;
+/** How much small text is enlarged. */
+const ENLARGEMENT = 2;
+/** An enlarged page may have at most this many pixels (tesseract's memory grows with them). */
+const MAX_ENLARGED_PIXELS = 60_000_000;
 /** A dense A4 page is ~100 KB of TSV; far more means something is wrong. */
 const MAX_TSV_BYTES = 32 * 1024 * 1024;
 /** Kept for error causes (logs). */
@@ -267,6 +285,47 @@ export async function formatted(page: PageInput, text: string, sources: readonly
   return options.outputFormat === "markdown" ? { text: renderMarkdown(blocks) } : { text, blocks };
 }
 
+/** Whether a reading's words are small enough to read again enlarged (module comment). */
+function smallText(read: AnalyzedPage): boolean {
+  const heights = read.sources.flatMap((s) => s.words.map((w) => w.y1 - w.y0)).sort((a, b) => a - b);
+  return heights.length >= MIN_WORDS_TO_ENLARGE && heights[heights.length >> 1]! <= SMALL_WORD_HEIGHT;
+}
+
+/** The page enlarged `factor` times (Lanczos): a PDF page's grey pixels as PGM, any other image as PNG; undefined when it would be too large or cannot be decoded here. */
+async function enlarged(page: PageInput, factor: number): Promise<PageInput | undefined> {
+  const sharp = (await import("sharp")).default;
+  const pgm = parsePgm(page.image);
+  try {
+    const source = pgm ? sharp(Buffer.from(pgm.pixels.buffer, pgm.pixels.byteOffset, pgm.pixels.length), { raw: { width: pgm.width, height: pgm.height, channels: 1 } }) : sharp(page.image, { pages: 1 });
+    const size = pgm ?? (await source.metadata());
+    const width = Math.round((size.width ?? 0) * factor);
+    const height = Math.round((size.height ?? 0) * factor);
+    if (!width || !height || width * height > MAX_ENLARGED_PIXELS) return undefined;
+    const resized = source.resize(width, height, { kernel: "lanczos3" });
+    if (pgm) {
+      const { data, info } = await resized.greyscale().raw().toBuffer({ resolveWithObject: true });
+      return { pageNumber: page.pageNumber, image: encodePgm({ width: info.width, height: info.height, pixels: new Uint8Array(data.buffer, data.byteOffset, data.length) }), mimeType: "image/x-portable-graymap" };
+    }
+    return { pageNumber: page.pageNumber, image: await resized.png({ compressionLevel: 1 }).toBuffer(), mimeType: "image/png" };
+  } catch {
+    // An image sharp does not decode (BMP): read as it is.
+    return undefined;
+  }
+}
+
+/** A reading of a page enlarged `factor` times, its boxes brought back to the page as sent (whose layout is `sent`). */
+function shrunk(read: AnalyzedPage, factor: number, sent: PageLayout): AnalyzedPage {
+  const back = (v: number) => Math.round(v / factor);
+  const box = (b: [number, number, number, number]): [number, number, number, number] => [back(b[0]), back(b[1]), back(b[2]), back(b[3])];
+  // The sources' blocks are the layout's own objects: each is brought back once, through the layout.
+  for (const block of read.layout.blocks) {
+    block.bbox = box(block.bbox);
+    if (block.words) block.words = block.words.map((w) => ({ ...w, bbox: box(w.bbox) }));
+  }
+  const sources = read.sources.map((s) => ({ ...s, words: s.words.map((w) => ({ ...w, x0: w.x0 / factor, y0: w.y0 / factor, x1: w.x1 / factor, y1: w.y1 / factor, ...(w.em !== undefined ? { em: w.em / factor } : {}) })) }));
+  return { ...read, sources, layout: { ...read.layout, width: sent.width, height: sent.height }, lineHeight: read.lineHeight / factor };
+}
+
 export class TesseractEngine implements Engine {
   readonly id = "local/tesseract";
   readonly #command: string;
@@ -308,12 +367,20 @@ export class TesseractEngine implements Engine {
     return this.#readAnyLanguage(read);
   }
 
-  /** One tesseract pass over a page in the given traineddata. */
+  /** One tesseract pass over a page in the given traineddata (and one more, enlarged, when its text is small: see the module comment). */
   async read(page: PageInput, lang: string, options: ExtractOptions, signal: AbortSignal): Promise<AnalyzedPage> {
     checkImage(page);
-    const r = analyzePage(await this.#run(page, ["-l", lang, "--psm", String(this.#psm), "tsv"], signal), { words: options.includeLayout === "words" });
+    const pass = async (p: PageInput) => {
+      const r = analyzePage(await this.#run(p, ["-l", lang, "--psm", String(this.#psm), "tsv"], signal), { words: options.includeLayout === "words" });
+      signal.throwIfAborted();
+      return r;
+    };
+    const first = await pass(page);
+    if (!smallText(first)) return first;
+    const big = await enlarged(page, ENLARGEMENT);
     signal.throwIfAborted();
-    return r;
+    if (!big) return first;
+    return shrunk(await pass(big), ENLARGEMENT, first.layout);
   }
 
   /** See "The language" in the module comment. */
