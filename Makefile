@@ -82,10 +82,10 @@ bench: ## benchmarks (docs/benchmarks.md)
 eval: deps ## score local models' reading (CER, word F1) against the tesseract CLI (docs/benchmarks.md)
 	$(NPX) tsx bench/eval-ocr.ts
 
-# The corpus's pages turned 90/180/270 and skewed ±4° (issue 26), apart from
-# `make eval`: seven readings a page, about half an hour for its 15 pages here
+# The corpus's pages turned 90/180/270, skewed ±4° and at half size (issue 26), apart from
+# `make eval`: eight readings a page, about half an hour for its 15 pages here
 # (`make eval-variants EVAL_ARGS="--only a,b"` picks pages); figures in docs/benchmarks.md ("Turned and skewed pages").
-eval-variants: deps ## score local/auto on turned and skewed variants of the corpus pages against upright, and the check's cost
+eval-variants: deps ## score local/auto on turned, skewed and half-size variants of the corpus pages against upright, and the check's cost
 	$(NPX) tsx bench/eval-variants.ts $(EVAL_ARGS)
 
 # Structure kept by output_format markdown (issue 26): the office files of

@@ -2,8 +2,9 @@
  * `make eval-variants`: reading quality of turned and skewed pages (issue 26,
  * docs/benchmarks.md "Turned and skewed pages"). For every page of the
  * corpus of `make eval` (kind "page" in its README, or `--only`), sharp
- * makes variants of the image: turned clockwise by 90°, 180° and 270°, and
- * skewed by +4° and −4° (clockwise; the canvas grows, the corners white).
+ * makes variants of the image: turned clockwise by 90°, 180° and 270°,
+ * skewed by +4° and −4° (clockwise; the canvas grows, the corners white), and
+ * downscaled to half its width and height (a low-resolution scan or photo).
  * Each local model asked for reads the upright page and every variant as
  * `/v1/ocr` would (engines/straighten.ts in front of the engine), and the
  * upright page once more with the engine alone (no orientation check),
@@ -13,8 +14,9 @@
  * normalisation; totals are summed edits over summed truth characters).
  * Goals checked: turned pages' total CER at most 1.05 × the upright pages',
  * skewed pages' at most 1.1 ×, no page lost (F1 under 0.5 where upright gets
- * 0.8), and the upright pages' median time per page at most 1.15 × the
- * engine's alone.
+ * 0.8), the upright pages' median time per page at most 1.15 × the
+ * engine's alone, and half-size pages' total CER at most 1.2 × the upright
+ * pages'.
  *
  * Usage: npx tsx bench/eval-variants.ts [--models local/auto] [--only name-substring,…] [--all-kinds]
  * Writes test-artifacts/eval-variants.json. Exit code 1 when a reading failed.
@@ -41,6 +43,7 @@ const VARIANTS = [
   ["turned 270", 270],
   ["skewed +4", 4],
   ["skewed -4", -4],
+  ["half size", "half"],
 ] as const;
 type Variant = (typeof VARIANTS)[number][0];
 
@@ -66,10 +69,15 @@ function arg(name: string): string | undefined {
   return i >= 0 ? process.argv[i + 1] : undefined;
 }
 
-async function variantImage(bytes: Buffer, degrees: number): Promise<Buffer> {
-  if (degrees === 0) return bytes;
+/** The page turned clockwise by `degrees`, or downscaled to half its width and height. */
+async function variantImage(bytes: Buffer, how: number | "half"): Promise<Buffer> {
+  if (how === 0) return bytes;
   const sharp = (await import("sharp")).default;
-  return sharp(bytes, { pages: 1 }).rotate(degrees, { background: "#ffffff" }).png().toBuffer();
+  if (how === "half") {
+    const { width = 0 } = await sharp(bytes, { pages: 1 }).metadata();
+    return sharp(bytes, { pages: 1 }).resize(Math.max(1, Math.round(width / 2))).png().toBuffer();
+  }
+  return sharp(bytes, { pages: 1 }).rotate(how, { background: "#ffffff" }).png().toBuffer();
 }
 
 async function read(engine: Engine, image: Buffer, truth: string, ci: boolean): Promise<Reading> {
@@ -174,6 +182,7 @@ async function main(): Promise<number> {
     const upright = total(rs.map((r) => r.readings.upright!)).cer;
     const turned = total(rs.flatMap((r) => [r.readings["turned 90"]!, r.readings["turned 180"]!, r.readings["turned 270"]!])).cer;
     const skewed = total(rs.flatMap((r) => [r.readings["skewed +4"]!, r.readings["skewed -4"]!])).cer;
+    const half = total(rs.map((r) => r.readings["half size"]!)).cer;
     const lost = rs.flatMap((r) =>
       (r.readings.upright!.f1 >= 0.8 ? shown.filter((v) => v !== "upright" && r.readings[v]!.f1 < 0.5) : []).map((v) => `${r.file} ${v}`),
     );
@@ -189,6 +198,8 @@ async function main(): Promise<number> {
       turnedRatio: turned / upright,
       skewedCer: skewed,
       skewedRatio: skewed / upright,
+      halfCer: half,
+      halfRatio: half / upright,
       pagesLost: lost,
       uprightMedianMs: msWith,
       engineAloneMedianMs: msAlone,
@@ -197,12 +208,12 @@ async function main(): Promise<number> {
       checkMedianMs: checkMs,
       checkMedianCpuMs: checkCpuMs,
     };
-    return { ...goal, met: goal.turnedRatio <= 1.05 && goal.skewedRatio <= 1.1 && lost.length === 0 && goal.costRatio <= 1.15 };
+    return { ...goal, met: goal.turnedRatio <= 1.05 && goal.skewedRatio <= 1.1 && lost.length === 0 && goal.costRatio <= 1.15 && goal.halfRatio <= 1.2 };
   });
   for (const g of goals) {
     lines.push(
       `${g.model}: turned ${g.turnedCer.toFixed(3)} = ${g.turnedRatio.toFixed(2)} × upright ${g.uprightCer.toFixed(3)} (goal ≤ 1.05); ` +
-        `skewed ±4° ${g.skewedCer.toFixed(3)} = ${g.skewedRatio.toFixed(2)} × (goal ≤ 1.10); pages lost: ${g.pagesLost.length ? g.pagesLost.join(", ") : "none"}; ` +
+        `skewed ±4° ${g.skewedCer.toFixed(3)} = ${g.skewedRatio.toFixed(2)} × (goal ≤ 1.10); half size ${g.halfCer.toFixed(3)} = ${g.halfRatio.toFixed(2)} × (goal ≤ 1.20); pages lost: ${g.pagesLost.length ? g.pagesLost.join(", ") : "none"}; ` +
         `upright median ${g.uprightMedianMs} ms against ${g.engineAloneMedianMs} ms for the engine alone = ${g.costRatio.toFixed(2)} × (per page, median ${g.medianPerPageCostRatio.toFixed(2)} ×; goal ≤ 1.15); the check alone: median ${g.checkMedianMs} ms, ${g.checkMedianCpuMs} ms CPU` +
         (g.met ? "" : "  (goal not met)"),
     );
