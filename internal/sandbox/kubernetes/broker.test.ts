@@ -74,6 +74,17 @@ const outcome = (pageCount: number, ok = true, extra: { error_code?: string; err
   result: { ok, page_count: pageCount, timings: { soffice: 12, total: 34 }, ...extra },
 });
 
+/** A job whose sandbox submits `messages` after `start`: both the submitter and the waiting conversion get conversion_failed matching `message`, and nothing stays registered. */
+async function expectRefused(input: BrokerJobInput, messages: readonly ResultChunk[], message: RegExp): Promise<void> {
+  const reg = broker.register(input);
+  await fetchJob(reg.token);
+  const answered = await folioFailure(submit([start(reg.token), ...messages]));
+  const failed = await folioFailure(reg.result);
+  expect({ code: failed.code, message: failed.message }).toMatchObject({ code: "conversion_failed", message: expect.stringMatching(message) });
+  expect(answered.code).toBe("conversion_failed");
+  expect(broker.pending()).toBe(0);
+}
+
 describe("SandboxBroker", () => {
   it("hands out the job once and takes the pages back once", async () => {
     const input = job({ traceparent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01" });
@@ -140,13 +151,7 @@ describe("SandboxBroker", () => {
     ["a stream without an outcome", [page(1), page(2)], /stream ended without an outcome/],
     ["success without pages", [outcome(0)], /no pages for a successful conversion/],
   ] as const)("fails the job as conversion_failed on %s", async (_name, messages, message) => {
-    const reg = broker.register(job());
-    await fetchJob(reg.token);
-    const answered = await folioFailure(submit([start(reg.token), ...messages]));
-    const failed = await folioFailure(reg.result);
-    expect({ code: failed.code, message: failed.message }).toMatchObject({ code: "conversion_failed", message: expect.stringMatching(message) });
-    expect(answered.code).toBe("conversion_failed");
-    expect(broker.pending()).toBe(0);
+    await expectRefused(job(), messages, message);
   });
 
   it("passes a failed conversion through as an outcome", async () => {
@@ -267,13 +272,7 @@ describe("SandboxBroker with output pdf", () => {
     ["a PDF for a failed conversion", [...pdfChunks(), outcome(0, false)], /returned a PDF for a failed conversion/],
     ["a stream without an outcome", pdfChunks(), /stream ended without an outcome/],
   ] as const)("fails a PDF job as conversion_failed on %s", async (_name, messages, message) => {
-    const reg = broker.register(job({ output: "pdf" }));
-    await fetchJob(reg.token);
-    const answered = await folioFailure(submit([start(reg.token), ...messages]));
-    const failed = await folioFailure(reg.result);
-    expect({ code: failed.code, message: failed.message }).toMatchObject({ code: "conversion_failed", message: expect.stringMatching(message) });
-    expect(answered.code).toBe("conversion_failed");
-    expect(broker.pending()).toBe(0);
+    await expectRefused(job({ output: "pdf" }), messages, message);
   });
 
   it.each([
