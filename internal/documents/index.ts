@@ -30,3 +30,13 @@ export {
   type RenderedPage,
   type StreamPdfOptions,
 } from "./pdf.ts";
+export {
+  DEFAULT_IMAGE_DPI,
+  buildSearchablePdf,
+  canCopyPdfPages,
+  compactPageImage,
+  type SearchableInput,
+  type SearchableKind,
+  type SearchablePage,
+  type SearchableWord,
+} from "./searchable-pdf.ts";

@@ -88,6 +88,13 @@ async function inspect(deps: EdgeDeps, s: JobSubmission, selection: PageSelectio
   return { sniffed, document, selected: plan.pages };
 }
 
+/** A job's pages are stored one by one as they are read; a PDF of the whole document is not built from them yet (docs/ocr.md "Searchable PDF"). */
+function refuseSearchablePdf(options: Record<string, unknown>): void {
+  if (options.searchable_pdf === true) {
+    throw new FolioError("invalid_request", "options.searchable_pdf is not available for durable jobs yet; use POST /v1/ocr", { param: "options.searchable_pdf" });
+  }
+}
+
 async function head(path: string, bytes: number): Promise<Buffer> {
   const file = await open(path, "r");
   try {
@@ -101,6 +108,7 @@ async function head(path: string, bytes: number): Promise<Buffer> {
 
 /** Checks the submission, writes the job with its hold (402 when the balance is short), and answers the job as stored. */
 export async function submitJob(deps: EdgeDeps, s: JobSubmission): Promise<Record<string, unknown>> {
+  refuseSearchablePdf(s.rawOptions);
   checkLayoutSupport(s.model, s.options);
   const selection = pageSelectionOf(deps, s.pages, deps.jobs.maxPages);
   const { sniffed, document, selected } = await inspect(deps, s, selection);

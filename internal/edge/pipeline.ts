@@ -30,7 +30,21 @@ import {
   type PaidOutcome,
   type Payer,
 } from "../billing/index.ts";
-import { decodeBase64Strict, fetchDocument, parseDataUrl, pdfPageCount, rasterizePdf, sniffDocument, streamPdfPages, type Sniffed } from "../documents/index.ts";
+import {
+  buildSearchablePdf,
+  canCopyPdfPages,
+  compactPageImage,
+  decodeBase64Strict,
+  fetchDocument,
+  parseDataUrl,
+  pdfPageCount,
+  rasterizePdf,
+  sniffDocument,
+  streamPdfPages,
+  type SearchableKind,
+  type SearchablePage,
+  type Sniffed,
+} from "../documents/index.ts";
 import type { ResolvedModel } from "../extraction/client.ts";
 import type { ExtractOptions, PageBlock, PageExtraction, PageInput, PageLayout, Table } from "../contracts/index.ts";
 import { PAGE_DPI } from "../formats/index.ts";
@@ -98,6 +112,18 @@ export function checkLayoutSupport(model: ResolvedModel, options: ExtractOptions
   if (options.includeLayout && model.model.source !== "local") {
     throw new FolioError("invalid_request", `options.include_layout needs a local model (local/tesseract, local/ppocr); '${model.model.id}' returns text only`, {
       param: "options.include_layout",
+    });
+  }
+}
+
+/**
+ * A searchable PDF is built from a local engine's word boxes
+ * (docs/ocr.md "Searchable PDF"); an upstream model answers text only.
+ */
+export function checkSearchablePdfSupport(model: ResolvedModel, searchablePdf: boolean | undefined): void {
+  if (searchablePdf && model.model.source !== "local") {
+    throw new FolioError("invalid_request", `options.searchable_pdf needs a local model (local/tesseract, local/ppocr); '${model.model.id}' returns text only`, {
+      param: "options.searchable_pdf",
     });
   }
 }
@@ -261,6 +287,12 @@ export interface ReadRequest<A> {
   /** Only these pages (the request's `pages`, from {@link pageSelectionOf}); absent: every page. */
   pages?: PageSelection;
   /**
+   * Build {@link ReadResult.searchablePdf} (local models only): the engine
+   * is asked for word boxes, and the answer keeps only the layout that
+   * `options.includeLayout` asked for.
+   */
+  searchablePdf?: boolean;
+  /**
    * Cancels the work (the client went away); what was billed until then is
    * charged. When its reason is an Error, that is what the request fails with.
    */
@@ -293,6 +325,8 @@ export interface ReadPage {
 export interface ReadResult {
   requestId: string;
   pages: ReadPage[];
+  /** When {@link ReadRequest.searchablePdf} asked for it: the document's pages read with an invisible text layer. */
+  searchablePdf?: Buffer;
   charge: ComponentCharge;
   components: MeteredComponents;
   conversionMillis: number[];
@@ -314,22 +348,28 @@ export interface ReadResult {
 export async function readDocument<A>(deps: EdgeDeps, req: ReadRequest<A>): Promise<ReadResult & { answer: A }> {
   const { document: doc, model, onEvent } = req;
   checkLayoutSupport(model, req.options);
+  checkSearchablePdfSupport(model, req.searchablePdf);
   const extraction = extractionOf(deps);
+  // Words are the blocks and more: asked of the engine for the text layer, trimmed back to what the client asked for below.
+  const engineOptions: ExtractOptions = req.searchablePdf ? { ...req.options, includeLayout: "words" } : req.options;
   const pageCount = await countPages(deps, doc, req.pages);
+  // A PDF keeps its own pages; one pdf-lib cannot open is rebuilt from its page images, so those are kept while it is read.
+  const keepForPdf = req.searchablePdf === true && (doc.sniffed.kind !== "pdf" || !(await canCopyPdfPages(doc.bytes, await pdfPageCount(doc.bytes))));
   const office = pageCount === null;
   const timings = { conversionMs: 0, extractionMs: 0 };
   const estimateCents = documentHoldCents(deps, model, pageCount ?? 1, office);
-  const asRead = (o: PaidOutcome<ReadPage[]>): ReadResult => ({
+  const asRead = (o: PaidOutcome<Read>): ReadResult => ({
     requestId: o.requestId,
-    pages: o.result,
+    pages: o.result.pages,
+    ...(o.result.searchablePdf ? { searchablePdf: o.result.searchablePdf } : {}),
     charge: o.charge,
     components: o.components,
     conversionMillis: o.conversionMillis,
     processingTimeMs: o.processingTimeMs,
     timings,
   });
-  const paid = { endpoint: req.endpoint, model: model.model.id, estimateCents, answer: (o: PaidOutcome<ReadPage[]>) => req.answer(asRead(o)), ...(req.idempotency ? { idempotency: req.idempotency } : {}) };
-  const outcome = await runPaid(deps.billing, req.payer, paid, async ({ meter, requestId, raiseHold }): Promise<ReadPage[]> => {
+  const paid = { endpoint: req.endpoint, model: model.model.id, estimateCents, answer: (o: PaidOutcome<Read>) => req.answer(asRead(o)), ...(req.idempotency ? { idempotency: req.idempotency } : {}) };
+  const outcome = await runPaid(deps.billing, req.payer, paid, async ({ meter, requestId, raiseHold }): Promise<Read> => {
     const abort = new AbortController();
     const cancel = () => abort.abort(req.signal?.reason);
     req.signal?.addEventListener("abort", cancel, { once: true });
@@ -360,20 +400,24 @@ export async function readDocument<A>(deps: EdgeDeps, req: ReadRequest<A>): Prom
       }
       let t1 = 0;
       let completed = 0;
+      const kept = new Map<number, Buffer>();
       const read = await mapLimit(pages, deps.documents.pageConcurrency, async (page, i): Promise<ReadPage> => {
         // When the first page is ready: at once for images, after the first rendered page of a streamed PDF.
         if (i === 0) {
           onEvent?.({ event: "extracting", page_count: pageTotal });
           t1 = Date.now();
         }
-        const r = await extraction.extractPage(model.model.id, page, req.options, abort.signal);
+        const r = await extraction.extractPage(model.model.id, page, engineOptions, abort.signal);
+        if (keepForPdf) kept.set(page.pageNumber, await compactPageImage(page.image));
         meter.modelCall(r.providerCostCents, { prompt: r.result.usage.promptTokens, completion: r.result.usage.completionTokens });
         meter.pages++;
         onEvent?.({ event: "page", page_number: page.pageNumber, completed: ++completed, of: pageTotal });
         return { pageNumber: page.pageNumber, ...(req.keepImage ? { image: await req.keepImage(page) } : {}), read: r };
       });
       timings.extractionMs = Date.now() - t1;
-      return read;
+      if (!req.searchablePdf) return { pages: read };
+      const searchablePdf = await buildSearchablePdf({ kind: searchableKindOf(doc.sniffed), document: doc.bytes, pages: read.map((p) => searchablePageOf(p, kept.get(p.pageNumber), doc.sniffed.kind)) });
+      return { pages: read.map((p) => ({ ...p, read: withLayoutAsked(p.read, req.options) })), searchablePdf };
     } catch (err) {
       abort.abort();
       // The usage log records why the work stopped, not the failure of the call the cancellation cut short.
@@ -384,6 +428,44 @@ export async function readDocument<A>(deps: EdgeDeps, req: ReadRequest<A>): Prom
     }
   });
   return { ...asRead(outcome), answer: outcome.answer };
+}
+
+/** What the paid work of {@link readDocument} produces. */
+interface Read {
+  pages: ReadPage[];
+  searchablePdf?: Buffer;
+}
+
+/**
+ * A page as the searchable PDF takes it: its words, in the engine's reading
+ * order, with boxes in pixels of the image as sent. Rendered pages (a PDF's
+ * fallback, an office document's) are PAGE_DPI images; an image says its own.
+ */
+function searchablePageOf(p: ReadPage, image: Buffer | undefined, kind: Sniffed["kind"]): SearchablePage {
+  const layout = p.read.result.layout;
+  const rotation = p.read.result.rotation;
+  return {
+    pageNumber: p.pageNumber,
+    width: layout?.width ?? 1,
+    height: layout?.height ?? 1,
+    ...(image ? { image } : {}),
+    ...(kind !== "image" ? { dpi: PAGE_DPI } : {}),
+    ...(rotation !== undefined ? { rotation } : {}),
+    words: (layout?.blocks ?? []).flatMap((b) => b.words ?? []),
+  };
+}
+
+/** Office documents and text files were converted to page images: those are the pages. */
+function searchableKindOf(sniffed: Sniffed): SearchableKind {
+  return sniffed.kind === "pdf" || sniffed.kind === "image" ? sniffed.kind : "office";
+}
+
+/** The engine's answer with the layout the client asked for: none, blocks without their words, or all of it. */
+function withLayoutAsked(read: PageExtraction, options: ExtractOptions): PageExtraction {
+  const { layout, ...rest } = read.result;
+  if (!layout || options.includeLayout === "words") return read;
+  if (!options.includeLayout) return { ...read, result: rest };
+  return { ...read, result: { ...rest, layout: { ...layout, blocks: layout.blocks.map(({ words: _words, ...block }) => block) } } };
 }
 
 /** PNG, PDF, DOCX…: the label people know the format by. */

@@ -86,6 +86,18 @@ export const OcrOptions = Type.Object(
   { additionalProperties: false },
 );
 
+/** `options.searchable_pdf` (docs/ocr.md "Searchable PDF"). */
+export const SearchablePdfOption = Type.Boolean({
+  default: false,
+  description:
+    "Local models, POST /v1/ocr only: adds result.searchable_pdf, the document's own pages (a PDF's as they are, an image as a page at its resolution) " +
+    "with an invisible text layer on each word read, so the text can be selected and searched in any viewer. Latin text only (other characters become \"?\"). " +
+    "No extra charge. An upstream model, or a durable job, is a 400 (docs/ocr.md, Searchable PDF).",
+});
+
+/** The options of POST /v1/ocr (and of its durable jobs, which refuse `searchable_pdf` for now): the spec's, and the searchable PDF. */
+export const OcrRouteOptions = Type.Object({ ...OcrOptions.properties, searchable_pdf: Type.Optional(SearchablePdfOption) }, { additionalProperties: false });
+
 const Bbox = Type.Array(Type.Integer(), { minItems: 4, maxItems: 4, description: "[x0, y0, x1, y1] in pixels of the page image (PDF and office pages: rendered at 200 DPI)." });
 
 /** How far a page as sent was turned from upright (docs/ocr.md "Turned and skewed pages"). */

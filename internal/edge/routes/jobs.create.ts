@@ -14,7 +14,7 @@ import { idempotent } from "../idempotency.ts";
 import { submitJob, type JobDocumentSource } from "../jobs-intake.ts";
 import { readMultipartToFile, registerMultipart, storedUploadOf } from "../multipart.ts";
 import { ocrOptions, strategyOf, urlOrBase64 } from "../pipeline.ts";
-import { JsonReadingFields, OcrOptions, PagesField, ReadingFields, StringEnum, paid } from "../schemas.ts";
+import { JsonReadingFields, OcrOptions, OcrRouteOptions, PagesField, ReadingFields, StringEnum, paid } from "../schemas.ts";
 import { extractionOf } from "../services.ts";
 import type { App, EdgeDeps } from "../types.ts";
 import { principalOf } from "../types.ts";
@@ -33,7 +33,7 @@ const JsonBody = Type.Object(
     ...JsonReadingFields,
     ...ReadingFields,
     pages: Type.Optional(PagesField),
-    options: Type.Optional(OcrOptions),
+    options: Type.Optional(OcrRouteOptions),
     metadata: Type.Optional(Metadata),
   },
   { additionalProperties: false, description: "Exactly one of url or base64." },
@@ -50,6 +50,7 @@ const MultipartBody = Type.Object(
     language: OcrOptions.properties.language,
     output_format: OcrOptions.properties.output_format,
     include_layout: Type.Optional(StringEnum(["true", "false", "blocks", "words"])),
+    searchable_pdf: Type.Optional(Flag),
     metadata: Type.Optional(Type.String({ maxLength: 16 * 1024, description: "The metadata object as JSON text." })),
   },
   { additionalProperties: false },
@@ -111,7 +112,7 @@ export default function register(app: App, deps: EdgeDeps): void {
   });
 }
 
-type Options = Static<typeof OcrOptions>;
+type Options = Static<typeof OcrRouteOptions>;
 
 interface JobInput {
   document: JobDocumentSource;
@@ -147,6 +148,7 @@ function fromMultipart(b: Static<typeof MultipartBody>, req: Parameters<typeof s
     ...(b.language !== undefined ? { language: b.language } : {}),
     ...(b.output_format !== undefined ? { output_format: b.output_format } : {}),
     ...(layout !== undefined ? { include_layout: layout } : {}),
+    ...(b.searchable_pdf !== undefined ? { searchable_pdf: b.searchable_pdf === "true" } : {}),
   };
   return {
     document: { file: { path: upload.path, bytes: upload.bytes, ...(upload.filename ? { filename: upload.filename } : {}) }, param: "file" },
