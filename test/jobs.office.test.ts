@@ -7,12 +7,14 @@
  * synchronous reads, not a job. Private database, so no other file's worker
  * takes the job.
  */
+import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { adminCreateAccount } from "../internal/cli/admin/index.ts";
 import type { RunningConversion } from "../internal/conversion/index.ts";
+import { zip } from "../internal/documents/testdata.ts";
 import type { RunningEdge } from "../internal/edge/index.ts";
 import type { RunningExtraction } from "../internal/extraction/index.ts";
 import type { RunningWorker } from "../internal/jobs/service.ts";
@@ -20,6 +22,19 @@ import { migrateToLatest, type DatabaseHandle } from "../internal/platform/db/in
 import { call, privateDatabase, startTestConversion, startTestEdge, startTestExtraction, startTestWorker } from "./harness.ts";
 
 const DOCX = readFileSync(join(import.meta.dirname, "fixtures", "convert", "two-pages.docx"));
+
+/** The parts of a one-page DOCX, for a package laid out by hand. */
+const TYPES =
+  `<?xml version="1.0" encoding="UTF-8" standalone="yes"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">` +
+  `<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/><Default Extension="xml" ContentType="application/xml"/>` +
+  `<Default Extension="bin" ContentType="application/octet-stream"/>` +
+  `<Override PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/></Types>`;
+const RELS =
+  `<?xml version="1.0" encoding="UTF-8" standalone="yes"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">` +
+  `<Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="word/document.xml"/></Relationships>`;
+const BODY =
+  `<?xml version="1.0" encoding="UTF-8" standalone="yes"?><w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>` +
+  `<w:p><w:r><w:rPr><w:sz w:val="32"/></w:rPr><w:t>The quick brown fox jumps over the lazy dog.</w:t></w:r></w:p></w:body></w:document>`;
 
 let database: DatabaseHandle & { url: string };
 let extraction: RunningExtraction;
@@ -98,6 +113,26 @@ describe("an office document as a durable job", () => {
     const account = await database.db.selectFrom("accounts").select(["balance_cents", "held_cents"]).where("id", "=", made.account.id).executeTakeFirstOrThrow();
     expect({ balance: Number(account.balance_cents), held: Number(account.held_cents) }).toEqual({ balance: 47, held: 0 });
   }, 300_000);
+
+  it("takes a multipart DOCX of 5 MB that names itself only at its end (as LibreOffice writes one), and reads it", async () => {
+    const made = await adminCreateAccount({ db: database.db }, { email: `office-late-${process.pid}@test.invalid`, name: "office", creditsCents: 50, requestsPerMinute: 1000 });
+    // Its first 4 MiB (what the edge sniffs of an upload) hold no [Content_Types].xml: a padding part comes first.
+    const docx = zip([
+      { name: "_rels/.rels", data: RELS, deflate: true },
+      { name: "word/document.xml", data: BODY, deflate: true },
+      { name: "word/media/padding.bin", data: randomBytes(5 * 1024 * 1024) },
+      { name: "[Content_Types].xml", data: TYPES, deflate: true },
+    ]);
+    const form = new FormData();
+    form.set("file", new Blob([docx]), "late.docx");
+    form.set("model", "local/tesseract");
+    const res = await fetch(`${edge.url}/v1/ocr/jobs`, { method: "POST", headers: { authorization: `Bearer ${made.api_key.key}` }, body: form });
+    const created = (await res.json()) as { id: string };
+    expect(res.status, JSON.stringify(created)).toBe(202);
+    await vi.waitFor(async () => expect((await call(edge, "GET", `/v1/ocr/jobs/${created.id}`, made.api_key.key)).body.status).toBe("succeeded"), { timeout: 150_000, interval: 250 });
+    const result = await call(edge, "GET", `/v1/ocr/jobs/${created.id}/result`, made.api_key.key);
+    expect(result.body.result.text).toMatch(/quick brown fox/i);
+  }, 180_000);
 
   it("fails a document that cannot be converted with the conversion's code, charging nothing", async () => {
     const made = await adminCreateAccount({ db: database.db }, { email: `office-bad-${process.pid}@test.invalid`, name: "office", creditsCents: 50, requestsPerMinute: 1000 });

@@ -123,6 +123,27 @@ describe("sniffDocument", () => {
   });
 });
 
+describe("Office Open XML that names itself last", () => {
+  // As LibreOffice writes a long document: [Content_Types].xml after a document.xml of megabytes
+  // (stored, so its size is its length), past file-type's scan budget of 1 MiB.
+  const big = Buffer.alloc(3 * 1024 * 1024, "<w:p><w:r><w:t>Text</w:t></w:r></w:p>");
+  const types = `<?xml version="1.0"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"/>`;
+  const last = (main: string) => files.zip([{ name: "_rels/.rels", data: "<Relationships/>" }, { name: main, data: big }, { name: "[Content_Types].xml", data: types }]);
+
+  it("is read as DOCX or PPTX from the ZIP's directory, whatever the hint", async () => {
+    expect(await sniffDocument(last("word/document.xml"))).toMatchObject({ kind: "office", officeFormat: "DOCX" });
+    expect(await sniffDocument(last("ppt/presentation.xml"), "application/zip")).toMatchObject({ kind: "office", officeFormat: "PPTX" });
+  });
+
+  it("stays a ZIP without [Content_Types].xml, with other contents, or cut short before its directory", async () => {
+    const noTypes = files.zip([{ name: "word/document.xml", data: big }]);
+    const workbook = files.zip([{ name: "xl/workbook.xml", data: big }, { name: "[Content_Types].xml", data: types }]);
+    for (const bytes of [noTypes, workbook, last("word/document.xml").subarray(0, 2 * 1024 * 1024)]) {
+      expect((await refusal(bytes)).message).toMatch(/ZIP/);
+    }
+  });
+});
+
 describe("format tables", () => {
   it("lists the spec's conversion formats and MIME types", () => {
     expect(CONVERSION_FORMATS).toEqual(["DOCX", "PPTX", "DOC", "ODT", "RTF", "TXT"]);

@@ -71,7 +71,7 @@ export async function sniffDocument(bytes: Buffer, hint?: string): Promise<Sniff
     const image = IMAGE_TYPES[detected.mime];
     if (image) return { kind: "image", mimeType: image };
     if (detected.mime === "application/pdf") return { kind: "pdf", mimeType: "application/pdf" };
-    const format = OFFICE_TYPES[detected.mime];
+    const format = OFFICE_TYPES[detected.mime] ?? (detected.mime === "application/zip" ? officeOpenXmlByDirectory(bytes) : undefined);
     if (format) return office(format);
     if (detected.mime === "application/x-cfb") return compoundFile(bytes, hinted);
   }
@@ -192,4 +192,53 @@ function unsupported(message: string): FolioError {
   return new FolioError("unsupported_format", `${message}; supported formats: ${SUPPORTED_INPUT_FORMATS.join(", ")}`, {
     extra: { supported_formats: [...SUPPORTED_INPUT_FORMATS] },
   });
+}
+
+/**
+ * A ZIP that file-type calls only a ZIP may still be a DOCX or PPTX: it
+ * decides Office Open XML by `[Content_Types].xml` within a scan budget of
+ * 1 MiB of entries, and LibreOffice writes that entry last, after a
+ * `word/document.xml` of many megabytes for a long document. The ZIP's
+ * central directory (at its end) names every entry: `word/document.xml`
+ * with `[Content_Types].xml` is a DOCX, `ppt/presentation.xml` with it a
+ * PPTX. Undefined when the directory cannot be read (a truncated head of a
+ * file) or names neither.
+ */
+export function officeOpenXmlByDirectory(bytes: Buffer): ConversionFormat | undefined {
+  const names = zipEntryNames(bytes);
+  if (!names?.has("[Content_Types].xml")) return undefined;
+  if (names.has("word/document.xml")) return "DOCX";
+  if (names.has("ppt/presentation.xml")) return "PPTX";
+  return undefined;
+}
+
+/** Entries a ZIP directory lists at most before it is taken for garbage. */
+const MAX_ZIP_ENTRIES = 65_535;
+
+/** The entry names of a ZIP's central directory (APPNOTE 4.3.12, 4.3.16), or undefined when there is none to read. */
+function zipEntryNames(bytes: Buffer): Set<string> | undefined {
+  // The end of central directory record: 22 bytes and a comment of at most 65,535, at the very end.
+  const EOCD = 0x06054b50;
+  const CDH = 0x02014b50;
+  let end = -1;
+  for (let at = bytes.length - 22; at >= Math.max(0, bytes.length - 22 - 65_535); at--) {
+    if (bytes.readUInt32LE(at) === EOCD) {
+      end = at;
+      break;
+    }
+  }
+  if (end < 0) return undefined;
+  const entries = bytes.readUInt16LE(end + 10);
+  let at = bytes.readUInt32LE(end + 16);
+  const names = new Set<string>();
+  for (let i = 0; i < Math.min(entries, MAX_ZIP_ENTRIES); i++) {
+    if (at + 46 > bytes.length || bytes.readUInt32LE(at) !== CDH) return undefined;
+    const nameLength = bytes.readUInt16LE(at + 28);
+    const extra = bytes.readUInt16LE(at + 30);
+    const comment = bytes.readUInt16LE(at + 32);
+    if (at + 46 + nameLength > bytes.length) return undefined;
+    names.add(bytes.toString("utf8", at + 46, at + 46 + nameLength));
+    at += 46 + nameLength + extra + comment;
+  }
+  return names;
 }

@@ -52,7 +52,13 @@ async function inspect(deps: EdgeDeps, s: JobSubmission, selection: PageSelectio
   const d = s.document;
   if ("file" in d) {
     if (d.file.bytes === 0) throw new FolioError("unsupported_format", "the document is empty", { param: d.param });
-    sniffed = await sniffDocument(await head(d.file.path, SNIFF_BYTES), s.mimeType);
+    const start = await head(d.file.path, SNIFF_BYTES);
+    sniffed = await sniffDocument(start, s.mimeType).catch(async (err: unknown) => {
+      // A ZIP whose head does not say what it holds (an Office Open XML file names itself last) is judged on its
+      // directory, at its end: read whole, as an office document is anyway, when it is small enough to be one.
+      if (!isZip(start) || d.file.bytes <= SNIFF_BYTES || d.file.bytes > deps.documents.maxBytes) throw err;
+      return sniffDocument(await head(d.file.path, d.file.bytes), s.mimeType);
+    });
     if (sniffed.kind !== "pdf" && d.file.bytes > deps.documents.maxBytes) {
       throw new FolioError("payload_too_large", `a ${sniffed.kind} document of a job is read whole: at most ${deps.documents.maxBytes} bytes (only a PDF may be as large as ${deps.jobs.maxBytes})`, {
         param: d.param,
@@ -93,6 +99,11 @@ function refuseSearchablePdf(options: Record<string, unknown>): void {
   if (options.searchable_pdf === true) {
     throw new FolioError("invalid_request", "options.searchable_pdf is not available for durable jobs yet; use POST /v1/ocr", { param: "options.searchable_pdf" });
   }
+}
+
+/** A ZIP's local file header signature, "PK\x03\x04". */
+function isZip(bytes: Buffer): boolean {
+  return bytes.length >= 4 && bytes.readUInt32LE(0) === 0x04034b50;
 }
 
 async function head(path: string, bytes: number): Promise<Buffer> {
