@@ -29,6 +29,11 @@ describe("architecture boundaries (eslint)", () => {
     ["internal/formats/x.ts", 'import "../platform/errors/index.ts";', /internal\/formats imports nothing/],
     ["internal/cli/client/x.ts", 'import "../../extraction/client.ts";', /CLI client speaks the public HTTP API only/],
     ["internal/cli/client/x.ts", 'import { formatUsd } from "../../billing/index.ts";', /CLI client speaks the public HTTP API only/],
+    ["internal/extraction/engines/x.ts", 'import sharp from "sharp";', /sharp is used only through internal\/platform\/decoder/],
+    ["internal/edge/routes/x.ts", 'import sharp from "sharp";', /sharp is used only through internal\/platform\/decoder/],
+    ["internal/documents/x.ts", 'import { type Sharp } from "sharp";', /sharp is used only through internal\/platform\/decoder/],
+    ["internal/cli/run/x.ts", 'import sharp from "sharp";', /sharp is used only through internal\/platform\/decoder/],
+    ["cmd/folio/x.ts", 'import sharp from "sharp";', /sharp is used only through internal\/platform\/decoder/],
   ])("%s: %s is refused", async (path, code, why) => {
     const errors = await boundaryErrors(path, code);
     expect(errors.length, JSON.stringify(errors)).toBe(1);
@@ -42,7 +47,19 @@ describe("architecture boundaries (eslint)", () => {
     ["internal/edge/x.test.ts", 'import "../extraction/service.ts";'],
     ["internal/cli/client/x.ts", 'import "../../formats/index.ts";\nimport "../../billing/format.ts";\nimport "../../contracts/strategies.ts";'],
     ["internal/cli/run/x.ts", 'import "../../edge/index.ts";\nimport "../../extraction/index.ts";'],
+    ["internal/platform/decoder/x.ts", 'import sharp from "sharp";'],
+    ["internal/extraction/x.test.ts", 'import sharp from "sharp";'],
   ])("%s: allowed imports pass", async (path, code) => {
     expect(await boundaryErrors(path, code)).toEqual([]);
+  });
+});
+
+describe("client images are decoded only in the decoder's child process", () => {
+  it("no production source but internal/platform/decoder names the sharp package, also not in a dynamic import", async () => {
+    const { globSync, readFileSync } = await import("node:fs");
+    const offenders = globSync(["internal/**/*.ts", "cmd/**/*.ts"])
+      .filter((f) => !f.endsWith(".test.ts") && !f.startsWith("internal/platform/decoder/"))
+      .filter((f) => /(\bfrom|\bimport\s*\(|\brequire\s*\(|=)\s*["'`]sharp["'`]/.test(readFileSync(f, "utf8")));
+    expect(offenders).toEqual([]);
   });
 });

@@ -8,8 +8,9 @@
  * REDIS_URL, and canary values put into variables named like secrets.
  */
 import { randomBytes } from "node:crypto";
-import { readFileSync, readlinkSync } from "node:fs";
+import { readdirSync, readFileSync, readlinkSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { decoderPid } from "../internal/platform/decoder/index.ts";
 import { watchChildren, type SeenChild } from "./children.ts";
 import { call, createTestAccount, startStack, type TestStack } from "./harness.ts";
 import { ocrFixture } from "./support.ts";
@@ -63,6 +64,39 @@ function expectNoSecrets(children: SeenChild[]): void {
   }
 }
 
+/**
+ * The image decoder's child (internal/platform/decoder), as a SeenChild: the
+ * node process running its program, under the jail's setsid, bwrap and
+ * prlimit when jailed. It lives as long as this process, so it is read
+ * after the requests rather than watched for.
+ */
+function decoderChild(): SeenChild {
+  const root = decoderPid();
+  expect(root, "an image decoder child runs after an image request").toBeDefined();
+  const ppid = (pid: string) => {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+      return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+    } catch {
+      return -1;
+    }
+  };
+  const all = readdirSync("/proc").filter((n) => /^\d+$/.test(n));
+  const family = new Set([root!]);
+  for (let grew = true; grew; ) {
+    grew = false;
+    for (const pid of all) if (!family.has(Number(pid)) && family.has(ppid(pid))) grew = family.add(Number(pid)) !== undefined;
+  }
+  const node = [...family].find((pid) => readlinkSync(`/proc/${pid}/exe`) === readlinkSync("/proc/self/exe"));
+  expect(node, `a node process under the decoder's ${root}`).toBeDefined();
+  return {
+    pid: node!,
+    exe: readlinkSync(`/proc/${node}/exe`),
+    environ: readFileSync(`/proc/${node}/environ`, "utf8").split("\0").filter(Boolean),
+    netns: readlinkSync(`/proc/${node}/ns/net`),
+  };
+}
+
 const programs = (children: SeenChild[]) => [...new Set(children.map((c) => c.exe.slice(c.exe.lastIndexOf("/") + 1)))].sort();
 
 describe("the parsers of client bytes start without this process's secrets", () => {
@@ -96,6 +130,8 @@ describe("the parsers of client bytes start without this process's secrets", () 
     const tesseract = seen.find((c) => c.exe.endsWith("/tesseract"))!;
     expect(tesseract.environ).toContain("OMP_THREAD_LIMIT=1");
     expect(tesseract.environ.some((e) => e.startsWith("PATH="))).toBe(true);
+    // The PNG was decoded (the straightening check) by the image decoder's child, which carries no secret either.
+    expectNoSecrets([decoderChild()]);
   }, 120_000);
 });
 
@@ -153,5 +189,15 @@ describe.skipIf(!bwrapInstalled)("with FOLIO_PARSER_JAIL=bwrap", () => {
     expectNoSecrets(seen);
     const own = readlinkSync("/proc/self/ns/net");
     for (const c of seen) expect(c.netns, `${c.exe} (pid ${c.pid}) shares this process's network`).not.toBe(own);
+  }, 120_000);
+
+  it("an image is decoded by the decoder's child in the jail: no network, no secret", async () => {
+    const acc = await createTestAccount();
+    const r = await call(stack.edge, "POST", "/v1/ocr", acc.adminKey, { base64: ocrFixture("english.png").toString("base64"), mime_type: "image/png", model: "local/tesseract" });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(r.body.result.pages[0].text).toMatch(/\w{3,}/);
+    const decoder = decoderChild();
+    expectNoSecrets([decoder]);
+    expect(decoder.netns, `the decoder (pid ${decoder.pid}) shares this process's network`).not.toBe(readlinkSync("/proc/self/ns/net"));
   }, 120_000);
 });

