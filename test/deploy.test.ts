@@ -775,7 +775,7 @@ describe("helm chart deploy/helm/folio", () => {
     expect(refs("extraction")).toEqual({ FOLIO_UPSTREAM_API_KEY: { name: "folio-upstream", key: "api-key", optional: false } });
   });
 
-  it("runs the parser jail where client bytes are parsed when asked: FOLIO_PARSER_JAIL and the jail's seccomp profile on edge, worker and extraction only", () => {
+  it("runs the parser jail where client bytes are parsed: FOLIO_PARSER_JAIL on edge, worker and extraction only, and the jail's seccomp profile when it is required", () => {
     const jailOf = (objects: K8sObject[]) =>
       Object.fromEntries(
         podTemplates(objects)
@@ -792,8 +792,16 @@ describe("helm chart deploy/helm/folio", () => {
       conversion: "- RuntimeDefault",
       operator: "- RuntimeDefault",
     });
-    const byDefault = jailOf(renderChart({}));
-    expect(Object.values(byDefault).every((v) => v === "- RuntimeDefault"), JSON.stringify(byDefault)).toBe(true);
+    // By default `auto`: the jail where the pod can run it, the runtime's default seccomp profile kept.
+    expect(jailOf(renderChart({}))).toEqual({
+      edge: "auto RuntimeDefault",
+      worker: "auto RuntimeDefault",
+      extraction: "auto RuntimeDefault",
+      conversion: "- RuntimeDefault",
+      operator: "- RuntimeDefault",
+    });
+    const off = jailOf(renderChart({ set: ["parserJail.mode=none"] }));
+    expect([off.edge, off.worker, off.extraction]).toEqual(["none RuntimeDefault", "none RuntimeDefault", "none RuntimeDefault"]);
   });
 
   it("gives sandbox pods the image pull secrets through their service account", () => {

@@ -7,7 +7,7 @@ import { Billing, IdempotencyStore } from "../billing/index.ts";
 import type { EdgeConfig } from "../platform/config/index.ts";
 import { openDatabase, type DatabaseHandle, type DatabaseTimeouts } from "../platform/db/index.ts";
 import { FolioError } from "../platform/errors/index.ts";
-import { checkParserJail, useParserJail } from "../platform/jail/index.ts";
+import { startParserJail } from "../platform/jail/index.ts";
 import type { Logger } from "../platform/log/index.ts";
 import { EdgeMetrics } from "../platform/metrics/index.ts";
 import { MemoryRateLimiter, RedisRateLimiter, type RateLimiter } from "../ratelimit/index.ts";
@@ -54,8 +54,7 @@ export function edgeDatabaseTimeouts(config: EdgeConfig): DatabaseTimeouts {
 
 export async function startEdge({ config, log, database, alsoMetrics = [] }: StartEdgeOptions): Promise<RunningEdge> {
   // Before anything listens: a jail asked for that cannot run here stops the start (platform/jail).
-  await checkParserJail(config.FOLIO_PARSER_JAIL);
-  useParserJail(config.FOLIO_PARSER_JAIL);
+  await startParserJail(config.FOLIO_PARSER_JAIL, (message) => log.warn(message));
   const ownsDb = !database;
   const handle =
     database ??

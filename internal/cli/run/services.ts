@@ -7,7 +7,7 @@ import { startEdge } from "../../edge/index.ts";
 import { startExtraction } from "../../extraction/index.ts";
 import { startWorker } from "../../jobs/service.ts";
 import { conversionSchema, edgeSchema, extractionSchema, parseConfig, workerSchema, type Env } from "../../platform/config/index.ts";
-import { checkParserJail, useParserJail } from "../../platform/jail/index.ts";
+import { startParserJail } from "../../platform/jail/index.ts";
 import { createLogger, type Logger } from "../../platform/log/index.ts";
 
 /** Runs the edge until SIGINT/SIGTERM. */
@@ -23,10 +23,9 @@ export async function runEdge(env: Env): Promise<void> {
 /** Runs the extraction gRPC service until SIGINT/SIGTERM. */
 export async function runExtraction(env: Env): Promise<void> {
   const config = parseConfig(extractionSchema, env);
-  // tesseract reads client images: its jail, as the edge's poppler (platform/jail; `folio dev` takes the edge's).
-  await checkParserJail(config.FOLIO_PARSER_JAIL);
-  useParserJail(config.FOLIO_PARSER_JAIL);
   const log = createLogger(config.LOG_LEVEL);
+  // tesseract and the image decoder read client images: their jail, as the edge's poppler (platform/jail; `folio dev` takes the edge's).
+  await startParserJail(config.FOLIO_PARSER_JAIL, (message) => log.warn(message));
   const running = await startExtraction({ config, log });
   stopOnSignal(log, () => running.close());
 }
@@ -43,10 +42,9 @@ export async function runConversion(env: Env): Promise<void> {
 export async function runWorker(env: Env): Promise<void> {
   const config = parseConfig(workerSchema, env);
   if (!config.DATABASE_URL) throw new Error("configuration: DATABASE_URL: required for `folio worker` (embedded PGlite is for `folio dev` only)");
-  // The worker renders job PDFs with poppler: its jail, as the edge's (platform/jail; `folio dev` takes the edge's).
-  await checkParserJail(config.FOLIO_PARSER_JAIL);
-  useParserJail(config.FOLIO_PARSER_JAIL);
   const log = createLogger(config.LOG_LEVEL);
+  // The worker renders job PDFs with poppler: its jail, as the edge's (platform/jail; `folio dev` takes the edge's).
+  await startParserJail(config.FOLIO_PARSER_JAIL, (message) => log.warn(message));
   const running = await startWorker({ config, log });
   stopOnSignal(log, () => running.close());
 }

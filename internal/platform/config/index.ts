@@ -118,10 +118,10 @@ export const edgeSchema = Type.Object({
   FOLIO_FETCH_TIMEOUT_SECONDS: Type.Number({ minimum: 1, maximum: 600, default: 30, description: "Time limit for fetching a document URL, redirects included." }),
   FOLIO_FETCH_ALLOW: Type.String({ default: "", description: "Comma-separated exceptions to the private-address refusal of URL fetches: ip:port pairs or CIDRs (e.g. an internal document store)." }),
   FOLIO_PDF_TIMEOUT_SECONDS: Type.Number({ minimum: 1, maximum: 600, default: 120, description: "Time limit for rasterizing one PDF." }),
-  FOLIO_PARSER_JAIL: Type.Union([Type.Literal("none"), Type.Literal("bwrap")], {
-    default: "none",
+  FOLIO_PARSER_JAIL: Type.Union([Type.Literal("auto"), Type.Literal("bwrap"), Type.Literal("none")], {
+    default: "auto",
     description:
-      "Jail of the children that parse client bytes (pdfinfo and pdftoppm at the edge and in the worker, tesseract in the extraction service): bwrap runs each under bubblewrap with no network, a read-only /usr, a private /tmp and prlimit limits (docs/adr/0006-parser-jail-bubblewrap.md); none runs them as they are. One per process; checked at start.",
+      "Jail of the children that parse client bytes (pdfinfo and pdftoppm at the edge and in the worker, tesseract in the extraction service, the image decoder child in each): bwrap runs each under bubblewrap with no network, a read-only /usr, a private /tmp and prlimit limits, and stops the start where it cannot run (docs/adr/0006-parser-jail-bubblewrap.md); auto is bwrap where it runs and otherwise none, with a warning in the log; none runs them as they are. One per process; checked at start.",
   }),
   FOLIO_EXTRACTION_DEADLINE_SECONDS: Type.Number({ minimum: 1, maximum: 3600, default: 180, description: "gRPC deadline of one page or chat call to the extraction service." }),
   FOLIO_SSE_KEEPALIVE_SECONDS: Type.Number({ minimum: 0.05, maximum: 15, default: 15, description: "Longest silence of a streamed chat answer (stream: true): past it a keep-alive comment is sent, so proxies do not cut the stream." }),

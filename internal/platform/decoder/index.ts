@@ -37,6 +37,13 @@ import { encodeFrame, FrameReader } from "./frames.ts";
 
 /** A decode that takes longer than this kills its child (a hostile image spinning a decoder): twice the slowest 40 MP TIFF seen. */
 export const DECODE_DEADLINE_MS = 60_000;
+/**
+ * The child's limits in the jail: no CPU limit (it lives as long as its
+ * process; each decode has its deadline instead), and room for Node's own
+ * reservations besides a few 40 MP images decoded at once (160 MB each as
+ * RGBA, plus libvips' buffers).
+ */
+const DECODER_LIMITS = { cpuSeconds: null, addressSpaceBytes: 8 * 1024 ** 3 } as const;
 /** A decode is tried on this many children before the image is blamed for their deaths. */
 const ATTEMPTS = 2;
 
@@ -198,7 +205,7 @@ class Child {
   gone = false;
 
   constructor() {
-    const { command, args, env, detached } = jailed(process.execPath, [CHILD_FILE], { read: jailReads() }, this.jail);
+    const { command, args, env, detached } = jailed(process.execPath, [CHILD_FILE], { read: jailReads(), limits: DECODER_LIMITS }, this.jail);
     this.#detached = detached;
     // Not spawn's `detached`: jailed() starts the jail through setsid(1), which would fork (and its first process exit) in a group leader.
     this.#proc = spawn(command, args, { env: parserEnv({ set: env }), stdio: ["pipe", "pipe", "pipe"] });

@@ -19,6 +19,8 @@ import { execFile } from "node:child_process";
 import { lstatSync, readlinkSync } from "node:fs";
 
 export type ParserJailMode = "none" | "bwrap";
+/** What FOLIO_PARSER_JAIL asks for: a mode, or `auto` (bwrap where it can run, else none, said in the log: {@link startParserJail}). */
+export type ParserJailSetting = ParserJailMode | "auto";
 
 /**
  * Per jailed process. From measurements on the fixtures (docs/adr/0006):
@@ -39,10 +41,16 @@ export const JAIL_LIMITS = Object.freeze({
   cpuSeconds: 600,
 });
 
-/** What a jailed tool may see of the host's files besides the system: paths it reads, folders it writes. */
+/** What a jailed tool may see of the host's files besides the system: paths it reads, folders it writes; and limits other than {@link JAIL_LIMITS}. */
 export interface JailAccess {
   read?: readonly string[];
   write?: readonly string[];
+  /**
+   * A long-lived jailed program (the image decoder child) has its own: a CPU
+   * limit counts a process's whole life, and Node reserves more address space
+   * than a tool. `null`: unlimited.
+   */
+  limits?: { addressSpaceBytes?: number | null; cpuSeconds?: number | null };
 }
 
 let mode: ParserJailMode = "none";
@@ -108,10 +116,10 @@ export function jailed(command: string, args: readonly string[], access: JailAcc
     "--chdir", "/",
     "--",
     "prlimit",
-    `--as=${JAIL_LIMITS.addressSpaceBytes}`,
+    `--as=${limit(access.limits?.addressSpaceBytes, JAIL_LIMITS.addressSpaceBytes)}`,
     `--fsize=${JAIL_LIMITS.fileBytes}`,
     `--nproc=${JAIL_LIMITS.processes}`,
-    `--cpu=${JAIL_LIMITS.cpuSeconds}`,
+    `--cpu=${limit(access.limits?.cpuSeconds, JAIL_LIMITS.cpuSeconds)}`,
     "--core=0",
     "--",
     command,
@@ -121,6 +129,11 @@ export function jailed(command: string, args: readonly string[], access: JailAcc
   // setsid(1) makes bwrap a process group (and session, without a terminal) of its own, so that the jailed tree can be
   // paused as one (child_process.execFile has no `detached`); not a group leader, it execs bwrap without forking.
   return { command: "setsid", args: ["bwrap", ...bwrap], env: { HOME: "/tmp", TMPDIR: "/tmp" }, detached: true };
+}
+
+/** prlimit's value: the call's own limit (null: unlimited), else the default. */
+function limit(own: number | null | undefined, otherwise: number): string {
+  return own === null ? "unlimited" : String(own ?? otherwise);
 }
 
 /**
@@ -141,6 +154,26 @@ export function signalJailed(child: { pid?: number | undefined; kill(signal: Nod
  * Checks at start that the jail works here (bubblewrap installed, user
  * namespaces allowed); rejects naming FOLIO_PARSER_JAIL and what failed.
  */
+/**
+ * Chooses the process's jail from its setting at start and uses it: `bwrap`
+ * must run here (else the start stops, {@link checkParserJail}); `auto`
+ * takes bwrap when it runs and otherwise `none`, calling `warn` with why
+ * (a machine without bubblewrap, a container whose seccomp profile refuses
+ * namespaces, a gVisor sandbox). Resolves with the mode in use.
+ */
+export async function startParserJail(setting: ParserJailSetting, warn: (message: string) => void, check: (m: ParserJailMode) => Promise<void> = checkParserJail): Promise<ParserJailMode> {
+  let m: ParserJailMode = setting === "auto" ? "bwrap" : setting;
+  try {
+    if (m !== "none") await check(m);
+  } catch (err) {
+    if (setting !== "auto") throw err;
+    m = "none";
+    warn(`FOLIO_PARSER_JAIL=auto: the parsers of client bytes run without a jail (no network namespace, the service's view of the files; still no secret in their environment): ${(err as Error).message.replace(/^configuration: FOLIO_PARSER_JAIL=bwrap: /, "").replace(/; install bubblewrap.*$/s, "")}; set FOLIO_PARSER_JAIL=bwrap to require the jail`);
+  }
+  useParserJail(m);
+  return m;
+}
+
 export function checkParserJail(m: ParserJailMode): Promise<void> {
   if (m === "none") return Promise.resolve();
   const { command, args, env } = jailed("true", [], {}, m);

@@ -9,8 +9,8 @@ import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { checkParserJail, JAIL_LIMITS, jailed, signalJailed, type JailAccess } from "./index.ts";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { checkParserJail, JAIL_LIMITS, jailed, parserJail, signalJailed, startParserJail, useParserJail, type JailAccess } from "./index.ts";
 import { bwrapInstalled } from "../../../test/support.ts";
 
 
@@ -126,6 +126,42 @@ describe.skipIf(!bwrapInstalled)("the bubblewrap parser jail", () => {
 
   it("is not used with `none`: the command runs as it is", () => {
     expect(jailed("pdfinfo", ["-f", "1", "x.pdf"], { read: ["x.pdf"] }, "none")).toEqual({ command: "pdfinfo", args: ["-f", "1", "x.pdf"], env: {}, detached: false });
+  });
+});
+
+describe("choosing the process's jail at start (FOLIO_PARSER_JAIL)", () => {
+  afterEach(() => useParserJail("none"));
+  const cannot = () => Promise.reject(new Error("configuration: FOLIO_PARSER_JAIL=bwrap: bubblewrap cannot run a jail here (bwrap: No permissions to create new namespace); install bubblewrap and allow user namespaces, or set FOLIO_PARSER_JAIL=none"));
+
+  it("auto takes bwrap where it runs, without a warning", async () => {
+    const warnings: string[] = [];
+    expect(await startParserJail("auto", (m) => warnings.push(m), () => Promise.resolve())).toBe("bwrap");
+    expect(parserJail()).toBe("bwrap");
+    expect(warnings).toEqual([]);
+  });
+
+  it("auto falls back to none where bwrap cannot run, and says why in a warning", async () => {
+    const warnings: string[] = [];
+    expect(await startParserJail("auto", (m) => warnings.push(m), cannot)).toBe("none");
+    expect(parserJail()).toBe("none");
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toMatch(/FOLIO_PARSER_JAIL=auto: the parsers of client bytes run without a jail .*No permissions to create new namespace.*set FOLIO_PARSER_JAIL=bwrap to require the jail$/);
+  });
+
+  it("bwrap that cannot run stops the start; none checks nothing", async () => {
+    await expect(startParserJail("bwrap", () => {}, cannot)).rejects.toThrow(/FOLIO_PARSER_JAIL=bwrap: bubblewrap cannot run/);
+    expect(await startParserJail("none", () => {}, cannot)).toBe("none");
+  });
+
+  it.skipIf(!bwrapInstalled)("auto is bwrap on this machine, where bubblewrap runs", async () => {
+    expect(await startParserJail("auto", () => {})).toBe("bwrap");
+  });
+
+  it("a long-lived jailed program gets its own limits: unlimited CPU, more address space", () => {
+    const j = jailed("node", ["child.js"], { limits: { cpuSeconds: null, addressSpaceBytes: 8 * 1024 ** 3 } }, "bwrap");
+    expect(j.args).toContain("--cpu=unlimited");
+    expect(j.args).toContain(`--as=${8 * 1024 ** 3}`);
+    expect(jailed("pdfinfo", [], {}, "bwrap").args).toContain(`--cpu=${JAIL_LIMITS.cpuSeconds}`);
   });
 });
 

@@ -196,15 +196,13 @@ pdfinfo/pdftoppm; extraction: tesseract), docs/adr/0006-parser-jail-bubblewrap.m
 Called with the root context.
 */}}
 {{- define "folio.env.parserJail" -}}
-{{- if ne .Values.parserJail.mode "none" }}
 - name: FOLIO_PARSER_JAIL
   value: {{ .Values.parserJail.mode | quote }}
-{{- end }}
 {{- end -}}
 
 {{/* The container security context of those processes: the chart's, with the jail's seccomp profile when it is on. */}}
 {{- define "folio.parserSecurityContext" -}}
-{{- if eq .Values.parserJail.mode "none" }}
+{{- if ne .Values.parserJail.mode "bwrap" }}
 {{- toYaml .Values.containerSecurityContext }}
 {{- else }}
 {{- toYaml (mergeOverwrite (deepCopy .Values.containerSecurityContext) (dict "seccompProfile" .Values.parserJail.seccompProfile)) }}
