@@ -11,6 +11,7 @@ import type { AnalyzedPage } from "../layout/page.ts";
 import { AutoEngine, isBetter } from "./auto.ts";
 import { TesseractEngine } from "./tesseract.ts";
 import { PpOcrEngine, shutdownPpOcr } from "./ppocr.ts";
+import { TABLE_ROWS } from "../../../test/fixtures/ocr/table-rows.ts";
 
 
 describe("AutoEngine", () => {
@@ -25,6 +26,13 @@ describe("AutoEngine", () => {
     expect(mine, `local/auto CER ${mine.toFixed(4)}:\n${r.text}`).toBeLessThan(0.02);
     expect(mine, `local/tesseract read it with CER ${theirs.toFixed(4)}`).toBeLessThanOrEqual(theirs);
     expect(r.tables[0]?.rows[2], JSON.stringify(r.tables)).toEqual(["Toner cartridge", "3", "68.90", "206.70"]);
+  });
+
+  it("reads a ruled table by its grid: every row and cell, the empty ones too, and a GFM table in markdown", async () => {
+    const r = await auto.extractPage(page(fixture("ruled.png")), { ...TEXT, extractTables: true, outputFormat: "markdown" }, live());
+    expect(r.tables.map((t) => t.rows), r.text).toEqual([TABLE_ROWS]);
+    expect(r.text).toContain("| Item | Quantity | Unit price | Amount |\n| --- | --- | --- | --- |\n| Printer paper A4 | 12 | 4.50 | 54.00 |");
+    expect(r.text).toContain("| Total |  |  | 346.60 |");
   });
 
   it("gives the same reading as local/tesseract on a page without rules", async () => {

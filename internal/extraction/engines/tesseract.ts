@@ -50,6 +50,7 @@ import { FolioError } from "../../platform/errors/index.ts";
 import type { Engine, ExtractOptions, PageInput, PageLayout, PageResult, Table } from "../types.ts";
 import { hasPngSignature, parsePgm } from "../../formats/index.ts";
 import { decodeToPng, fromPixels } from "../../platform/decoder/index.ts";
+import { findRuledGrids, scaleGrids, type RuledGrid } from "../layout/grid.ts";
 import { decodeGrey, encodePgm } from "../layout/image.ts";
 import { renderMarkdown, structurePage, type SourceBlock } from "../layout/markdown.ts";
 import { analyzePage, type AnalyzedPage } from "../layout/page.ts";
@@ -286,6 +287,17 @@ export async function formatted(page: PageInput, text: string, sources: readonly
   return options.outputFormat === "markdown" ? { text: renderMarkdown(blocks) } : { text, blocks };
 }
 
+/** Ruled tables are looked for only when tables or structure are asked for: a text reading does not need them, and the search costs a pass over the pixels. */
+export function wantsGrids(options: Pick<ExtractOptions, "extractTables" | "outputFormat">): boolean {
+  return options.extractTables || options.outputFormat !== "text";
+}
+
+/** The ruled tables of a page's image; none when it cannot be decoded here (BMP: tesseract still reads it). */
+async function ruledGrids(page: PageInput): Promise<RuledGrid[]> {
+  const grey = await decodeGrey(page.image).catch(() => undefined);
+  return grey ? findRuledGrids(grey) : [];
+}
+
 /** Whether a reading's words are small enough to read again enlarged (module comment). */
 function smallText(read: AnalyzedPage): boolean {
   const heights = read.sources.flatMap((s) => s.words.map((w) => w.y1 - w.y0)).sort((a, b) => a - b);
@@ -370,20 +382,28 @@ export class TesseractEngine implements Engine {
     return this.#readAnyLanguage(read);
   }
 
-  /** One tesseract pass over a page in the given traineddata (and one more, enlarged, when its text is small: see the module comment). */
-  async read(page: PageInput, lang: string, options: ExtractOptions, signal: AbortSignal): Promise<AnalyzedPage> {
+  /**
+   * One tesseract pass over a page in the given traineddata (and one more,
+   * enlarged, when its text is small: see the module comment). When tables or
+   * structure are asked for, the page's ruled tables (`layout/grid.ts`) are
+   * read by their cells: found on the page, or `grids` when the caller found
+   * them on the page before changing it (auto's reading without rules).
+   */
+  async read(page: PageInput, lang: string, options: ExtractOptions, signal: AbortSignal, grids?: readonly RuledGrid[]): Promise<AnalyzedPage> {
     checkImage(page);
-    const pass = async (p: PageInput) => {
-      const r = analyzePage(await this.#run(p, ["-l", lang, "--psm", String(this.#psm), "tsv"], signal), { words: options.includeLayout === "words" });
+    const ruled = grids ?? (wantsGrids(options) ? await ruledGrids(page) : undefined);
+    signal.throwIfAborted();
+    const pass = async (p: PageInput, g: readonly RuledGrid[] | undefined) => {
+      const r = analyzePage(await this.#run(p, ["-l", lang, "--psm", String(this.#psm), "tsv"], signal), { words: options.includeLayout === "words", ...(g ? { grids: g } : {}) });
       signal.throwIfAborted();
       return r;
     };
-    const first = await pass(page);
+    const first = await pass(page, ruled);
     if (!smallText(first)) return first;
     const big = await enlarged(page, ENLARGEMENT);
     signal.throwIfAborted();
     if (!big) return first;
-    return shrunk(await pass(big), ENLARGEMENT, first.layout);
+    return shrunk(await pass(big, ruled && scaleGrids(ruled, ENLARGEMENT)), ENLARGEMENT, first.layout);
   }
 
   /** See "The language" in the module comment. */

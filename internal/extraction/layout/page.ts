@@ -10,6 +10,7 @@
  * Measured against both orders alone on the corpus in docs/benchmarks.md.
  */
 import type { LayoutBlock, LayoutBlockType as BlockType, PageLayout } from "../../contracts/index.ts";
+import { gridTable, inGrid, type RuledGrid } from "./grid.ts";
 import type { SourceBlock } from "./markdown.ts";
 import { readingOrder, type LayoutNode } from "./reading-order.ts";
 import { boundsOf, parseTsv, type Box, type OcrWord } from "./words.ts";
@@ -33,17 +34,32 @@ const MARGIN_SHARE = 0.1;
 /** A picture tesseract left without text counts as a figure when both sides are at least this many line heights. */
 const MIN_FIGURE_SIDE = 2;
 
-/** Text, tables and layout of a page from tesseract's TSV output; `words` adds every word to the layout blocks. */
-export function analyzePage(tsv: string, opts: { words?: boolean } = {}): AnalyzedPage {
+/**
+ * Text, tables and layout of a page from tesseract's TSV output; `words` adds
+ * every word to the layout blocks; `grids`: the page's ruled tables
+ * (`grid.ts`), whose words are read as their cells say rather than by the
+ * geometry of the words.
+ */
+export function analyzePage(tsv: string, opts: { words?: boolean; grids?: readonly RuledGrid[] } = {}): AnalyzedPage {
   const page = parseTsv(tsv);
-  const order = readingOrder(page.words);
+  type Found = { node: Extract<LayoutNode, { kind: "table" }>; members: Set<number>; rows: string[][] | null; at: number };
+  const ruled: Found[] = [];
+  const taken = new Set<number>();
+  for (const grid of opts.grids ?? []) {
+    const members = page.words.filter((w) => !taken.has(w.index) && inGrid(grid, w));
+    const node = members.length ? gridTable(grid, members) : null;
+    if (!node) continue;
+    for (const w of members) taken.add(w.index);
+    // Where tesseract first reached one of its words.
+    ruled.push({ node, members: new Set(members.map((w) => w.index)), rows: gridRows(node), at: Math.min(...members.map((w) => w.index)) });
+  }
+  const order = readingOrder(taken.size ? page.words.filter((w) => !taken.has(w.index)) : page.words);
   const h = order.wordHeight;
 
   // Tables found by the geometry, placed among tesseract's words where both orders
   // agree: after every word the geometry reads before the table and before every word
   // it reads after it. Where tesseract's order contradicts that (it read a line above
   // the table last), the table stands where tesseract first reached one of its words.
-  type Found = { node: Extract<LayoutNode, { kind: "table" }>; members: Set<number>; rows: string[][] | null; at: number };
   const tables: Found[] = [];
   const sequence: (number | Found)[] = [];
   const walk = (n: LayoutNode) => {
@@ -65,6 +81,8 @@ export function analyzePage(tsv: string, opts: { words?: boolean } = {}): Analyz
     const next = after.length ? Math.min(...after) : Infinity;
     t.at = last < next ? last + 1 : Math.min(...t.members);
   }
+  tables.push(...ruled);
+  for (const t of ruled) for (const i of t.members) inTable.add(i);
 
   // Blocks in reading order: tesseract's paragraphs outside tables, and the tables.
   const units: ({ kind: "words"; words: OcrWord[] } | { kind: "table"; table: Found })[] = [];
@@ -178,6 +196,14 @@ function tableRows(t: Extract<LayoutNode, { kind: "table" }>, _h: number): strin
   const full = cells.filter((r) => r.filter((c) => c !== "").length >= 2).length;
   if (cells.length < 2 || used.filter(Boolean).length < 2 || full < 2) return null;
   return cells;
+}
+
+/** A ruled table's rows as cell strings: every grid with words is a table (its lines say so); columns empty in every row are dropped. */
+function gridRows(t: Extract<LayoutNode, { kind: "table" }>): string[][] {
+  const rows = t.rows.map((r) => r.map((c) => (c ? flatText(c) : "")));
+  const width = Math.max(...rows.map((r) => r.length));
+  const used = Array.from({ length: width }, (_, i) => rows.some((r) => (r[i] ?? "") !== ""));
+  return rows.map((r) => Array.from({ length: width }, (_, i) => r[i] ?? "").filter((_, i) => used[i]));
 }
 
 /**

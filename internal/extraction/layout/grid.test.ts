@@ -1,0 +1,165 @@
+/**
+ * Ruled tables (grid.ts) on synthetic pages: lines drawn into grey pixels,
+ * so each test states the geometry it checks, and words placed as tesseract's
+ * TSV gives them. The real engine on a rendered ruled page is covered in
+ * engines/tesseract.test.ts.
+ */
+import { describe, expect, it } from "vitest";
+import { findRuledGrids, gridTable, scaleGrids } from "./grid.ts";
+import { analyzePage } from "./page.ts";
+import type { GreyImage } from "./rules.ts";
+import type { OcrWord } from "./words.ts";
+
+/** A white A4 page at 200 DPI. */
+function page(width = 1654, height = 2339): GreyImage {
+  return { width, height, pixels: new Uint8Array(width * height).fill(255) };
+}
+
+/** A horizontal line at y from x0 to x1, `thick` pixels, dotted when `dot` (dots of `dot` pixels, gaps as long). */
+function hline(img: GreyImage, y: number, x0: number, x1: number, thick = 2, dot = 0): void {
+  for (let t = 0; t < thick; t++) for (let x = x0; x <= x1; x++) if (!dot || Math.floor((x - x0) / dot) % 2 === 0) img.pixels[(y + t) * img.width + x] = 0;
+}
+
+function vline(img: GreyImage, x: number, y0: number, y1: number, thick = 2, dot = 0): void {
+  for (let t = 0; t < thick; t++) for (let y = y0; y <= y1; y++) if (!dot || Math.floor((y - y0) / dot) % 2 === 0) img.pixels[y * img.width + x + t] = 0;
+}
+
+/** Ruled cells: horizontal lines at `ys`, vertical ones at `xs`, each the whole grid long. */
+function grid(img: GreyImage, xs: number[], ys: number[], dot = 0): void {
+  for (const y of ys) hline(img, y, xs[0]!, xs[xs.length - 1]!, 2, dot);
+  for (const x of xs) vline(img, x, ys[0]!, ys[ys.length - 1]!, 2, dot);
+}
+
+let index = 0;
+/** A word as tesseract reports it, centred at (cx, cy); `line`: tesseract's line key. */
+function word(text: string, cx: number, cy: number, line = `l${cy}`): OcrWord {
+  const w = text.length * 14;
+  return { text, x0: cx - w / 2, y0: cy - 17, x1: cx + w / 2, y1: cy + 17, conf: 95, line, paragraph: "p1", index: index++ };
+}
+
+const cellText = (t: ReturnType<typeof gridTable>) => t!.rows.map((r) => r.map((c) => (c && c.kind === "leaf" ? c.lines.map((l) => l.words.map((w) => w.text).join(" ")).join(" ") : "")));
+
+describe("ruled tables: the grid of lines", () => {
+  it("finds a 3 × 3 grid's rows and columns", () => {
+    const img = page();
+    grid(img, [200, 600, 1000, 1400], [300, 380, 460, 540]);
+    const grids = findRuledGrids(img);
+    expect(grids).toHaveLength(1);
+    expect(grids[0]!.ys.length - 1).toBe(3);
+    expect(grids[0]!.xs.length - 1).toBe(3);
+    expect(grids[0]!.open.flat().some(Boolean)).toBe(false);
+    // The outer lines' centres, and where the lines end, as one edge each.
+    expect(grids[0]!.box).toEqual({ x0: 200, y0: 300, x1: 1401, y1: 541 });
+  });
+
+  it("finds a dotted grid as a solid one", () => {
+    const img = page();
+    grid(img, [200, 700, 1200], [300, 400, 500], 3);
+    const grids = findRuledGrids(img);
+    expect(grids.map((g) => [g.ys.length - 1, g.xs.length - 1])).toEqual([[2, 2]]);
+  });
+
+  it("joins the cells of a row whose line between them is missing (a heading spanning columns)", () => {
+    const img = page();
+    const [xs, ys] = [[200, 700, 1200], [300, 380, 460, 540]];
+    for (const y of ys) hline(img, y, 200, 1200);
+    vline(img, 200, 300, 540);
+    vline(img, 1200, 300, 540);
+    vline(img, 700, 380, 540); // not in the first row
+    const [g] = findRuledGrids(img);
+    expect(g!.open.map((r) => r[1])).toEqual([true, false, false]);
+    const t = gridTable(g!, [word("Quarterly", 700, 340), word("Region", 450, 420), word("Sales", 950, 420), word("North", 450, 500), word("12", 950, 500)]);
+    expect(cellText(t)).toEqual([
+      ["Quarterly", ""],
+      ["Region", "Sales"],
+      ["North", "12"],
+    ]);
+    expect(xs.length).toBe(3);
+  });
+
+  it("sees no table in a box around a paragraph, an underline, a pair of rules or a lone vertical rule", () => {
+    const img = page();
+    grid(img, [200, 1400], [300, 700]); // one cell
+    hline(img, 900, 200, 800); // an underline
+    hline(img, 1000, 200, 1400);
+    hline(img, 1100, 200, 1400); // two rules, no verticals
+    vline(img, 300, 1250, 1400); // a rule down the margin, meeting nothing
+    expect(findRuledGrids(img)).toEqual([]);
+  });
+
+  it("looks at no image too small to hold a ruled table", () => {
+    const img = page(400, 300);
+    grid(img, [20, 150, 300], [20, 100, 180]);
+    expect(findRuledGrids(img)).toEqual([]);
+  });
+
+  it("ends a table ruled only between its columns where its lines end, and splits its unruled rows by their lines of text", () => {
+    const img = page();
+    hline(img, 300, 200, 1400);
+    hline(img, 380, 200, 1400);
+    hline(img, 700, 200, 1400);
+    vline(img, 800, 300, 700); // the only vertical: between the two columns
+    const [g] = findRuledGrids(img);
+    expect(g!.xs).toEqual([200, 801, 1400]);
+    const words = [word("Part", 500, 340), word("Table", 1100, 340)];
+    for (const [i, y] of [440, 500, 560, 620].entries()) words.push(word(String(i + 1), 500, y), word(`13${"AB"[i % 2]}`, 1100, y));
+    expect(cellText(gridTable(g!, words))).toEqual([
+      ["Part", "Table"],
+      ["1", "13A"],
+      ["2", "13B"],
+      ["3", "13A"],
+      ["4", "13B"],
+    ]);
+  });
+
+  it("keeps a cell's wrapped lines in one row when the next column has one line", () => {
+    const img = page();
+    grid(img, [200, 800, 1400], [300, 500, 580]);
+    const [g] = findRuledGrids(img);
+    const t = gridTable(g!, [word("Subject:", 500, 330), word("Appointment", 500, 370), word("Replacement", 500, 410), word("Lifting", 500, 450), word("Lifting", 1100, 330), word("Taal", 500, 540), word("N", 1100, 540)]);
+    expect(cellText(t)).toEqual([
+      ["Subject: Appointment Replacement Lifting", "Lifting"],
+      ["Taal", "N"],
+    ]);
+  });
+
+  it("is no table when fewer than two cells hold words, and scales with an enlarged page", () => {
+    const img = page();
+    grid(img, [200, 800, 1400], [300, 400, 500]);
+    const [g] = findRuledGrids(img);
+    expect(gridTable(g!, [word("alone", 500, 350)])).toBeNull();
+    expect(scaleGrids([g!], 2)[0]!.xs).toEqual(g!.xs.map((x) => x * 2));
+  });
+});
+
+describe("ruled tables in the page's reading", () => {
+  const HEADER = "level\tpage_num\tblock_num\tpar_num\tline_num\tword_num\tleft\ttop\twidth\theight\tconf\ttext";
+  const tsv = (words: { text: string; x: number; y: number; block: number; line: number }[]) =>
+    [HEADER, "1\t1\t0\t0\t0\t0\t0\t0\t1654\t2339\t-1\t", ...words.map((w, i) => `5\t1\t${w.block}\t1\t${w.line}\t${i + 1}\t${w.x}\t${w.y}\t${w.text.length * 14}\t34\t95\t${w.text}`)].join("\n") + "\n";
+
+  it("reads a grid's words as its cells, in the table's place, the rest as paragraphs", () => {
+    const img = page();
+    grid(img, [200, 800, 1400], [500, 580, 660]);
+    const grids = findRuledGrids(img);
+    // Tesseract read the table a column at a time, between two paragraphs.
+    const read = analyzePage(
+      tsv([
+        { text: "Before", x: 200, y: 300, block: 1, line: 1 },
+        { text: "Name", x: 300, y: 523, block: 2, line: 1 },
+        { text: "Alice", x: 300, y: 603, block: 2, line: 2 },
+        { text: "Score", x: 900, y: 523, block: 3, line: 1 },
+        { text: "17", x: 900, y: 603, block: 3, line: 2 },
+        { text: "After", x: 200, y: 900, block: 4, line: 1 },
+      ]),
+      { grids },
+    );
+    expect(read.tables).toEqual([
+      [
+        ["Name", "Score"],
+        ["Alice", "17"],
+      ],
+    ]);
+    expect(read.text).toBe("Before\n\nName\tScore\nAlice\t17\n\nAfter");
+    expect(read.layout.blocks.map((b) => b.type)).toEqual(["text", "table", "text"]);
+  });
+});

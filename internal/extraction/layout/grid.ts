@@ -1,0 +1,278 @@
+/**
+ * Tables drawn as grids of ruling lines (a Word or LibreOffice table with
+ * borders, a form): their rows and columns come from the lines, not from the
+ * words. The geometry of the words alone (`reading-order.ts`) finds tables
+ * whose columns line up and are wide apart; a ruled table's cells often hold
+ * wrapped text, a heading spanning columns or a single label beside a value,
+ * and its columns can be narrow, so the words say little there while the
+ * lines say it all (docs/ocr.md "Tables").
+ *
+ * 1. Lines: long thin runs of dark pixels along rows and along columns (as in
+ *    `rules.ts`, with light on both sides), runs on adjacent rows merged into
+ *    one line of some thickness.
+ * 2. Grids: horizontal and vertical lines that cross or touch belong together;
+ *    a group with at least two distinct rows of cells and two of columns is a
+ *    grid (its outer edges where its lines end, for a table ruled only between
+ *    its columns). A box drawn around a paragraph (one cell) or an underline
+ *    is not; lines thicker than a rule (text merged row over row) are no lines.
+ * 3. Cells: the bands between consecutive lines. A cell whose left line is
+ *    missing in its row is joined to the cell before it (a heading spanning
+ *    columns); its text stands in the first column it spans.
+ * Words are placed in the cell that holds their centre.
+ */
+import type { LayoutNode, TextLine } from "./reading-order.ts";
+import { otsuThreshold, type GreyImage } from "./rules.ts";
+import { boundsOf, type Box, type OcrWord } from "./words.ts";
+
+export interface RuledGrid {
+  box: Box;
+  /** Row edges, top to bottom (rows: one fewer). */
+  ys: number[];
+  /** Column edges, left to right (columns: one fewer). */
+  xs: number[];
+  /** `open[r][c]`: in row r, the line between column c − 1 and c is missing (c from 1): the two are one cell. */
+  open: boolean[][];
+}
+
+/** Breaks in a line up to this many pixels (a scan's dropouts; dotted borders are `rules.ts`'s). */
+const MAX_BREAK = 6;
+/** A line is at least this share of the image's shorter side long (at 200 DPI on A4: 110 px, about half an inch). */
+const MIN_LENGTH_SHARE = 1 / 15;
+/** Rows this far from a line are probed for ink, and at most this share of its length may be dark there. */
+const PROBE = 3;
+const MAX_NEIGHBOUR_INK = 0.35;
+/** Lines whose ends or crossings are this close (pixels) meet. */
+const MEET = 5;
+/** A line is at most this share of the image's shorter side thick (and at least 5 pixels may be), or this share of its length (a long line a scan tilted spans more rows): runs of text merged row over row are thicker. */
+const MAX_THICKNESS_SHARE = 1 / 250;
+const MAX_TILT = 0.015;
+/** Images with a shorter side under this many pixels (a line of text, a snippet, a thumbnail) hold no ruled table worth finding. */
+const MIN_SIDE = 500;
+/** Lines at most this share of the image's shorter side apart (and at least 6 pixels) are one edge of the grid: a double border, a line a scan bent or broke into pieces side by side. */
+const SAME_EDGE_SHARE = 1 / 100;
+/** A line between two columns counts in a row when its pieces cover at least this share of the row's height (a scan breaks lines). */
+const MIN_SEPARATOR_COVER = 0.3;
+
+interface Line {
+  /** Across the line: its first and last row (horizontal) or column (vertical). */
+  a0: number;
+  a1: number;
+  /** Along it. */
+  b0: number;
+  b1: number;
+}
+
+/** The ruled grids of a page (see the module comment), in pixels of `img`. */
+export function findRuledGrids(img: GreyImage): RuledGrid[] {
+  const { width, height, pixels } = img;
+  if (Math.min(width, height) < MIN_SIDE) return [];
+  const t = otsuThreshold(pixels);
+  const minLength = Math.max(30, Math.round(Math.min(width, height) * MIN_LENGTH_SHARE));
+  const sameEdge = Math.max(6, Math.round(Math.min(width, height) * SAME_EDGE_SHARE));
+  const dark = (x: number, y: number) => x >= 0 && y >= 0 && x < width && y < height && pixels[y * width + x]! <= t;
+  const maxThickness = Math.max(5, Math.round(Math.min(width, height) * MAX_THICKNESS_SHARE));
+  const thin = (l: Line) => l.a1 - l.a0 + 1 <= Math.max(maxThickness, MAX_TILT * (l.b1 - l.b0 + 1));
+  const horizontal = merge(runs(height, width, minLength, (y, x) => dark(x, y))).filter(thin);
+  const vertical = merge(runs(width, height, minLength, (x, y) => dark(x, y))).filter(thin);
+  if (!horizontal.length || !vertical.length) return [];
+
+  // Union of lines that meet: horizontal i is i, vertical j is horizontal.length + j.
+  const parent = Array.from({ length: horizontal.length + vertical.length }, (_, i) => i);
+  const find = (i: number): number => (parent[i] === i ? i : (parent[i] = find(parent[i]!)));
+  horizontal.forEach((h, i) => {
+    vertical.forEach((v, j) => {
+      const meets = v.a1 >= h.b0 - MEET && v.a0 <= h.b1 + MEET && h.a1 >= v.b0 - MEET && h.a0 <= v.b1 + MEET;
+      if (meets) parent[find(i)] = find(horizontal.length + j);
+    });
+  });
+  const groups = new Map<number, { h: Line[]; v: Line[] }>();
+  horizontal.forEach((h, i) => group(find(i)).h.push(h));
+  vertical.forEach((v, j) => group(find(horizontal.length + j)).v.push(v));
+  function group(root: number) {
+    let g = groups.get(root);
+    if (!g) groups.set(root, (g = { h: [], v: [] }));
+    return g;
+  }
+
+  const grids: RuledGrid[] = [];
+  for (const { h, v } of groups.values()) {
+    if (!h.length || !v.length) continue;
+    // A table ruled between its columns but not at its sides (nor between rows) ends where its other lines end.
+    const ys = edges([...h.map((l) => (l.a0 + l.a1) / 2), Math.min(...v.map((l) => l.b0)), Math.max(...v.map((l) => l.b1))], sameEdge);
+    const xs = edges([...v.map((l) => (l.a0 + l.a1) / 2), Math.min(...h.map((l) => l.b0)), Math.max(...h.map((l) => l.b1))], sameEdge);
+    // Two rows and two columns at least: a box around a paragraph, a header row alone or a pair of underlines is not a table.
+    if (ys.length < 3 || xs.length < 3) continue;
+    const open = ys.slice(0, -1).map((y0, r) => {
+      const y1 = ys[r + 1]!;
+      return xs.map((x, c) => {
+        if (c === 0) return false;
+        const cover = v.filter((l) => Math.abs((l.a0 + l.a1) / 2 - x) <= sameEdge).reduce((sum, l) => sum + Math.max(0, Math.min(l.b1, y1) - Math.max(l.b0, y0)), 0);
+        return cover < MIN_SEPARATOR_COVER * (y1 - y0);
+      });
+    });
+    grids.push({ box: { x0: xs[0]!, y0: ys[0]!, x1: xs[xs.length - 1]!, y1: ys[ys.length - 1]! }, ys, xs, open });
+  }
+  return grids;
+}
+
+/** Long thin runs along `length` for each of `lines` (see the module comment). */
+function runs(lines: number, length: number, minLength: number, dark: (line: number, pos: number) => boolean): Line[] {
+  const out: Line[] = [];
+  for (let line = 0; line < lines; line++) {
+    let start = -1;
+    let last = -1;
+    const flush = () => {
+      if (start < 0 || last - start + 1 < minLength) return;
+      let neighbours = 0;
+      for (let p = start; p <= last; p++) if (dark(line - PROBE, p) && dark(line + PROBE, p)) neighbours++;
+      if (neighbours <= MAX_NEIGHBOUR_INK * (last - start + 1)) out.push({ a0: line, a1: line, b0: start, b1: last });
+    };
+    for (let p = 0; p < length; p++) {
+      if (!dark(line, p)) continue;
+      if (start >= 0 && p - last - 1 > MAX_BREAK) {
+        flush();
+        start = -1;
+      }
+      if (start < 0) start = p;
+      last = p;
+    }
+    flush();
+  }
+  return out;
+}
+
+/** Runs on adjacent rows (columns) that overlap along their length become one line; `found` is in row order. */
+function merge(found: Line[]): Line[] {
+  const lines: Line[] = [];
+  // Lines that reached the previous row or this one: the only ones a run can continue.
+  let active: Line[] = [];
+  let row = -1;
+  let next: Line[] = [];
+  for (const r of found) {
+    if (r.a0 !== row) {
+      active = r.a0 === row + 1 ? [...active.filter((l) => l.a1 >= row), ...next] : [];
+      next = [];
+      row = r.a0;
+    }
+    const into = active.find((l) => Math.min(l.b1, r.b1) - Math.max(l.b0, r.b0) > 0.5 * Math.min(l.b1 - l.b0, r.b1 - r.b0));
+    if (into) {
+      into.a1 = Math.max(into.a1, r.a1);
+      into.b0 = Math.min(into.b0, r.b0);
+      into.b1 = Math.max(into.b1, r.b1);
+    } else {
+      const line = { ...r };
+      lines.push(line);
+      next.push(line);
+    }
+  }
+  return lines;
+}
+
+/** Positions within `same` pixels of each other as one edge (their mean), sorted. */
+function edges(at: number[], same: number): number[] {
+  const sorted = [...at].sort((a, b) => a - b);
+  const out: number[][] = [];
+  for (const p of sorted) {
+    const last = out[out.length - 1];
+    if (last && p - last[last.length - 1]! <= same) last.push(p);
+    else out.push([p]);
+  }
+  return out.map((g) => Math.round(g.reduce((s, p) => s + p, 0) / g.length));
+}
+
+/** Whether a word's centre lies in the grid. */
+export function inGrid(grid: RuledGrid, w: Box): boolean {
+  const cx = (w.x0 + w.x1) / 2;
+  const cy = (w.y0 + w.y1) / 2;
+  return cx >= grid.box.x0 && cx <= grid.box.x1 && cy >= grid.box.y0 && cy <= grid.box.y1;
+}
+
+/**
+ * The grid as a table node of the layout, its words (those {@link inGrid})
+ * in their cells; null when fewer than two cells hold words (a frame around
+ * a paragraph, a form left blank).
+ */
+export function gridTable(grid: RuledGrid, words: readonly OcrWord[]): Extract<LayoutNode, { kind: "table" }> | null {
+  const cols = grid.xs.length - 1;
+  const bands: OcrWord[][][] = Array.from({ length: grid.ys.length - 1 }, () => Array.from({ length: cols }, () => []));
+  for (const w of words) {
+    const r = band(grid.ys, (w.y0 + w.y1) / 2);
+    let c = band(grid.xs, (w.x0 + w.x1) / 2);
+    // A cell spanning columns holds its words in the first column it spans.
+    while (c > 0 && grid.open[r]![c]) c--;
+    bands[r]![c]!.push(w);
+  }
+  const cells = bands.flatMap(splitRows);
+  if (cells.flat().filter((c) => c.length > 0).length < 2) return null;
+  const table = cells
+    .map((row) => row.map((ws) => (ws.length ? leaf(ws) : null)))
+    // Rows with no word (a ruled space, a row of empty cells) say nothing.
+    .filter((row) => row.some((c) => c));
+  return { kind: "table", box: boundsOf(words), rows: table };
+}
+
+/** A row band holds rows of its own when at least this many lines of text… */
+const MIN_UNRULED_ROWS = 3;
+/** …line up across at least two columns, each with text on at least this share of them. */
+const MIN_ALIGNED_SHARE = 0.6;
+
+/**
+ * A band between two horizontal lines as rows: one, or (a table ruled only
+ * between its columns, its rows not ruled) one per line of text where the
+ * columns' lines line up. Wrapped text in one cell beside a single line in
+ * the next (a label over several lines) stays one row.
+ */
+function splitRows(band: OcrWord[][]): OcrWord[][][] {
+  const all = band.flat();
+  if (all.length < MIN_UNRULED_ROWS * 2) return [band];
+  const heights = all.map((w) => w.y1 - w.y0).sort((a, b) => a - b);
+  const h = heights[heights.length >> 1]!;
+  // Text lines of the band by their centres, tesseract's lines of every column together.
+  const centres = [...new Set(all.map((w) => w.line))]
+    .map((line) => {
+      const ws = all.filter((w) => w.line === line);
+      return ws.reduce((s, w) => s + (w.y0 + w.y1) / 2, 0) / ws.length;
+    })
+    .sort((a, b) => a - b);
+  const rows: number[][] = [];
+  for (const c of centres) {
+    const last = rows[rows.length - 1];
+    if (last && c - last[last.length - 1]! <= h / 2) last.push(c);
+    else rows.push([c]);
+  }
+  if (rows.length < MIN_UNRULED_ROWS) return [band];
+  const mids = rows.map((r) => r.reduce((s, c) => s + c, 0) / r.length);
+  const rowOf = (w: OcrWord) => {
+    const cy = (w.y0 + w.y1) / 2;
+    let best = 0;
+    for (let i = 1; i < mids.length; i++) if (Math.abs(mids[i]! - cy) < Math.abs(mids[best]! - cy)) best = i;
+    return best;
+  };
+  const filled = band.filter((ws) => new Set(ws.map(rowOf)).size >= MIN_ALIGNED_SHARE * rows.length);
+  if (filled.length < 2) return [band];
+  return mids.map((_, i) => band.map((ws) => ws.filter((w) => rowOf(w) === i)));
+}
+
+/** The band of `edges` that holds `p` (clamped to the first and last). */
+function band(edges: readonly number[], p: number): number {
+  let i = 0;
+  while (i < edges.length - 2 && p >= edges[i + 1]!) i++;
+  return i;
+}
+
+/** A cell's words as a leaf: tesseract's lines, top to bottom, each left to right. */
+function leaf(words: OcrWord[]): LayoutNode {
+  const byLine = new Map<string, OcrWord[]>();
+  for (const w of words) byLine.set(w.line, [...(byLine.get(w.line) ?? []), w]);
+  const lines: TextLine[] = [...byLine.values()]
+    .map((ws) => ws.sort((a, b) => a.x0 - b.x0))
+    .map((ws) => ({ words: ws, box: boundsOf(ws) }))
+    .sort((a, b) => a.box.y0 - b.box.y0);
+  return { kind: "leaf", box: boundsOf(words), lines };
+}
+
+/** Grids found on an image, in pixels of that image scaled by `factor` (a page read enlarged). */
+export function scaleGrids(grids: readonly RuledGrid[], factor: number): RuledGrid[] {
+  const s = (v: number) => Math.round(v * factor);
+  return grids.map((g) => ({ box: { x0: s(g.box.x0), y0: s(g.box.y0), x1: s(g.box.x1), y1: s(g.box.y1) }, ys: g.ys.map(s), xs: g.xs.map(s), open: g.open }));
+}
