@@ -10,6 +10,7 @@
  * Measured against both orders alone on the corpus in docs/benchmarks.md.
  */
 import type { LayoutBlock, LayoutBlockType as BlockType, PageLayout } from "../../contracts/index.ts";
+import { splitBulletColumns } from "./bullets.ts";
 import { gridTable, inGrid, type RuledGrid } from "./grid.ts";
 import type { SourceBlock } from "./markdown.ts";
 import { readingOrder, type LayoutNode } from "./reading-order.ts";
@@ -41,7 +42,9 @@ const MIN_FIGURE_SIDE = 2;
  * geometry of the words.
  */
 export function analyzePage(tsv: string, opts: { words?: boolean; grids?: readonly RuledGrid[] } = {}): AnalyzedPage {
-  const page = parseTsv(tsv);
+  const read = parseTsv(tsv);
+  // A column of round bullets read as one tall word becomes a bullet at the start of each item (bullets.ts).
+  const page = { ...read, words: splitBulletColumns(read.words) };
   type Found = { node: Extract<LayoutNode, { kind: "table" }>; members: Set<number>; rows: string[][] | null; at: number };
   const ruled: Found[] = [];
   const taken = new Set<number>();
