@@ -238,7 +238,9 @@ export async function openPdf(source: PdfSource, opts: RasterizeOptions): Promis
     if (closed) return;
     closed = true;
     await Promise.all([...streams].map((stop) => stop()));
-    await rm(dir, { recursive: true, force: true });
+    // A jailed pdftoppm can still be dying (and writing its last page) when the jail's first process has exited:
+    // rm retries a folder that filled again (ENOTEMPTY) instead of failing.
+    await rm(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 50 });
   };
   try {
     const file = await pdfFile(source, dir);

@@ -9,7 +9,7 @@ import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parserEnv } from "../platform/childenv/index.ts";
-import { jailed, signalJailed, type JailAccess } from "../platform/jail/index.ts";
+import { jailed, jailGone, signalJailed, type JailAccess } from "../platform/jail/index.ts";
 import { FolioError } from "../platform/errors/index.ts";
 
 /** pdfinfo's output is a few lines per page; anything near this is not poppler talking. */
@@ -116,8 +116,12 @@ export function tool(cmd: "pdfinfo" | "pdftoppm", args: string[], access: JailAc
         if (d.signal.aborted) {
           // Node answers an abort at once, while the killed process may still be running: wait for it
           // to be gone, so that whoever awaits this (close(), a cleanup) never races a live pdftoppm.
-          if (child.exitCode === null && child.signalCode === null) return void child.once("exit", () => reject(d.signal.reason));
-          return reject(d.signal.reason);
+          // Jailed, the abort killed bwrap only: the whole group is killed, and waited for, too.
+          const pid = child.pid;
+          if (jail.detached) signalJailed(child, true, "SIGKILL");
+          const gone = () => void (jail.detached && pid !== undefined ? jailGone(pid) : Promise.resolve()).then(() => reject(d.signal.reason));
+          if (child.exitCode === null && child.signalCode === null) return void child.once("exit", gone);
+          return gone();
         }
         if (err.code === "ENOENT") {
           return reject(new FolioError("service_unavailable", `${cmd} (poppler-utils) is not installed on this service`, { cause: err }));

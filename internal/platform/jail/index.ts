@@ -151,6 +151,25 @@ export function signalJailed(child: { pid?: number | undefined; kill(signal: Nod
 }
 
 /**
+ * Resolves once no process of a jailed tool's group (`pid`: the group's
+ * leader, started with {@link jailed}) is left, or after `timeoutMs`. Killing
+ * bwrap ends the tool through `--die-with-parent`, a moment later: whoever
+ * removes the tool's folder next must not race its last write.
+ */
+export async function jailGone(pid: number, timeoutMs = 2_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      process.kill(-pid, 0);
+    } catch {
+      return; // ESRCH: the group is empty
+    }
+    if (Date.now() > end) return;
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+/**
  * Checks at start that the jail works here (bubblewrap installed, user
  * namespaces allowed); rejects naming FOLIO_PARSER_JAIL and what failed.
  */

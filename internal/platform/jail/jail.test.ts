@@ -5,12 +5,12 @@
  * the taken-over parser.
  */
 import { execFile, execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { checkParserJail, JAIL_LIMITS, jailed, parserJail, signalJailed, startParserJail, useParserJail, type JailAccess } from "./index.ts";
+import { checkParserJail, JAIL_LIMITS, jailed, jailGone, parserJail, signalJailed, startParserJail, useParserJail, type JailAccess } from "./index.ts";
 import { bwrapInstalled } from "../../../test/support.ts";
 
 
@@ -103,6 +103,18 @@ describe.skipIf(!bwrapInstalled)("the bubblewrap parser jail", () => {
     expect(out.trim().split("\n").map((l) => l.split("=")[0]), out).toEqual(["HOME", "LANG", "PATH", "PWD", "SHLVL", "TMPDIR", "_"]);
   });
 
+  it("jailGone waits until the jailed program is gone too, after its bwrap was killed", async () => {
+    const j = jailed("sleep", ["30"], {}, "bwrap");
+    const child = execFile(j.command, j.args, { env: { PATH: "/usr/bin:/bin", ...j.env } });
+    const pid = child.pid!;
+    await until(() => groupAlive(pid) && childrenOf(pid) > 0);
+    const exited = new Promise((resolve) => child.once("exit", resolve));
+    child.kill("SIGKILL"); // bwrap only, as an abort does
+    await exited;
+    await jailGone(pid);
+    expect(groupAlive(pid)).toBe(false);
+  });
+
   it("pauses and resumes as one process group, the jailed program included", async () => {
     const file = join(work, "ticks");
     writeFileSync(file, "");
@@ -177,4 +189,29 @@ async function until(ok: () => boolean, ms = 10_000): Promise<void> {
     if (Date.now() > end) throw new Error("condition not met in time");
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
+}
+
+/** Whether any process of the group `pgid` is alive. */
+function groupAlive(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** How many processes have `pid` as their parent. */
+function childrenOf(pid: number): number {
+  let n = 0;
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, "utf8");
+      if (Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]) === pid) n++;
+    } catch {
+      // gone
+    }
+  }
+  return n;
 }
