@@ -21,7 +21,7 @@
  * Words are placed in the cell that holds their centre.
  */
 import type { LayoutNode, TextLine } from "./reading-order.ts";
-import { otsuThreshold, type GreyImage } from "./rules.ts";
+import { forEachRun, otsuThreshold, type GreyImage } from "./rules.ts";
 import { boundsOf, type Box, type OcrWord } from "./words.ts";
 
 export interface RuledGrid {
@@ -118,26 +118,12 @@ export function findRuledGrids(img: GreyImage): RuledGrid[] {
 /** Long thin runs along `length` for each of `lines` (see the module comment). */
 function runs(lines: number, length: number, minLength: number, dark: (line: number, pos: number) => boolean): Line[] {
   const out: Line[] = [];
-  for (let line = 0; line < lines; line++) {
-    let start = -1;
-    let last = -1;
-    const flush = () => {
-      if (start < 0 || last - start + 1 < minLength) return;
-      let neighbours = 0;
-      for (let p = start; p <= last; p++) if (dark(line - PROBE, p) && dark(line + PROBE, p)) neighbours++;
-      if (neighbours <= MAX_NEIGHBOUR_INK * (last - start + 1)) out.push({ a0: line, a1: line, b0: start, b1: last });
-    };
-    for (let p = 0; p < length; p++) {
-      if (!dark(line, p)) continue;
-      if (start >= 0 && p - last - 1 > MAX_BREAK) {
-        flush();
-        start = -1;
-      }
-      if (start < 0) start = p;
-      last = p;
-    }
-    flush();
-  }
+  forEachRun(lines, length, MAX_BREAK, dark, (line, start, last) => {
+    if (last - start + 1 < minLength) return;
+    let neighbours = 0;
+    for (let p = start; p <= last; p++) if (dark(line - PROBE, p) && dark(line + PROBE, p)) neighbours++;
+    if (neighbours <= MAX_NEIGHBOUR_INK * (last - start + 1)) out.push({ a0: line, a1: line, b0: start, b1: last });
+  });
   return out;
 }
 

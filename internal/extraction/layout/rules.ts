@@ -99,27 +99,35 @@ function scan(
   probe: (line: number, pos: number) => number,
   mark: (line: number, pos: number) => void,
 ): void {
+  forEachRun(lines, length, MAX_BREAK, (line, pos) => at(line, pos) !== 0, (line, start, last) => {
+    if (last - start + 1 < minLength) return;
+    let neighbours = 0;
+    for (let p = start; p <= last; p++) if (probe(line - PROBE, p) || probe(line + PROBE, p)) neighbours++;
+    if (neighbours > MAX_NEIGHBOUR_INK * (last - start + 1)) return;
+    for (let p = start; p <= last; p++) {
+      for (let d = -PROBE + 1; d < PROBE; d++) if (probe(line + d, p)) mark(line + d, p);
+    }
+  });
+}
+
+/**
+ * Every run of dark pixels along each line (`lines` of `length` pixels),
+ * breaks of at most `maxBreak` pixels bridged: `run(line, start, last)`.
+ * Shared by the rules taken out here and the grids of `grid.ts`.
+ */
+export function forEachRun(lines: number, length: number, maxBreak: number, dark: (line: number, pos: number) => boolean, run: (line: number, start: number, last: number) => void): void {
   for (let line = 0; line < lines; line++) {
     let start = -1;
     let last = -1;
-    const flush = () => {
-      if (start < 0 || last - start + 1 < minLength) return;
-      let neighbours = 0;
-      for (let p = start; p <= last; p++) if (probe(line - PROBE, p) || probe(line + PROBE, p)) neighbours++;
-      if (neighbours > MAX_NEIGHBOUR_INK * (last - start + 1)) return;
-      for (let p = start; p <= last; p++) {
-        for (let d = -PROBE + 1; d < PROBE; d++) if (probe(line + d, p)) mark(line + d, p);
-      }
-    };
     for (let p = 0; p < length; p++) {
-      if (!at(line, p)) continue;
-      if (start >= 0 && p - last - 1 > MAX_BREAK) {
-        flush();
+      if (!dark(line, p)) continue;
+      if (start >= 0 && p - last - 1 > maxBreak) {
+        run(line, start, last);
         start = -1;
       }
       if (start < 0) start = p;
       last = p;
     }
-    flush();
+    if (start >= 0) run(line, start, last);
   }
 }
