@@ -69,11 +69,16 @@ export function findRuledGrids(img: GreyImage): RuledGrid[] {
   const t = otsuThreshold(pixels);
   const minLength = Math.max(30, Math.round(Math.min(width, height) * MIN_LENGTH_SHARE));
   const sameEdge = Math.max(6, Math.round(Math.min(width, height) * SAME_EDGE_SHARE));
-  const dark = (x: number, y: number) => x >= 0 && y >= 0 && x < width && y < height && pixels[y * width + x]! <= t;
+  // Dark pixels row by row, and the same column by column (transposed once: scanning columns of the
+  // row-major image would miss the cache at every pixel).
+  const rows = new Uint8Array(width * height);
+  for (let i = 0; i < rows.length; i++) rows[i] = pixels[i]! <= t ? 1 : 0;
+  const columns = new Uint8Array(width * height);
+  for (let y = 0; y < height; y++) for (let x = 0, i = y * width; x < width; x++, i++) columns[x * height + y] = rows[i]!;
   const maxThickness = Math.max(5, Math.round(Math.min(width, height) * MAX_THICKNESS_SHARE));
   const thin = (l: Line) => l.a1 - l.a0 + 1 <= Math.max(maxThickness, MAX_TILT * (l.b1 - l.b0 + 1));
-  const horizontal = merge(runs(height, width, minLength, (y, x) => dark(x, y))).filter(thin);
-  const vertical = merge(runs(width, height, minLength, (x, y) => dark(x, y))).filter(thin);
+  const horizontal = merge(runs(rows, height, width, minLength)).filter(thin);
+  const vertical = merge(runs(columns, width, height, minLength)).filter(thin);
   if (!horizontal.length || !vertical.length) return [];
 
   // Union of lines that meet: horizontal i is i, vertical j is horizontal.length + j.
@@ -115,9 +120,10 @@ export function findRuledGrids(img: GreyImage): RuledGrid[] {
   return grids;
 }
 
-/** Long thin runs along `length` for each of `lines` (see the module comment). */
-function runs(lines: number, length: number, minLength: number, dark: (line: number, pos: number) => boolean): Line[] {
+/** Long thin runs along each of `lines` lines of `length` dark-or-not bytes in `mask` (see the module comment). */
+function runs(mask: Uint8Array, lines: number, length: number, minLength: number): Line[] {
   const out: Line[] = [];
+  const dark = (line: number, p: number) => line >= 0 && line < lines && mask[line * length + p] === 1;
   forEachRun(lines, length, MAX_BREAK, dark, (line, start, last) => {
     if (last - start + 1 < minLength) return;
     let neighbours = 0;
