@@ -292,10 +292,17 @@ export function wantsGrids(options: Pick<ExtractOptions, "extractTables" | "outp
   return options.extractTables || options.outputFormat !== "text";
 }
 
+/** Grids by page image, while the image lives: a page read in two or three languages is one page. */
+const gridsOf = new WeakMap<Buffer, Promise<RuledGrid[]>>();
+
 /** The ruled tables of a page's image; none when it cannot be decoded here (BMP: tesseract still reads it). */
-async function ruledGrids(page: PageInput): Promise<RuledGrid[]> {
-  const grey = await decodeGrey(page.image).catch(() => undefined);
-  return grey ? findRuledGrids(grey) : [];
+function ruledGrids(page: PageInput): Promise<RuledGrid[]> {
+  let grids = gridsOf.get(page.image);
+  if (!grids) {
+    grids = decodeGrey(page.image).then(findRuledGrids, () => []);
+    gridsOf.set(page.image, grids);
+  }
+  return grids;
 }
 
 /** Whether a reading's words are small enough to read again enlarged (module comment). */
