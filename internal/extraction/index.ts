@@ -118,8 +118,8 @@ export interface StartExtractionOptions {
 /**
  * The local engines by model id, as the extraction service runs them (also
  * what `make eval` measures): each one reads turned and skewed pages
- * straightened (engines/straighten.ts), tesseract's orientation detection
- * deciding with the page's pixels.
+ * straightened (engines/straighten.ts): the page's pixels decide, and
+ * tesseract's trial readings where they are not sure.
  */
 export function localEngines(): Map<string, Engine> {
   const tesseract = new TesseractEngine();

@@ -10,7 +10,7 @@ import { TEXT_OPTIONS as TEXT, liveSignal as live, ocrFixture as fixture, ocrTru
 import { decodeGrey, encodePgm } from "../layout/image.ts";
 import { measureAngles } from "../layout/orientation.ts";
 import type { Engine, PageLayout, PageResult } from "../types.ts";
-import { mapLayout, rotateGrey, StraightenedEngine } from "./straighten.ts";
+import { acrossTurn, mapLayout, MIN_TRIAL_CHARS, rotateGrey, sidewaysTurn, StraightenedEngine, TRIAL_MARGIN, trialSquare } from "./straighten.ts";
 import { TesseractEngine } from "./tesseract.ts";
 import { localEngines, shutdownLocalEngines } from "../index.ts";
 
@@ -150,28 +150,107 @@ describe("upright pages", READS, () => {
   });
 });
 
-describe("the two opinions (plan)", () => {
-  const detector = (degrees: 0 | 90 | 180 | 270, confidence: number) => ({ orientation: async () => ({ degrees, confidence }) });
-  const plan = async (degrees: 0 | 90 | 180 | 270, confidence: number) =>
-    (await new StraightenedEngine(tesseract, detector(degrees, confidence)).plan(page(await turned("english.png", 180)), live())).how;
+describe("pages whose profiles mislead (the trial readings decide)", READS, () => {
+  // table.png, a dense table: its columns make sharper peaks than its rows, so the profiles call it
+  // turned in every orientation (checked below); the trial readings find its real turn.
+  it.each([0, 90, 180, 270] as const)("reads table.png turned %i° about as well as upright and reports that rotation", async (degrees) => {
+    const r = await engine.extractPage(page(await turned("table.png", degrees)), TEXT, live());
+    const base = await uprightCer("table.png", "table.txt");
+    const rate = cer(r.text, truth("table.txt"));
+    expect(rate, `CER ${rate.toFixed(4)} against ${base.toFixed(4)} upright:\n${r.text}`).toBeLessThanOrEqual(base + TURNED_MARGIN);
+    expect({ rotation: r.rotation, skew: r.skewDegrees }).toEqual({ rotation: degrees, skew: 0 });
+  });
 
-  it("turns a page upside down when the profiles and tesseract's detector both say so", async () => {
-    expect(await plan(180, 10)).toEqual({ rotation: 180, skewDegrees: 0 });
+  it("where the profiles alone call table.png upright, sideways and upside down in the wrong turns", async () => {
+    const turns = [];
+    for (const degrees of [0, 90, 180, 270]) turns.push(measureAngles(await decodeGrey(await turned("table.png", degrees)))!.turn);
+    expect(turns.filter((t, i) => t !== [0, 90, 180, 270][i]).length, JSON.stringify(turns)).toBeGreaterThanOrEqual(3);
+  });
+
+  it("never reads a trial of a page the profiles find upright and sure of it", async () => {
+    let asked = 0;
+    const counting = { trial: (p: Parameters<TesseractEngine["trial"]>[0], l: string | undefined, s: AbortSignal) => (asked++, tesseract.trial(p, l, s)) };
+    const e = new StraightenedEngine(tesseract, counting);
+    expect((await e.plan(page(fixture("columns.png")), live())).how).toEqual({ rotation: 0, skewDegrees: 0 });
+    expect(asked).toBe(0);
+    expect((await e.plan(page(await turned("columns.png", 180)), live())).how).toEqual({ rotation: 180, skewDegrees: 0 });
+    expect(asked).toBe(2);
+  });
+
+  it("a trial reading of columns.png's square: upright it reads across with confidence and finds no skew, skewed 4° finds 4°, turned 90° it reads down", async () => {
+    const square = async (degrees: number) => {
+      const grey = trialSquare(await decodeGrey(await turned("columns.png", degrees)));
+      return tesseract.trial({ pageNumber: 1, image: encodePgm(grey), mimeType: "image/x-portable-graymap" }, undefined, live());
+    };
+    const [upright, skewed, sideways, upsideDown] = await Promise.all([square(0), square(4), square(90), square(180)]);
+    expect(upright.across, JSON.stringify(upright)).toBeGreaterThan(80);
+    expect(upright.skewDegrees).toBe(0);
+    expect(Math.abs(skewed.skewDegrees! - 4), JSON.stringify(skewed)).toBeLessThanOrEqual(0.5);
+    expect(sideways.down, JSON.stringify(sideways)).toBeGreaterThan(sideways.across + TRIAL_MARGIN);
+    expect(upsideDown.across, JSON.stringify(upsideDown)).toBeLessThan(upright.across - TRIAL_MARGIN);
+    expect(acrossTurn(upsideDown, upright)).toEqual({ rotation: 180, skewDegrees: upright.skewDegrees });
+  });
+});
+
+describe("acrossTurn and sidewaysTurn (what the trial readings decide)", () => {
+  const reading = (across: number, down: number, chars = 500, skewDegrees: number | null = 0) => ({ across, down, chars, skewDegrees });
+  it("upright when the square reads across as sent, upside down when it reads across turned 180°, with that reading's skew", () => {
+    expect(acrossTurn(reading(85, 3, 500, 2.5), reading(22, 4, 500, 2.4))).toEqual({ rotation: 0, skewDegrees: 2.5 });
+    expect(acrossTurn(reading(20, 4, 500, 2), reading(88, 3, 500, -1.5))).toEqual({ rotation: 180, skewDegrees: -1.5 });
   });
 
   it.each([
-    ["the detector says upright", 0, 10],
-    ["the detector says sideways", 90, 10],
-    ["the detector is unsure (under 2)", 180, 0.63],
-  ] as const)("reads the page as sent when %s", async (_why, degrees, confidence) => {
-    expect(await plan(degrees, confidence)).toEqual({ rotation: 0, skewDegrees: 0 });
+    ["its lines run down as sent", reading(4, 88), reading(4, 21)],
+    ["its lines run down turned 180°", reading(4, 23), reading(3, 86)],
+    ["neither reading found text", reading(0, 0, 0, null), reading(0, 0, 5, null)],
+  ] as const)("asks for the sideways readings when %s", (_why, asSent, flipped) => {
+    expect(acrossTurn(asSent, flipped)).toBe("sideways");
   });
 
-  it("never asks the detector about a page the profiles find upright", async () => {
-    let asked = 0;
-    const e = new StraightenedEngine(tesseract, { orientation: async () => (asked++, { degrees: 180, confidence: 30 }) });
-    expect((await e.plan(page(fixture("columns.png")), live())).how).toEqual({ rotation: 0, skewDegrees: 0 });
-    expect(asked).toBe(0);
+  it.each([
+    ["the other turn wins by less than the margin", reading(60, 3), reading(60 + TRIAL_MARGIN - 1, 3), { rotation: 0, skewDegrees: 0 }],
+    ["the winner read too few characters", reading(10, 3, 500), reading(90, 3, MIN_TRIAL_CHARS - 1), { rotation: 0, skewDegrees: 0 }],
+  ] as const)("leaves the page as sent when %s", (_why, asSent, flipped, expected) => {
+    expect(acrossTurn(asSent, flipped)).toEqual(expected);
+  });
+
+  it("turns a sideways page by the quarter that reads across, with its skew", () => {
+    const asSent = reading(5, 80);
+    expect(sidewaysTurn(asSent, reading(88, 2, 400, 1.5), reading(21, 3))).toEqual({ rotation: 270, skewDegrees: 1.5 });
+    expect(sidewaysTurn(asSent, reading(20, 3), reading(86, 2, 400, -2))).toEqual({ rotation: 90, skewDegrees: -2 });
+  });
+
+  it.each([
+    ["the two quarters read alike", reading(5, 80), reading(70, 2), reading(70 - TRIAL_MARGIN + 1, 2)],
+    ["the quarter reads no better than the page as sent", reading(70, 30), reading(80, 2), reading(10, 2)],
+    ["the quarter read too little", reading(5, 80), reading(90, 2, MIN_TRIAL_CHARS - 1), reading(10, 2)],
+  ] as const)("leaves a page as sent when %s", (_why, asSent, clockwise, anticlockwise) => {
+    expect(sidewaysTurn(asSent, clockwise, anticlockwise).rotation).toBe(0);
+  });
+});
+
+describe("trialSquare", () => {
+  const page = (ink: (x: number, y: number) => boolean) => {
+    const width = 100;
+    const height = 200;
+    const pixels = new Uint8Array(width * height).fill(255);
+    for (let y = 0; y < height; y++) for (let x = 0; x < width; x++) if (ink(x, y)) pixels[y * width + x] = 0;
+    return { width, height, pixels };
+  };
+
+  it("is centred on the page's ink: text at the top of a page is read where it is", () => {
+    const img = page((x, y) => y >= 20 && y < 40 && x >= 10 && x < 90 && y % 4 === 0);
+    const sq = trialSquare(img);
+    expect({ width: sq.width, height: sq.height }).toEqual({ width: 70, height: 70 });
+    // The ink's rows lie 20–40: a square centred on row ~30 is clamped to the page's top.
+    let inkRows = 0;
+    for (let y = 0; y < 70; y++) if (sq.pixels.subarray(y * 70, y * 70 + 70).includes(0)) inkRows++;
+    expect(inkRows).toBe(5);
+  });
+
+  it("is the page's middle when it has no ink", () => {
+    const sq = trialSquare(page(() => false));
+    expect({ width: sq.width, height: sq.height, white: sq.pixels.every((v) => v === 255) }).toEqual({ width: 70, height: 70, white: true });
   });
 });
 

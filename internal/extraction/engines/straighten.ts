@@ -8,16 +8,20 @@
  *    (`layout/orientation.ts`) give the skew, whether the lines run across
  *    or down the page, and which way up they stand (tens of milliseconds
  *    besides decoding the image).
- * 2. Only when that check finds the page turned (90°, 180° or 270°),
- *    tesseract's own orientation detection (`--psm 0`, about half a reading's
- *    time) is asked, on the page with its skew taken out. The page is turned
- *    back only when both agree on the axis (and tesseract is sure enough,
- *    {@link MIN_DETECTOR_CONFIDENCE}); across the axis of a sideways
- *    page (90° or 270°) tesseract's answer decides, and upside down needs
- *    both to say so. Each alone is wrong on some page of the corpus (a
- *    degraded table's columns look like lines to the profiles and tesseract
- *    calls it upside down; a coloured table's rules outvote its ascenders),
- *    never both in the same way there.
+ * 2. Only when that check is not sure the page is upright (it finds it
+ *    turned, or its ascenders point up only weakly, {@link SURE_UP_VOTE}, or
+ *    its profiles show no text lines, {@link MIN_SKEW_CONTRAST}), two trial
+ *    readings decide: tesseract reads a square from the page's middle
+ *    ({@link trialSquare}, the skew found taken out) as it is and turned
+ *    180° (engines/tesseract.ts `trial`). Text read the right way up comes
+ *    back with high word confidences, upside down as low-confidence garbage
+ *    ({@link acrossTurn}). When the lines run down the square in those
+ *    readings (tesseract reads a page turned 90° clockwise so), the square
+ *    turned 90° and 270° is read as well, and the same rule decides
+ *    ({@link sidewaysTurn}). A turn is acted on when it beats the page as
+ *    sent by {@link TRIAL_MARGIN} points. Where the profiles found no line
+ *    structure (a page filled by a photo), the skew is taken from the
+ *    baselines of the trial's lines instead.
  * 3. The page is turned back and deskewed in one rotation by sharp (an
  *    image in its own colours, as PNG; a PDF page's grey pixels as PGM), and
  *    read; every box of the layout is mapped back into the page image as
@@ -28,57 +32,69 @@
  * answered when the check finds nothing to do, so an upright page waits for
  * nothing; when the page is straightened, the first reading is stopped
  * (its child killed) and the straightened page is read. The check's own CPU
- * time (decoding the image, the profiles) is still spent on every page:
- * docs/benchmarks.md "Turned and skewed pages" gives both figures.
+ * time (decoding the image, the profiles) is still spent on every page, and
+ * the trials' on the pages they are asked about (on 2 cores they share the
+ * CPUs with that first reading): docs/benchmarks.md "Turned and skewed
+ * pages" gives the figures.
  *
- * Decisions a reader may question (the two opinions and the early reading:
+ * Decisions a reader may question (the trial readings and the early reading:
  * docs/adr/0007-straighten-pages-before-reading.md):
  * - A skew under {@link MIN_SKEW_DEGREES} is left alone: tesseract's own line
  *   finder follows it, and resampling a clean page costs time and sharpness.
- * - A page whose profiles show no line structure at any angle (a photo, a
- *   single word; {@link MIN_SKEW_CONTRAST}) is read as sent; an image of a
- *   single text line (one side more than {@link LINE_ASPECT} times the
- *   other) is read as sent: its letters fool the profiles, and tesseract's
- *   detector needs more text than a line holds.
- * - Any failure of the check (an image sharp cannot decode, such as BMP,
- *   tesseract's detector finding too little text) reads the page as sent:
- *   straightening is an improvement, never a reason for an error.
+ * - An image of a single text line (one side more than {@link LINE_ASPECT}
+ *   times the other) is read as sent: its letters fool the profiles, and a
+ *   line is what the engine reads best as it is.
+ * - Any failure of the check (an image sharp cannot decode, such as BMP, a
+ *   trial that reads too little text) reads the page as sent: straightening
+ *   is an improvement, never a reason for an error.
  */
 import { parsePgm } from "../../formats/index.ts";
 import { decodeToPng, fromPixels, imageMetadata } from "../../platform/decoder/index.ts";
 import { decodeGrey, encodePgm } from "../layout/image.ts";
 import { measureAngles, type Turn } from "../layout/orientation.ts";
-import type { GreyImage } from "../layout/rules.ts";
+import { FolioError } from "../../platform/errors/index.ts";
+import type { TrialReading } from "./tesseract.ts";
+import { otsuThreshold, type GreyImage } from "../layout/rules.ts";
 import type { Engine, ExtractOptions, LayoutBlock, PageInput, PageLayout, PageResult } from "../types.ts";
 
 /** Skews smaller than this are read as they are (module comment). */
 export const MIN_SKEW_DEGREES = 1;
 /**
- * Below this contrast of the profiles (orientation.ts `skewContrast`) neither
- * the skew nor the turn they find is trusted, and the page is read as sent.
- * Measured on the corpus's images in every orientation and skewed ±4°/12°:
- * 1.42–3.8 on every page and block with text lines, 1.03–1.07 on a magazine
- * page filled by a photo (where a skewed copy was otherwise called upside
- * down by both opinions).
+ * Below this contrast of the profiles (orientation.ts `skewContrast`) their
+ * skew and turn are not trusted and the trial readings decide. Measured on
+ * the corpus's images in every orientation and skewed ±4°/12°: 1.42–3.8 on
+ * every page and block with text lines, 1.03–1.07 on a magazine page filled
+ * by a photo.
  */
 export const MIN_SKEW_CONTRAST = 1.3;
 /**
- * Tesseract's orientation confidence (its own scale) under which its answer
- * does not count. OCRmyPDF turns pages on tesseract's word alone from 14;
- * here the profiles must agree as well, so the bar is lower. Measured on the
- * corpus's 15 pages turned 90/180/270 (docs/benchmarks.md "Turned and skewed
- * pages"): 3.4–34.5 where it was right, 0.5–4.1 where it was wrong on a
- * magazine page filled by a photo (which {@link MIN_SKEW_CONTRAST} keeps out),
- * and 0.63 on an upright receipt photographed on a dark table that both it
- * and the profiles call upside down.
+ * The profiles alone call a page upright only when its ascenders point up by
+ * at least this vote (orientation.ts `upVote`); below it, the trial readings
+ * decide. Measured on the corpus's 22 images that are not single lines, in
+ * four turns and skewed ±4°: the profiles were wrong at votes of 0.02–0.27 (a
+ * dense table whose columns make sharper peaks than its rows, a coloured table
+ * upside down whose rules outvote its ascenders, a receipt photographed on a
+ * dark table) and right from 0.01 to 0.85; 8 of the 22 upright images fall
+ * under it and pay for the trial (docs/benchmarks.md "Turned and skewed pages").
  */
-export const MIN_DETECTOR_CONFIDENCE = 2;
+export const SURE_UP_VOTE = 0.35;
+/**
+ * The trial square's side as a share of the page's shorter side, and its
+ * most pixels: about a third of an A4 page, text enough for a clear answer
+ * (docs/benchmarks.md "Turned and skewed pages").
+ */
+export const TRIAL_SHARE = 0.7;
+export const MAX_TRIAL_SIDE = 1600;
+/** Another turn must beat the page as sent by this many points of trial score (0–100) to be acted on. */
+export const TRIAL_MARGIN = 15;
+/** A trial that reads fewer letters and digits than this decides nothing. */
+export const MIN_TRIAL_CHARS = 20;
 /** An image whose long side is more than this many times its short side is a single text line. */
 export const LINE_ASPECT = 5;
 
-/** What tesseract's orientation detection says of a page (engines/tesseract.ts `orientation`). */
-export interface OrientationDetector {
-  orientation(page: PageInput, signal: AbortSignal): Promise<{ degrees: Turn; confidence: number } | null>;
+/** Trial readings of an image (engines/tesseract.ts `trial`). */
+export interface TrialReader {
+  trial(page: PageInput, language: string | undefined, signal: AbortSignal): Promise<TrialReading>;
 }
 
 /** How a page was straightened: the page as sent is the upright page turned clockwise by `rotation + skewDegrees`. */
@@ -95,7 +111,7 @@ export class StraightenedEngine implements Engine {
   constructor(
     /** The engine that reads the straightened page (`make eval-variants` times it alone). */
     readonly inner: Engine,
-    private readonly detector: OrientationDetector,
+    private readonly reader: TrialReader,
   ) {
     this.id = inner.id;
   }
@@ -107,7 +123,7 @@ export class StraightenedEngine implements Engine {
     asSent.catch(() => {});
     let plan: Awaited<ReturnType<StraightenedEngine["plan"]>>;
     try {
-      plan = await this.plan(page, signal);
+      plan = await this.plan(page, signal, options.language);
     } catch (err) {
       stop.abort(err);
       throw err;
@@ -130,7 +146,7 @@ export class StraightenedEngine implements Engine {
    * sent, turned by {@link straightened}), or nothing to do (no `image`); and
    * the size of the page as sent.
    */
-  async plan(page: PageInput, signal: AbortSignal): Promise<{ how: Straightening; image?: GreyImage | "original"; sent: { width: number; height: number } }> {
+  async plan(page: PageInput, signal: AbortSignal, language?: string): Promise<{ how: Straightening; image?: GreyImage | "original"; sent: { width: number; height: number } }> {
     let grey: GreyImage;
     try {
       grey = await decodeGrey(page.image);
@@ -142,23 +158,139 @@ export class StraightenedEngine implements Engine {
     const sent = { width: grey.width, height: grey.height };
     if (Math.max(grey.width, grey.height) > LINE_ASPECT * Math.min(grey.width, grey.height)) return { how: NONE, sent };
     const m = measureAngles(grey);
+    // Too little ink to tell anything: a blank page.
+    if (!m) return { how: NONE, sent };
     // Without text lines in the profiles (a page filled by a photo) neither their skew nor their turn means anything.
-    if (!m || m.skewContrast < MIN_SKEW_CONTRAST) return { how: NONE, sent };
-    const skew = Math.abs(m.skewDegrees) >= MIN_SKEW_DEGREES ? m.skewDegrees : 0;
+    const trusted = m.skewContrast >= MIN_SKEW_CONTRAST;
+    let skew = trusted && Math.abs(m.skewDegrees) >= MIN_SKEW_DEGREES ? m.skewDegrees : 0;
     let rotation: Turn = 0;
-    if (m.turn !== 0) {
+    if (!(trusted && m.turn === 0 && m.upVote >= SURE_UP_VOTE)) {
       const level = skew ? await rotateGrey(grey, -skew) : grey;
       signal.throwIfAborted();
-      const answer = await this.detector.orientation({ pageNumber: page.pageNumber, image: encodePgm(level), mimeType: "image/x-portable-graymap" }, signal);
-      const osd = answer && answer.confidence >= MIN_DETECTOR_CONFIDENCE ? answer : null;
-      if (osd && m.turn === 180 && osd.degrees === 180) rotation = 180;
-      else if (osd && m.turn % 180 === 90 && osd.degrees % 180 === 90) rotation = osd.degrees;
+      const verdict = await this.trial(level, page.pageNumber, language, signal);
+      rotation = verdict.rotation;
+      if (!trusted && verdict.skewDegrees !== null && Math.abs(verdict.skewDegrees) >= MIN_SKEW_DEGREES) skew = verdict.skewDegrees;
     }
     if (rotation === 0 && skew === 0) return { how: NONE, sent };
     const how = { rotation, skewDegrees: skew };
     // A PDF page (PGM) is turned here; any other image by sharp from its own bytes, colours kept.
     return { how, image: parsePgm(page.image) ? await rotateGrey(grey, -(rotation + skew)) : "original", sent };
   }
+
+  /**
+   * The trial readings of a page (module comment): its ink's square as it is
+   * and turned 180°, read side by side; when those find its lines running
+   * down the square (or too little text either way), the square turned 90°
+   * and 270° as well. A trial tesseract cannot read leaves the page as sent.
+   */
+  async trial(grey: GreyImage, pageNumber: number, language: string | undefined, signal: AbortSignal): Promise<{ rotation: Turn; skewDegrees: number | null }> {
+    const square = trialSquare(grey);
+    const read = (img: GreyImage) => this.reader.trial({ pageNumber, image: encodePgm(img), mimeType: "image/x-portable-graymap" }, language, signal);
+    try {
+      const [asSent, flipped] = await Promise.all([read(square), read(turned180(square))]);
+      const first = acrossTurn(asSent, flipped);
+      if (first !== "sideways") return first;
+      const quarter = turned90(square);
+      const [clockwise, anticlockwise] = await Promise.all([read(quarter), read(turned180(quarter))]);
+      return sidewaysTurn(asSent, clockwise, anticlockwise);
+    } catch (err) {
+      signal.throwIfAborted();
+      if (err instanceof FolioError && (err.code === "invalid_request" || err.code === "internal_error")) return { rotation: 0, skewDegrees: null };
+      throw err;
+    }
+  }
+}
+
+/**
+ * What the first two trial readings say (module comment): `asSent` of the
+ * square as it is, `flipped` of it turned 180°. Upside down when `flipped`
+ * reads across better than `asSent` by {@link TRIAL_MARGIN}; "sideways" when
+ * the lines run down the square in both (tesseract reads a page turned 90°
+ * clockwise as lines running down it, with an upright page's confidence), or
+ * when neither reads {@link MIN_TRIAL_CHARS}; else upright. The skew is the
+ * baselines' of the reading chosen (a line's slope is the same upside down).
+ */
+export function acrossTurn(asSent: TrialReading, flipped: TrialReading): { rotation: 0 | 180; skewDegrees: number | null } | "sideways" {
+  if (asSent.chars < MIN_TRIAL_CHARS && flipped.chars < MIN_TRIAL_CHARS) return "sideways";
+  if (Math.max(asSent.down, flipped.down) > Math.max(asSent.across, flipped.across)) return "sideways";
+  if (flipped.chars >= MIN_TRIAL_CHARS && flipped.across >= asSent.across + TRIAL_MARGIN) return { rotation: 180, skewDegrees: flipped.skewDegrees };
+  return { rotation: 0, skewDegrees: asSent.chars >= MIN_TRIAL_CHARS ? asSent.skewDegrees : null };
+}
+
+/**
+ * The turn of a page the first trials found sideways (or could not read),
+ * from the square turned 90° clockwise (`clockwise`: upright if the page was
+ * sent turned 270°) and 270° (`anticlockwise`: upright if it was sent turned
+ * 90°): the one that reads across best, by {@link TRIAL_MARGIN} over the other
+ * and over the square as sent; else the page is left as sent.
+ */
+export function sidewaysTurn(asSent: TrialReading, clockwise: TrialReading, anticlockwise: TrialReading): { rotation: Turn; skewDegrees: number | null } {
+  const [rotation, best, other] = clockwise.across >= anticlockwise.across ? ([270, clockwise, anticlockwise] as const) : ([90, anticlockwise, clockwise] as const);
+  if (best.chars >= MIN_TRIAL_CHARS && best.across >= other.across + TRIAL_MARGIN && best.across >= asSent.across + TRIAL_MARGIN) {
+    return { rotation, skewDegrees: best.skewDegrees };
+  }
+  return { rotation: 0, skewDegrees: asSent.chars >= MIN_TRIAL_CHARS ? asSent.skewDegrees : null };
+}
+
+/**
+ * The square read by the trials: {@link TRIAL_SHARE} of the page's shorter
+ * side (at most {@link MAX_TRIAL_SIDE}), centred on the page's ink (the
+ * median row and column of its ink edges, so that a letter with a few
+ * lines at the top is read where its lines are), within the page.
+ */
+export function trialSquare(img: GreyImage): GreyImage {
+  const side = Math.max(1, Math.min(MAX_TRIAL_SIDE, Math.round(Math.min(img.width, img.height) * TRIAL_SHARE)));
+  const { x, y } = inkMedian(img);
+  const left = Math.min(img.width - side, Math.max(0, Math.round(x - side / 2)));
+  const top = Math.min(img.height - side, Math.max(0, Math.round(y - side / 2)));
+  const pixels = new Uint8Array(side * side);
+  for (let r = 0; r < side; r++) pixels.set(img.pixels.subarray((top + r) * img.width + left, (top + r) * img.width + left + side), r * side);
+  return { width: side, height: side, pixels };
+}
+
+/**
+ * The median column and row of a page's ink edges: where a pixel and the
+ * next in its row fall on different sides of Otsu's threshold (every 4th
+ * row). Text is dense in them; a dark table around a photographed receipt
+ * or a solid fill has them only on its border. The page's centre without any.
+ */
+function inkMedian(img: GreyImage): { x: number; y: number } {
+  const t = otsuThreshold(img.pixels);
+  const cols = new Uint32Array(img.width);
+  const rows = new Uint32Array(img.height);
+  let n = 0;
+  for (let y = 0; y < img.height; y += 4) {
+    const row = y * img.width;
+    let dark = img.pixels[row]! <= t;
+    for (let x = 1; x < img.width; x++) {
+      const d = img.pixels[row + x]! <= t;
+      if (d === dark) continue;
+      dark = d;
+      cols[x]!++;
+      rows[y]!++;
+      n++;
+    }
+  }
+  if (!n) return { x: img.width / 2, y: img.height / 2 };
+  const median = (counts: Uint32Array) => {
+    let seen = 0;
+    for (let i = 0; i < counts.length; i++) if ((seen += counts[i]!) * 2 >= n) return i;
+    return counts.length / 2;
+  };
+  return { x: median(cols), y: median(rows) };
+}
+
+/** A square image turned 90° clockwise: its row y becomes column side − 1 − y. */
+function turned90(img: GreyImage): GreyImage {
+  const n = img.width;
+  const pixels = new Uint8Array(n * n);
+  for (let y = 0; y < n; y++) for (let x = 0; x < n; x++) pixels[x * n + (n - 1 - y)] = img.pixels[y * n + x]!;
+  return { width: n, height: n, pixels };
+}
+
+/** An image turned 180°: its pixels in reverse order. */
+function turned180(img: GreyImage): GreyImage {
+  return { width: img.width, height: img.height, pixels: img.pixels.slice().reverse() };
 }
 
 /**

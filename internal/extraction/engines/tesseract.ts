@@ -442,26 +442,16 @@ export class TesseractEngine implements Engine {
   }
 
   /**
-   * Tesseract's orientation and script detection (`--psm 0`, Debian's
-   * tesseract-ocr-osd): how far the page is turned clockwise and how sure it
-   * is (its own scale: above ~2 means something). Null when it finds too
-   * little text to tell (it then exits non-zero without an answer). Errors as
-   * {@link extractPage} otherwise.
+   * A trial reading for the orientation check (engines/straighten.ts): the
+   * image read in `language` (the request's, else the first installed) with
+   * page segmentation mode 3, as hOCR, summed up by {@link parseTrial}. Errors
+   * as {@link extractPage}.
    */
-  async orientation(page: PageInput, signal: AbortSignal): Promise<{ degrees: 0 | 90 | 180 | 270; confidence: number } | null> {
+  async trial(page: PageInput, language: string | undefined, signal: AbortSignal): Promise<TrialReading> {
     checkImage(page);
-    let out: string;
-    try {
-      out = await this.#run(page, ["--psm", "0"], signal);
-    } catch (err) {
-      signal.throwIfAborted();
-      if (err instanceof FolioError && err.code === "internal_error") return null;
-      throw err;
-    }
-    const degrees = Number(/Orientation in degrees:\s*(\d+)/.exec(out)?.[1]);
-    const confidence = Number(/Orientation confidence:\s*([\d.]+)/.exec(out)?.[1]);
-    if (![0, 90, 180, 270].includes(degrees) || !Number.isFinite(confidence)) return null;
-    return { degrees: degrees as 0 | 90 | 180 | 270, confidence };
+    const lang = await tesseractLanguage(language, this.#command);
+    signal.throwIfAborted();
+    return parseTrial(await this.#run(page, ["-l", lang, "--psm", "3", "hocr"], signal));
   }
 
   /** One tesseract child over the page on stdin: `args` after `stdin stdout`; its stdout. */
@@ -530,4 +520,75 @@ export class TesseractEngine implements Engine {
       child.stdin.end(page.image);
     });
   }
+}
+
+// ---------------------------------------------------------------- trial readings
+
+/** What a trial reading says of the way its image is turned (engines/straighten.ts). */
+export interface TrialReading {
+  /** Letters and digits read. */
+  chars: number;
+  /**
+   * The words running across the image (wider than tall) weighed by their
+   * confidence, 0–100: their confidences summed per letter or digit, over
+   * {@link chars}. High when the image is upright; an image read upside down
+   * gets garbage at low confidence.
+   */
+  across: number;
+  /**
+   * The same for words running down the image (taller than wide): tesseract
+   * reads the lines of a page turned 90° clockwise that way, with the
+   * confidence of an upright page, and a page turned 270° as garbage.
+   */
+  down: number;
+  /**
+   * The median slope of the baselines of at least {@link MIN_TRIAL_LINES}
+   * lines running across the image, in degrees clockwise; null with fewer.
+   */
+  skewDegrees: number | null;
+}
+
+/** Fewer lines across than this give no skew (a caption's slope is noise). */
+const MIN_TRIAL_LINES = 3;
+/** A word of fewer letters or digits than this has no clear direction: it counts half across and half down. */
+const MIN_DIRECTED_CHARS = 3;
+
+const HOCR_SPAN = /<span class='(ocr_line|ocr_caption|ocr_textfloat|ocr_header|ocrx_word)'[^>]*?title=(['"])([^'"]*)\2[^>]*>([^<]*)/g;
+const HOCR_ENTITY = /&(?:#\d+|#x[0-9a-f]+|[a-z]+);/gi;
+
+/** The {@link TrialReading} of tesseract's hOCR of an image. */
+export function parseTrial(hocr: string): TrialReading {
+  let chars = 0;
+  let across = 0;
+  let down = 0;
+  const slopes: number[] = [];
+  for (const m of hocr.matchAll(HOCR_SPAN)) {
+    const title = m[3]!;
+    const box = /bbox (\d+) (\d+) (\d+) (\d+)/.exec(title);
+    if (!box) continue;
+    const width = Number(box[3]) - Number(box[1]);
+    const height = Number(box[4]) - Number(box[2]);
+    if (m[1] !== "ocrx_word") {
+      const baseline = /baseline (-?[\d.]+) /.exec(title);
+      if (baseline && width > 2 * height) slopes.push(Number(baseline[1]));
+      continue;
+    }
+    const conf = Number(/x_wconf (\d+)/.exec(title)?.[1] ?? Number.NaN);
+    const n = (m[4]!.replace(HOCR_ENTITY, "x").match(/[\p{L}\p{N}]/gu) ?? []).length;
+    if (!n || !Number.isFinite(conf)) continue;
+    chars += n;
+    if (n < MIN_DIRECTED_CHARS || width === height) {
+      across += (conf * n) / 2;
+      down += (conf * n) / 2;
+    } else if (width > height) across += conf * n;
+    else down += conf * n;
+  }
+  slopes.sort((a, b) => a - b);
+  const slope = slopes.length >= MIN_TRIAL_LINES ? slopes[slopes.length >> 1]! : null;
+  return {
+    chars,
+    across: chars ? across / chars : 0,
+    down: chars ? down / chars : 0,
+    skewDegrees: slope === null ? null : Math.round((Math.atan(slope) * 1800) / Math.PI) / 10 || 0,
+  };
 }
