@@ -17,8 +17,9 @@ fi
 
 # System packages per profile (Debian/Ubuntu names).
 # `folio dev` converts office documents in runsc sandboxes, so run needs runsc and LibreOffice too.
-# Tesseract languages: docs/ocr.md "Language" (frk: German Fraktur); osd: the page-orientation
-# model that docs/ocr.md "Turned and skewed pages" asks tesseract --psm 0 with.
+# Tesseract languages: docs/ocr.md "Language" (frk: German Fraktur); osd: tesseract's page-orientation
+# model, which Debian's tesseract-ocr depends on anyway (Folio's own turn check reads trials instead:
+# docs/ocr.md "Turned and skewed pages").
 # The fonts are the declared font set of office conversion (internal/sandbox/fonts.ts FONT_PACKAGES; a test checks the lists agree).
 font_pkgs=(fonts-dejavu-core fonts-liberation2 fonts-liberation fonts-crosextra-carlito fonts-crosextra-caladea fonts-urw-base35 fonts-opensymbol fonts-noto-cjk fonts-symbola)
 run_pkgs=(tesseract-ocr tesseract-ocr-eng tesseract-ocr-deu tesseract-ocr-fra tesseract-ocr-spa tesseract-ocr-ita tesseract-ocr-por tesseract-ocr-nld tesseract-ocr-frk tesseract-ocr-osd poppler-utils "${font_pkgs[@]}" runsc libreoffice-writer-nogui libreoffice-impress-nogui)
