@@ -59,7 +59,7 @@ interface Reading {
   hypWords: number;
   truthWords: number;
   error?: string;
-  /** Upright only: the orientation check alone (decoding, profiles, tesseract's detector when asked), wall and this process's CPU. */
+  /** Upright only: the orientation check alone (decoding, profiles, the trial readings when asked: their tesseract children's CPU is not counted), wall and this process's CPU. */
   checkMs?: number;
   checkCpuMs?: number;
 }

@@ -269,7 +269,7 @@ describe("options.include_layout on POST /v1/ocr", () => {
     expect(cer(r.body.result.text, text("english.txt")), r.body.result.text).toBeLessThan(0.02);
     const upright = await call(ctx.stack.edge, "POST", "/v1/ocr", acc.adminKey, { base64: fixture("english.png").toString("base64"), model: "local/tesseract" });
     expect({ rotation: upright.body.result.pages[0].rotation, skew: upright.body.result.pages[0].skew_degrees }).toEqual({ rotation: 0, skew: 0 });
-    // Three readings (upside down and stopped, straightened, upright) and tesseract's orientation detection.
+    // Three readings (upside down and stopped, straightened, upright) and the two trial readings of the upside-down page.
   }, 120_000);
 
   it("is a 400 naming the option for an upstream model, before anything is charged", async () => {
