@@ -8,7 +8,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { cer } from "../../../test/cer.ts";
 import { TEXT_OPTIONS as TEXT, liveSignal as live, ocrFixture as fixture, ocrTruth as truth, pngPage as page } from "../../../test/support.ts";
 import type { AnalyzedPage } from "../layout/page.ts";
-import { AutoEngine, isBetter } from "./auto.ts";
+import { AutoEngine, isBetter, proseColumns } from "./auto.ts";
 import { TesseractEngine } from "./tesseract.ts";
 import { PpOcrEngine, shutdownPpOcr } from "./ppocr.ts";
 import { TABLE_ROWS } from "../../../test/fixtures/ocr/table-rows.ts";
@@ -72,5 +72,30 @@ describe("isBetter (the reading kept)", () => {
     expect(isBetter(reading(0.85, 100), reading(0.85, 100))).toBe(false);
     expect(isBetter(reading(0.914, 392), reading(0.925, 555))).toBe(false);
     expect(isBetter(reading(0.95, 80), reading(0.9, 100))).toBe(false);
+  });
+});
+
+describe("proseColumns (whether PP-OCR would lose a page's order)", () => {
+  /** A reading whose words stand in `lines` lines of `words` words each, in `columns` columns side by side. */
+  const reading = (columns: number, lines: number, words: number) => {
+    const ws = [];
+    for (let c = 0; c < columns; c++) {
+      for (let l = 0; l < lines; l++) {
+        for (let i = 0; i < words; i++) {
+          const x0 = c * 1000 + i * 90;
+          ws.push({ text: "word", line: `${c}.${l}`, paragraph: `${c}`, x0, x1: x0 + 80, y0: l * 40, y1: l * 40 + 25 });
+        }
+      }
+    }
+    // Only the sources' words matter here.
+    return { sources: [{ block: { type: "text", bbox: [0, 0, 0, 0], text: "" }, words: ws }] } as unknown as AnalyzedPage;
+  };
+  it.each([
+    ["two columns of 30 lines of 8 words", 2, 30, 8, true],
+    ["one column of 60 lines of 8 words", 1, 60, 8, false],
+    ["two columns of 30 lines of 3 words (a receipt's items and prices)", 2, 30, 3, false],
+    ["two columns of 8 lines of 8 words", 2, 8, 8, false],
+  ] as const)("%s", (_what, columns, lines, words, expected) => {
+    expect(proseColumns(reading(columns, lines, words))).toBe(expected);
   });
 });

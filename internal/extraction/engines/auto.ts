@@ -9,7 +9,8 @@
  *    confident (mean word confidence under 0.88: receipts, photocopies,
  *    charts), the page is read by PP-OCR (`local/ppocr`) and that reading is
  *    answered, unless tables were asked for and tesseract found some
- *    (PP-OCR finds no tables).
+ *    (PP-OCR finds no tables), or tesseract read the page as columns of
+ *    prose side by side ({@link proseColumns}), whose order PP-OCR loses.
  * A clean page without rules costs one tesseract reading, as on
  * `local/tesseract`.
  *
@@ -32,12 +33,20 @@ import { findRuledGrids } from "../layout/grid.ts";
 import { decodeGrey, encodePgm } from "../layout/image.ts";
 import type { AnalyzedPage } from "../layout/page.ts";
 import { removeRules } from "../layout/rules.ts";
+import type { SourceWord } from "../layout/markdown.ts";
+import { boundsOf, type Box } from "../layout/words.ts";
 import { pageResult, wantsGrids, type TesseractEngine } from "./tesseract.ts";
 
 export const AUTO_MODEL_ID = "local/auto";
 
 /** Under this mean word confidence an English page is read by PP-OCR instead. */
 const PPOCR_BELOW_CONFIDENCE = 0.88;
+/** A line of prose has at least this many words… */
+const PROSE_LINE_WORDS = 6;
+/** …a page of prose columns at least this many such lines… */
+const MIN_PROSE_LINES = 20;
+/** …and this share of them beside another ({@link proseColumns}). */
+const MIN_SIDE_BY_SIDE = 0.3;
 /** The rule-free reading must be this much more confident (0–1 scale)… */
 const MIN_CONFIDENCE_GAIN = 0.005;
 /** …and keep at least this share of the words of the first reading. */
@@ -60,7 +69,7 @@ export class AutoEngine implements Engine {
     const first = await this.tesseract.readPage(page, options, signal);
     const best = await this.#withoutRules(page, first.page, first.language, options, signal);
     const keepTables = options.extractTables && best.tables.length > 0;
-    if (this.ppocr && first.language === "eng" && (best.confidence ?? 0) < PPOCR_BELOW_CONFIDENCE && !keepTables) {
+    if (this.ppocr && first.language === "eng" && (best.confidence ?? 0) < PPOCR_BELOW_CONFIDENCE && !keepTables && !proseColumns(best)) {
       return this.ppocr.extractPage(page, { ...options, language: "en" }, signal);
     }
     return pageResult(page, best, options);
@@ -85,6 +94,38 @@ export class AutoEngine implements Engine {
     const clean = await this.tesseract.read({ ...page, image: encodePgm(grey), mimeType: "image/x-portable-graymap" }, language, options, signal, grids);
     return isBetter(clean, read) ? clean : read;
   }
+}
+
+/**
+ * Whether tesseract read a page as columns of prose side by side: at least
+ * {@link MIN_PROSE_LINES} lines of {@link PROSE_LINE_WORDS} words or more,
+ * holding at least half the page's words, and at least
+ * {@link MIN_SIDE_BY_SIDE} of them beside another such line (their heights
+ * overlapping, their extents not). PP-OCR reads such a page line by line
+ * across its columns; tesseract's confidence on it is low when its letters
+ * are small and were read enlarged (a magazine page, a two-column book page
+ * downscaled to half: 0.71 and 0.86), not because it read it badly.
+ * Measured in docs/benchmarks.md "Small pages": receipts, tables and charts
+ * have at most 18 such lines, or none beside each other.
+ */
+export function proseColumns(read: AnalyzedPage): boolean {
+  const byLine = new Map<string, SourceWord[]>();
+  let words = 0;
+  for (const s of read.sources) {
+    for (const w of s.words) {
+      words++;
+      const line = byLine.get(w.line);
+      if (line) line.push(w);
+      else byLine.set(w.line, [w]);
+    }
+  }
+  const prose = [...byLine.values()].filter((l) => l.length >= PROSE_LINE_WORDS);
+  const lines = prose.map(boundsOf);
+  const inLines = prose.reduce((n, l) => n + l.length, 0);
+  if (lines.length < MIN_PROSE_LINES || inLines < words / 2) return false;
+  const beside = (a: Box, b: Box) => (b.x0 >= a.x1 || b.x1 <= a.x0) && Math.min(a.y1, b.y1) - Math.max(a.y0, b.y0) > 0.5 * Math.min(a.y1 - a.y0, b.y1 - b.y0);
+  const side = lines.filter((a) => lines.some((b) => b !== a && beside(a, b))).length;
+  return side >= MIN_SIDE_BY_SIDE * lines.length;
 }
 
 /** The selection rule of the module comment. */

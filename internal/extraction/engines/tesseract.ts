@@ -47,11 +47,12 @@ import { execFile, spawn } from "node:child_process";
 import { parserEnv } from "../../platform/childenv/index.ts";
 import { jailed, signalJailed, type JailAccess } from "../../platform/jail/index.ts";
 import { FolioError } from "../../platform/errors/index.ts";
-import type { Engine, ExtractOptions, PageInput, PageLayout, PageResult, Table } from "../types.ts";
+import type { Engine, ExtractOptions, PageInput, PageResult, Table } from "../types.ts";
 import { hasPngSignature, parsePgm } from "../../formats/index.ts";
 import { decodeToPng, fromPixels } from "../../platform/decoder/index.ts";
 import { findRuledGrids, scaleGrids, type RuledGrid } from "../layout/grid.ts";
 import { decodeGrey, encodePgm } from "../layout/image.ts";
+import { letterHeight } from "../layout/letters.ts";
 import { renderMarkdown, structurePage, type SourceBlock } from "../layout/markdown.ts";
 import { analyzePage, type AnalyzedPage } from "../layout/page.ts";
 import { renderMarkdownTable } from "./tables.ts";
@@ -122,6 +123,14 @@ const OTHER_SCRIPTS: Readonly<Record<string, string>> = Object.freeze({ frk: "de
 const SCRIPT_LANGUAGE_CONFIDENCE = 0.9;
 /** Words whose boxes are at most this many pixels high (median) are read again enlarged (see the module comment). */
 export const SMALL_WORD_HEIGHT = 9;
+/**
+ * A page whose letter-shaped ink is at most this many pixels high, three
+ * letters in four (`layout/letters.ts`), is read enlarged without a first
+ * reading: capitals and ascenders of 6 px leave an x-height of about 4,
+ * where tesseract reads garbage whose word boxes span lines and so do not
+ * look small (docs/benchmarks.md "Small pages").
+ */
+export const TINY_LETTER_HEIGHT = 6;
 /** Fewer words than this (a label, a line) are never enlarged: their median says little. */
 const MIN_WORDS_TO_ENLARGE = 20;
 /** How much small text is enlarged. */
@@ -305,6 +314,22 @@ function ruledGrids(page: PageInput): Promise<RuledGrid[]> {
   return grids;
 }
 
+/**
+ * Whether a page's letters are too small for tesseract by their pixels
+ * (`layout/letters.ts`: three in four at most {@link TINY_LETTER_HEIGHT}
+ * high): the page's size when they are, to read it enlarged without reading
+ * it first; undefined when not, or when the page cannot be decoded here.
+ */
+async function tinyLetters(page: PageInput): Promise<{ width: number; height: number } | undefined> {
+  try {
+    const grey = await decodeGrey(page.image);
+    const h = letterHeight(grey);
+    return h !== null && h <= TINY_LETTER_HEIGHT ? { width: grey.width, height: grey.height } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Whether a reading's words are small enough to read again enlarged (module comment). */
 function smallText(read: AnalyzedPage): boolean {
   const heights = read.sources.flatMap((s) => s.words.map((w) => w.y1 - w.y0)).sort((a, b) => a - b);
@@ -336,7 +361,7 @@ async function enlarged(page: PageInput, factor: number): Promise<PageInput | un
 }
 
 /** A reading of a page enlarged `factor` times, its boxes brought back to the page as sent (whose layout is `sent`). */
-function shrunk(read: AnalyzedPage, factor: number, sent: PageLayout): AnalyzedPage {
+function shrunk(read: AnalyzedPage, factor: number, sent: { width: number; height: number }): AnalyzedPage {
   const back = (v: number) => Math.round(v / factor);
   const box = (b: [number, number, number, number]): [number, number, number, number] => [back(b[0]), back(b[1]), back(b[2]), back(b[3])];
   // The sources' blocks are the layout's own objects: each is brought back once, through the layout.
@@ -405,12 +430,14 @@ export class TesseractEngine implements Engine {
       signal.throwIfAborted();
       return r;
     };
-    const first = await pass(page, ruled);
-    if (!smallText(first)) return first;
+    // Letters too small for tesseract are read enlarged at once; text it finds small, enlarged again.
+    const tiny = await tinyLetters(page);
+    const first = tiny ? undefined : await pass(page, ruled);
+    if (first && !smallText(first)) return first;
     const big = await enlarged(page, ENLARGEMENT);
     signal.throwIfAborted();
-    if (!big) return first;
-    return shrunk(await pass(big, ruled && scaleGrids(ruled, ENLARGEMENT)), ENLARGEMENT, first.layout);
+    if (!big) return first ?? pass(page, ruled);
+    return shrunk(await pass(big, ruled && scaleGrids(ruled, ENLARGEMENT)), ENLARGEMENT, first?.layout ?? tiny!);
   }
 
   /** See "The language" in the module comment. */
