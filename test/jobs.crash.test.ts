@@ -6,9 +6,13 @@
  * started again. The job finishes with every page stored once, each page's
  * text right, the ledger equal to the pricing rule on the pages read (one
  * charge per page, never two), one usage entry, nothing held. At least one
- * range shows it was claimed again after its holder died.
+ * range shows it was claimed again after its holder died. An office document
+ * killed while the conversion service converts it (runsc sandboxes) is
+ * converted again after the restart and its conversion charged once.
  */
-import { readFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
@@ -17,27 +21,76 @@ import { adminCreateAccount } from "../internal/cli/admin/index.ts";
 import { migrateToLatest, type DatabaseHandle } from "../internal/platform/db/index.ts";
 import { cer } from "./cer.ts";
 import { startFolio, type FolioProcess } from "./folio-processes.ts";
+import { zip } from "../internal/documents/testdata.ts";
 import { call, privateDatabase } from "./harness.ts";
 import { freePort } from "./support.ts";
 
 const FIXTURES = join(import.meta.dirname, "fixtures", "ocr");
 const PDF = readFileSync(join(FIXTURES, "ten-pages.pdf"));
+/** Pages of the office document: enough that LibreOffice takes a while over it, so the kill lands while it converts. */
+const DOCX_PAGES = 40;
 const truth = (n: number) => readFileSync(join(FIXTURES, `ten-pages.page-${n}.txt`), "utf8");
 const PAGE_CENTS = new Decimal("0.1");
 /** Short leases: a killed worker's range is claimed again 3 s after its last renewal. */
 const LEASE_SECONDS = "3";
 
+/** A DOCX of `pages` pages, one sentence each (laid out by hand: WordprocessingML with page breaks). */
+function docx(pages: number): Buffer {
+  const w = `xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"`;
+  const paragraphs = Array.from({ length: pages }, (_, i) => {
+    const brk = i < pages - 1 ? `<w:r><w:br w:type="page"/></w:r>` : "";
+    return `<w:p><w:r><w:rPr><w:sz w:val="32"/></w:rPr><w:t>Page ${i + 1}: the quick brown fox jumps over the lazy dog.</w:t></w:r>${brk}</w:p>`;
+  }).join("");
+  return zip([
+    {
+      name: "[Content_Types].xml",
+      data:
+        `<?xml version="1.0" encoding="UTF-8" standalone="yes"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">` +
+        `<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/><Default Extension="xml" ContentType="application/xml"/>` +
+        `<Override PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/></Types>`,
+      deflate: true,
+    },
+    {
+      name: "_rels/.rels",
+      data:
+        `<?xml version="1.0" encoding="UTF-8" standalone="yes"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">` +
+        `<Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="word/document.xml"/></Relationships>`,
+      deflate: true,
+    },
+    { name: "word/document.xml", data: `<?xml version="1.0" encoding="UTF-8" standalone="yes"?><w:document ${w}><w:body>${paragraphs}</w:body></w:document>`, deflate: true },
+  ]);
+}
+
 let database: DatabaseHandle & { url: string };
 let running: FolioProcess[] = [];
-const ports = { edge: 0, extraction: 0, extractionMetrics: 0, workers: [0, 0] };
+const ports = { edge: 0, extraction: 0, extractionMetrics: 0, conversion: 0, conversionMetrics: 0, workers: [0, 0] };
+/** The conversion service's sandboxes, this file's own. */
+let sandboxDir: string;
 
 async function startAll(): Promise<void> {
-  const base = { DATABASE_URL: database.url, FOLIO_JOB_RANGE_PAGES: "2" };
-  const extraction = await startFolio(
-    "extraction",
-    { FOLIO_GRPC_HOST: "127.0.0.1", FOLIO_GRPC_PORT: String(ports.extraction), FOLIO_METRICS_HOST: "127.0.0.1", FOLIO_METRICS_PORT: String(ports.extractionMetrics) },
-    `http://127.0.0.1:${ports.extractionMetrics}/metrics`,
-  );
+  const conversionAddress = `127.0.0.1:${ports.conversion}`;
+  const base = { DATABASE_URL: database.url, FOLIO_JOB_RANGE_PAGES: "2", FOLIO_CONVERSION_ADDRESS: conversionAddress };
+  const [extraction, conversion] = await Promise.all([
+    startFolio(
+      "extraction",
+      { FOLIO_GRPC_HOST: "127.0.0.1", FOLIO_GRPC_PORT: String(ports.extraction), FOLIO_METRICS_HOST: "127.0.0.1", FOLIO_METRICS_PORT: String(ports.extractionMetrics) },
+      `http://127.0.0.1:${ports.extractionMetrics}/metrics`,
+    ),
+    startFolio(
+      "conversion",
+      {
+        FOLIO_GRPC_HOST: "127.0.0.1",
+        FOLIO_GRPC_PORT: String(ports.conversion),
+        FOLIO_METRICS_HOST: "127.0.0.1",
+        FOLIO_METRICS_PORT: String(ports.conversionMetrics),
+        FOLIO_SANDBOX: "runsc",
+        FOLIO_SANDBOX_WORK_DIR: sandboxDir,
+        FOLIO_CONVERSION_CONCURRENCY: "1",
+        FOLIO_RUNSC_RESTORE: "false",
+      },
+      `http://127.0.0.1:${ports.conversionMetrics}/metrics`,
+    ),
+  ]);
   const address = `127.0.0.1:${ports.extraction}`;
   const [edge, ...workers] = await Promise.all([
     startFolio(
@@ -61,7 +114,18 @@ async function startAll(): Promise<void> {
       ),
     ),
   ]);
-  running = [extraction, edge!, ...workers];
+  running = [extraction, conversion, edge!, ...workers];
+}
+
+/**
+ * The sandboxes' folder, gone: a conversion service killed and not started
+ * again (a test that failed in between) leaves its sandboxes' job folders
+ * mounted (tmpfs), which the next service to start there would remove.
+ */
+function removeSandboxDir(dir: string): void {
+  const mounts = readFileSync("/proc/mounts", "utf8").split("\n").map((l) => l.split(" ")[1] ?? "").filter((m) => m.startsWith(`${dir}/`));
+  for (const m of mounts) spawnSync("umount", ["--lazy", m]);
+  rmSync(dir, { recursive: true, force: true });
 }
 
 beforeAll(async () => {
@@ -70,11 +134,15 @@ beforeAll(async () => {
   ports.edge = await freePort();
   ports.extraction = await freePort();
   ports.extractionMetrics = await freePort();
+  ports.conversion = await freePort();
+  ports.conversionMetrics = await freePort();
   ports.workers = [await freePort(), await freePort()];
+  sandboxDir = mkdtempSync(join(tmpdir(), "folio-jobs-crash-"));
 }, 60_000);
 afterAll(async () => {
   await Promise.all(running.map((p) => p.stop()));
   await database?.close();
+  if (sandboxDir) removeSandboxDir(sandboxDir);
 });
 
 describe("a durable job through SIGKILL of every process", () => {
@@ -126,5 +194,58 @@ describe("a durable job through SIGKILL of every process", () => {
     const events = await database.db.selectFrom("ocr_job_events").select(["sequence", "type"]).where("job_id", "=", id).orderBy("sequence").execute();
     expect(events.map((e) => e.sequence)).toEqual(events.map((_, i) => i + 1));
     expect(events.filter((e) => e.type === "ocr.job.succeeded")).toHaveLength(1);
+  }, 400_000);
+
+  it("an office document killed while it converts is converted again after the restart, its conversion charged once", async () => {
+    // The processes the first test restarted, or new ones when it failed before that.
+    if (!running.length || running.some((p) => p.child.exitCode !== null || p.child.signalCode !== null)) {
+      await Promise.all(running.map((p) => p.kill()));
+      await startAll();
+    }
+    const edge = { url: `http://127.0.0.1:${ports.edge}` };
+    const made = await adminCreateAccount({ db: database.db }, { email: `crash-office-${process.pid}@test.invalid`, name: "crash", creditsCents: 50, requestsPerMinute: 10_000 });
+    const key = made.api_key.key;
+    const created = await call(edge, "POST", "/v1/ocr/jobs", key, { base64: docx(DOCX_PAGES).toString("base64"), model: "local/tesseract" });
+    expect(created.status, JSON.stringify(created.body)).toBe(202);
+    const id = created.body.id as string;
+
+    // A worker holds the conversion range (the job's pages not counted yet); the conversion takes seconds in a sandbox.
+    const converting = async () => {
+      const leased = await database.db.selectFrom("ocr_job_ranges").select("status").where("job_id", "=", id).where("status", "=", "leased").execute();
+      const job = await database.db.selectFrom("ocr_jobs").select("page_count").where("id", "=", id).executeTakeFirstOrThrow();
+      return leased.length > 0 && job.page_count === null;
+    };
+    await vi.waitFor(async () => expect(await converting()).toBe(true), { timeout: 60_000, interval: 10 });
+    await Promise.all(running.map((p) => p.kill()));
+    const atKill = await database.db.selectFrom("ocr_jobs").select("page_count").where("id", "=", id).executeTakeFirstOrThrow();
+    expect(atKill.page_count, "the conversion had committed before the kill: the test proves nothing").toBeNull();
+    const chargedAtKill = await database.db.selectFrom("ledger_entries").select("id").where("request_id", "=", id).execute();
+    expect(chargedAtKill).toHaveLength(0);
+
+    await startAll();
+    await vi.waitFor(async () => expect((await call(edge, "GET", `/v1/ocr/jobs/${id}`, key)).body.status).toBe("succeeded"), { timeout: 180_000, interval: 250 });
+    const job = (await call(edge, "GET", `/v1/ocr/jobs/${id}`, key)).body;
+    expect(job).toMatchObject({ page_count: DOCX_PAGES, pages_completed: DOCX_PAGES, pages_failed: 0 });
+    const pages = await database.db.selectFrom("ocr_job_pages").select(["page_number", "page"]).where("job_id", "=", id).orderBy("page_number").execute();
+    expect(pages.map((p) => p.page_number)).toEqual(Array.from({ length: DOCX_PAGES }, (_, i) => i + 1));
+    for (const p of pages) expect((p.page as { page: { text: string } }).page.text).toContain(`Page ${p.page_number}:`);
+
+    // The conversion ran in the restarted service and is charged once, beside the pages at 0.1 cent each,
+    // each component in whole cents (the conversion at least 1): one usage entry, nothing held.
+    const metrics = await (await fetch(`http://127.0.0.1:${ports.conversionMetrics}/metrics`)).text();
+    expect(metrics).toMatch(/folio_conversions_total\{[^}]*outcome="ok"[^}]*\} [1-9]/);
+    const ledger = await database.db.selectFrom("ledger_entries").select(["amount_cents", "description"]).where("request_id", "=", id).execute();
+    expect(ledger.filter((l) => /conversion/.test(l.description ?? "")), JSON.stringify(ledger)).toHaveLength(1);
+    const pagesCents = chargeComponent(PAGE_CENTS.mul(DOCX_PAGES)).chargedCents;
+    const conversionCents = -ledger.filter((l) => /conversion/.test(l.description ?? "")).reduce((n, l) => n + Number(l.amount_cents), 0);
+    expect(conversionCents).toBeGreaterThanOrEqual(1);
+    const debited = -ledger.reduce((n, l) => n + Number(l.amount_cents), 0);
+    expect(debited).toBe(pagesCents + conversionCents);
+    expect(job.usage.total_cost_cents).toBe(debited);
+    const usage = await database.db.selectFrom("usage_logs").selectAll().where("id", "=", id).execute();
+    expect(usage).toHaveLength(1);
+    expect(usage[0]).toMatchObject({ status: "success", pages_processed: DOCX_PAGES, cost_cents: String(debited) });
+    const account = await database.db.selectFrom("accounts").select(["balance_cents", "held_cents"]).where("id", "=", made.account.id).executeTakeFirstOrThrow();
+    expect({ balance: Number(account.balance_cents), held: Number(account.held_cents) }).toEqual({ balance: 50 - debited, held: 0 });
   }, 400_000);
 });
