@@ -320,15 +320,23 @@ function ruledGrids(page: PageInput): Promise<RuledGrid[]> {
  * high): the page's size when they are, to read it enlarged without reading
  * it first; undefined when not, or when the page cannot be decoded here.
  */
-async function tinyLetters(page: PageInput): Promise<{ width: number; height: number } | undefined> {
-  try {
-    const grey = await decodeGrey(page.image);
-    const h = letterHeight(grey);
-    return h !== null && h <= TINY_LETTER_HEIGHT ? { width: grey.width, height: grey.height } : undefined;
-  } catch {
-    return undefined;
+function tinyLetters(page: PageInput): Promise<{ width: number; height: number } | undefined> {
+  let tiny = tinyOf.get(page.image);
+  if (!tiny) {
+    tiny = decodeGrey(page.image).then(
+      (grey) => {
+        const h = letterHeight(grey);
+        return h !== null && h <= TINY_LETTER_HEIGHT ? { width: grey.width, height: grey.height } : undefined;
+      },
+      () => undefined,
+    );
+    tinyOf.set(page.image, tiny);
   }
+  return tiny;
 }
+
+/** {@link tinyLetters} by page image, while the image lives: a page read in two or three languages is measured once. */
+const tinyOf = new WeakMap<Buffer, Promise<{ width: number; height: number } | undefined>>();
 
 /** Whether a reading's words are small enough to read again enlarged (module comment). */
 function smallText(read: AnalyzedPage): boolean {
