@@ -33,10 +33,13 @@ import os from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { localEngines, shutdownLocalEngines } from "../internal/extraction/index.ts";
-import { installedTraineddata } from "../internal/extraction/engines/tesseract.ts";
+import { StraightenedEngine } from "../internal/extraction/engines/straighten.ts";
+import { installedTraineddata, TesseractEngine } from "../internal/extraction/engines/tesseract.ts";
+import type { Engine } from "../internal/extraction/types.ts";
 import { levenshtein, normalizeWhitespace } from "../test/cer.ts";
 import { median } from "./support.ts";
 
+const TESSERACT_MODEL = "local/tesseract";
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const CORPUS = resolve(ROOT, process.env.FOLIO_EVAL_CORPUS ?? "../shared/corpus/ocr");
 const IMAGE = /\.(png|jpe?g|tiff?)$/i;
@@ -129,6 +132,31 @@ function runCli(file: string, psm: number, lang: string): Promise<string> {
   );
 }
 
+/**
+ * Pages where the geometry's order and tesseract's differ in `local/tesseract`'s
+ * reading (layout/page.ts): which is closer to the truth, and which the
+ * evidence of the page chose (both, on a page with regions decided each way).
+ */
+export function orderWins(results: readonly FileResult[]): { summary: string; pages: { file: string; layout: number; tesseract: number; evidence: number; winner: string; chose: string }[] } {
+  const pages = results.flatMap((r) => {
+    const [l, t, e] = ["order:layout", "order:tesseract", TESSERACT_MODEL].map((m) => r.readers[m]);
+    if (!l || !t || !e || l.error || t.error || e.error || l.score.edits === t.score.edits) return [];
+    const [layout, tesseract, evidence] = [l.score.edits, t.score.edits, e.score.edits];
+    const chose = evidence === layout ? "layout" : evidence === tesseract ? "tesseract" : "both";
+    return [{ file: r.file, layout, tesseract, evidence, winner: layout < tesseract ? "layout" : "tesseract", chose }];
+  });
+  const count = (f: (p: (typeof pages)[number]) => boolean) => pages.filter(f).length;
+  const edits = (k: "layout" | "tesseract" | "evidence") => pages.reduce((s, p) => s + p[k], 0);
+  const summary = [
+    `reading order (local/tesseract, ${pages.length} pages where the geometry's table order and tesseract's give different edits):`,
+    `  closer to the truth: the geometry's on ${count((p) => p.winner === "layout")}, tesseract's on ${count((p) => p.winner === "tesseract")};` +
+      ` the evidence chose the closer on ${count((p) => p.chose === p.winner)}, the other on ${count((p) => p.chose !== p.winner && p.chose !== "both")}, each on some regions on ${count((p) => p.chose === "both")}`,
+    `  edits on those pages: always the geometry's ${edits("layout")}, always tesseract's ${edits("tesseract")}, by evidence ${edits("evidence")}`,
+    ...pages.map((p) => `  ${p.file.padEnd(26)} geometry ${p.layout}, tesseract ${p.tesseract}, evidence ${p.evidence} (chose ${p.chose})`),
+  ].join("\n");
+  return { summary, pages };
+}
+
 async function pool<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
   let next = 0;
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, async () => {
@@ -156,7 +184,16 @@ async function main(): Promise<number> {
     .filter((f) => IMAGE.test(f) && existsSync(join(CORPUS, f.replace(IMAGE, ".gt.txt"))))
     .filter((f) => !only || f.includes(only))
     .sort();
-  const readers = ["cli-psm3", "cli-psm4", ...wanted];
+  // Part 5 of issue 26: local/tesseract with the order of every region of disagreement forced one way, against the evidence's choice.
+  const forced = new Map<string, Engine>(
+    wanted.includes(TESSERACT_MODEL)
+      ? (["layout", "tesseract"] as const).map((o) => {
+          const e = new TesseractEngine({ readingOrder: o });
+          return [`order:${o}`, new StraightenedEngine(e, e)];
+        })
+      : [],
+  );
+  const readers = ["cli-psm3", "cli-psm4", ...wanted, ...forced.keys()];
   const results: FileResult[] = [];
   let failures = 0;
   const jobs = files.flatMap((file) => readers.map((reader) => ({ file, reader })));
@@ -178,7 +215,7 @@ async function main(): Promise<number> {
       if (reader.startsWith("cli-psm")) text = await runCli(path, Number(reader.slice(7)), cliLanguage(name, installed));
       else {
         const image = readFileSync(path);
-        const r = await engines.get(reader)!.extractPage({ pageNumber: 1, image, mimeType: "image/png" }, { extractTables: false, outputFormat: "text" }, AbortSignal.timeout(300_000));
+        const r = await (engines.get(reader) ?? forced.get(reader))!.extractPage({ pageNumber: 1, image, mimeType: "image/png" }, { extractTables: false, outputFormat: "text" }, AbortSignal.timeout(300_000));
         text = r.text;
       }
     } catch (err) {
@@ -229,9 +266,11 @@ async function main(): Promise<number> {
   for (const g of goals) {
     lines.push(`${g.model}: total CER ${g.cer.toFixed(3)} = ${g.ratio.toFixed(2)} × the better CLI mode (${g.betterCliCer.toFixed(3)}; goal ≤ 0.90); pages lost: ${g.pagesLost.length ? g.pagesLost.join(", ") : "none"}${g.met ? "" : "  (goal not met)"}`);
   }
+  const orders = forced.size ? orderWins(results) : undefined;
+  if (orders) lines.push(orders.summary);
   console.log(lines.join("\n"));
   mkdirSync(join(ROOT, "test-artifacts"), { recursive: true });
-  writeFileSync(join(ROOT, "test-artifacts", "eval-ocr.json"), JSON.stringify({ corpus: CORPUS, installedLanguages: [...installed].sort(), files: results, totals, goals }, null, 2) + "\n");
+  writeFileSync(join(ROOT, "test-artifacts", "eval-ocr.json"), JSON.stringify({ corpus: CORPUS, installedLanguages: [...installed].sort(), files: results, totals, goals, ...(orders ? { orders: orders.pages } : {}) }, null, 2) + "\n");
   return failures ? 1 : 0;
 }
 

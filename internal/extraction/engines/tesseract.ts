@@ -54,7 +54,7 @@ import { findRuledGrids, scaleGrids, type RuledGrid } from "../layout/grid.ts";
 import { decodeGrey, encodePgm } from "../layout/image.ts";
 import { letterHeight } from "../layout/letters.ts";
 import { renderMarkdown, structurePage, type SourceBlock } from "../layout/markdown.ts";
-import { analyzePage, type AnalyzedPage } from "../layout/page.ts";
+import { analyzePage, type AnalyzedPage, type OrderChoice } from "../layout/page.ts";
 import { renderMarkdownTable } from "./tables.ts";
 import { guessLanguage } from "./language.ts";
 
@@ -104,6 +104,12 @@ export interface TesseractEngineOptions {
   pageSegmentationMode?: number;
   /** OMP_THREAD_LIMIT for the child; default 1 (see the module comment). */
   threads?: number;
+  /**
+   * Where the geometry reads a table and tesseract read its words in another
+   * order: decided by the evidence of the page (default, `layout/joins.ts`),
+   * or always one of them (what `make eval` compares).
+   */
+  readingOrder?: "evidence" | OrderChoice;
 }
 
 const DEFAULT_TIMEOUT_MS = 120_000;
@@ -387,12 +393,14 @@ export class TesseractEngine implements Engine {
   readonly #timeoutMs: number;
   readonly #psm: number;
   readonly #threads: number;
+  readonly #order: "evidence" | OrderChoice;
 
   constructor(opts: TesseractEngineOptions = {}) {
     this.#command = opts.command ?? DEFAULT_COMMAND;
     this.#timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.#psm = opts.pageSegmentationMode ?? 3;
     this.#threads = opts.threads ?? 1;
+    this.#order = opts.readingOrder ?? "evidence";
   }
 
   /**
@@ -434,7 +442,11 @@ export class TesseractEngine implements Engine {
     const ruled = grids ?? (wantsGrids(options) ? await ruledGrids(page) : undefined);
     signal.throwIfAborted();
     const pass = async (p: PageInput, g: readonly RuledGrid[] | undefined) => {
-      const r = analyzePage(await this.#run(p, ["-l", lang, "--psm", String(this.#psm), "tsv"], signal), { words: options.includeLayout === "words", ...(g ? { grids: g } : {}) });
+      const r = analyzePage(await this.#run(p, ["-l", lang, "--psm", String(this.#psm), "tsv"], signal), {
+        words: options.includeLayout === "words",
+        order: this.#order,
+        ...(g ? { grids: g } : {}),
+      });
       signal.throwIfAborted();
       return r;
     };

@@ -7,6 +7,7 @@
 import { describe, expect, it } from "vitest";
 import { analyzePage } from "./page.ts";
 import { estimateSkew, readingOrder } from "./reading-order.ts";
+import { acrossColumns, PROSE } from "./testdata.ts";
 import { parseTsv, type OcrWord } from "./words.ts";
 
 const HEADER = "level\tpage_num\tblock_num\tpar_num\tline_num\tword_num\tleft\ttop\twidth\theight\tconf\ttext";
@@ -93,6 +94,37 @@ describe("reading order", () => {
     expect(r.layout.blocks.map((b) => b.type)).toEqual(["table"]);
   });
 
+  it("keeps tesseract's order where narrow columns of prose line up like a table and the page's text reads on that way", () => {
+    // Three columns of ten short lines, lines at the same heights: the geometry alone takes them for a table.
+    const columns = [0, 1, 2].map((c) => PROSE.slice(c * 10, c * 10 + 10));
+    const words = columns.flatMap((lines, c) => paragraph(lines, 150 + c * 480, 300, c + 1));
+    const page = tsv(words);
+    const geometry = analyzePage(page, { order: "layout" });
+    const across = acrossColumns(PROSE, 3);
+    expect(geometry.text.split("\n").slice(0, 2)).toEqual([across.slice(0, 3).join("\t"), across.slice(3, 6).join("\t")]);
+    const r = analyzePage(page);
+    expect(r.text.replace(/\s+/g, " ")).toBe(PROSE.join(" "));
+    expect(r.tables).toEqual([]);
+    expect(r.orders).toHaveLength(1);
+    expect(r.orders[0]!.chosen).toBe("tesseract");
+    expect(r.orders[0]!.evidence).toBeGreaterThan(Math.log(20));
+  });
+
+  it("keeps the geometry's rows for a table tesseract read a column at a time, where the text gives no strong evidence", () => {
+    const rows = [
+      ["Blaine", "292", "524", "380"],
+      ["Buffalo", "273", "537", "425"],
+      ["Detroit", "404", "1,322", "491"],
+      ["Houlton", "193", "112", "95"],
+      ["Spokane", "253", "428", "310"],
+    ];
+    const xs = [200, 700, 1000, 1300];
+    const words = xs.flatMap((x, c) => rows.map((r, i) => ({ text: r[c]!, x, y: 300 + i * LEADING, block: c + 1, line: i + 1 })));
+    const r = analyzePage(tsv(words));
+    expect(r.tables).toEqual([rows]);
+    expect(r.orders.map((d) => d.chosen)).toEqual(["layout"]);
+  });
+
   it("reads a receipt's prices beside their items, not after all of them", () => {
     const items = [
       ["Coffee beans 1kg", "18.90"],
@@ -141,7 +173,8 @@ describe("reading order", () => {
     );
     // Three more words per line so the slope can be measured.
     const more: Placed[] = rows.flatMap((_, i) => [400, 600, 800].map((x, k) => ({ text: `w${k}`, x, y: Math.round(300 + i * LEADING + slope * x), block: 1, line: i + 1 })));
-    const all = [...words, ...more];
+    // In tesseract's order: line by line, each line left to right.
+    const all = [...words, ...more].sort((a, b) => a.line - b.line || a.x - b.x);
     expect(estimateSkew(parseTsv(tsv(all)).words)).toBeCloseTo(slope, 2);
     const r = analyzePage(tsv(all));
     expect(r.text.split("\n").map((l) => l.split(/\s+/)[0])).toEqual(["Paper", "Toner", "Lamp"]);
@@ -183,7 +216,7 @@ describe("layout blocks", () => {
 
   it("gives empty text, no tables and no confidence for a blank page", () => {
     const r = analyzePage(`${HEADER}\n1\t1\t0\t0\t0\t0\t0\t0\t100\t100\t-1\t\n`);
-    expect(r).toEqual({ text: "", tables: [], layout: { width: 100, height: 100, blocks: [] }, sources: [], wordCount: 0, lineHeight: 1 });
+    expect(r).toEqual({ text: "", tables: [], layout: { width: 100, height: 100, blocks: [] }, sources: [], wordCount: 0, lineHeight: 1, orders: [] });
   });
 
   it("does not report a line with wide spaces as a table", () => {

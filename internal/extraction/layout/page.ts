@@ -13,6 +13,7 @@ import type { LayoutBlock, LayoutBlockType as BlockType, PageLayout } from "../.
 import { splitBulletColumns } from "./bullets.ts";
 import { gridTable, inGrid, type RuledGrid } from "./grid.ts";
 import type { SourceBlock } from "./markdown.ts";
+import { CharModel, orderEvidence } from "./joins.ts";
 import { readingOrder, type LayoutNode } from "./reading-order.ts";
 import { boundsOf, parseTsv, type Box, type OcrWord } from "./words.ts";
 
@@ -28,10 +29,24 @@ export interface AnalyzedPage {
   /** Words recognised (with a letter, digit or sign), and the median height of tesseract's lines in pixels. */
   wordCount: number;
   lineHeight: number;
+  /** Each region the geometry reads as a table while tesseract read its words in another order: the order kept and why. */
+  orders: OrderDecision[];
+}
+
+/** Whose order a region of disagreement is read in: the geometry's (row by row) or tesseract's. */
+export type OrderChoice = "layout" | "tesseract";
+
+export interface OrderDecision {
+  chosen: OrderChoice;
+  /** Evidence for tesseract's order over the geometry's, in nats (joins.ts); positive favours tesseract's. */
+  evidence: number;
+  words: number;
 }
 
 /** A header or footer sits in this share of the page's height at its top or bottom. */
 const MARGIN_SHARE = 0.1;
+/** Tesseract's order replaces the geometry's table where the page's own text favours it by odds of 20 to 1 (joins.ts). */
+const MIN_ORDER_EVIDENCE = Math.log(20);
 /** A picture tesseract left without text counts as a figure when both sides are at least this many line heights. */
 const MIN_FIGURE_SIDE = 2;
 
@@ -41,7 +56,10 @@ const MIN_FIGURE_SIDE = 2;
  * (`grid.ts`), whose words are read as their cells say rather than by the
  * geometry of the words.
  */
-export function analyzePage(tsv: string, opts: { words?: boolean; grids?: readonly RuledGrid[] } = {}): AnalyzedPage {
+export function analyzePage(
+  tsv: string,
+  opts: { words?: boolean; grids?: readonly RuledGrid[]; order?: "evidence" | OrderChoice } = {},
+): AnalyzedPage {
   const read = parseTsv(tsv);
   // A column of round bullets read as one tall word becomes a bullet at the start of each item (bullets.ts).
   const page = { ...read, words: splitBulletColumns(read.words) };
@@ -75,6 +93,8 @@ export function analyzePage(tsv: string, opts: { words?: boolean; grids?: readon
     } else n.children.forEach(walk);
   };
   if (order.root) walk(order.root);
+  const orders = decideOrders(tables, page.words, opts.order ?? "evidence");
+  for (const [i, d] of [...orders.entries()].reverse()) if (d?.chosen === "tesseract") tables.splice(i, 1);
   const inTable = new Set<number>(tables.flatMap((t) => [...t.members]));
   for (const t of tables) {
     const pos = sequence.indexOf(t);
@@ -142,7 +162,59 @@ export function analyzePage(tsv: string, opts: { words?: boolean; grids?: readon
     sources,
     wordCount: page.words.length,
     lineHeight: h,
+    orders: orders.filter((d): d is OrderDecision => d !== null),
   };
+}
+
+/**
+ * For each table the geometry found (row by row, cell by cell): null where
+ * tesseract read its words in the same order, else whose order is kept. With
+ * "evidence", tesseract's order where its joins read on better than the
+ * geometry's by odds of 20 to 1 (joins.ts); otherwise the geometry's, which
+ * reads real tables right where tesseract reads them a column at a time.
+ */
+function decideOrders(tables: readonly { node: LayoutNode }[], words: readonly OcrWord[], policy: "evidence" | OrderChoice): (OrderDecision | null)[] {
+  let model: CharModel | undefined;
+  return tables.map(({ node }) => {
+    const geometry = wordsOf(node);
+    const pieces = piecesOf(geometry);
+    if (pieces.length < 2) return null;
+    model ??= new CharModel(lineTexts(words));
+    const tesseract = [...pieces].sort((a, b) => a.first - b.first);
+    const evidence = orderEvidence(model, tesseract.map((p) => p.text)) - orderEvidence(model, pieces.map((p) => p.text));
+    const chosen: OrderChoice = policy === "evidence" ? (evidence > MIN_ORDER_EVIDENCE ? "tesseract" : "layout") : policy;
+    return { chosen, evidence, words: geometry.length };
+  });
+}
+
+/** Runs of words in the geometry's order that tesseract also read one after the other, with the index of their first word. */
+function piecesOf(geometry: readonly OcrWord[]): { text: string; first: number }[] {
+  const sorted = geometry.map((w) => w.index).sort((a, b) => a - b);
+  const nextOf = new Map<number, number>();
+  for (let i = 1; i < sorted.length; i++) nextOf.set(sorted[i - 1]!, sorted[i]!);
+  const pieces: { text: string; first: number }[] = [];
+  let run: OcrWord[] = [];
+  for (const w of geometry) {
+    const prev = run[run.length - 1];
+    if (prev && nextOf.get(prev.index) !== w.index) {
+      pieces.push({ text: run.map((x) => x.text).join(" "), first: run[0]!.index });
+      run = [];
+    }
+    run.push(w);
+  }
+  if (run.length) pieces.push({ text: run.map((x) => x.text).join(" "), first: run[0]!.index });
+  return pieces;
+}
+
+/** The text of each of tesseract's lines. */
+function lineTexts(words: readonly OcrWord[]): string[] {
+  const lines = new Map<string, string[]>();
+  for (const w of words) {
+    const l = lines.get(w.line);
+    if (l) l.push(w.text);
+    else lines.set(w.line, [w.text]);
+  }
+  return [...lines.values()].map((l) => l.join(" "));
 }
 
 function bbox(b: Box): [number, number, number, number] {
