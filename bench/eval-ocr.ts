@@ -24,6 +24,13 @@
  * the better CLI mode's; no page lost (F1 under 0.5 where the better CLI
  * mode gets 0.8 or more).
  *
+ * Reading order (issue 26 part 5): with local/tesseract among the models,
+ * each page is also read by local/tesseract with every region where the
+ * geometry's table order and tesseract's disagree forced to the geometry's
+ * (`order:layout`) and to tesseract's (`order:tesseract`); the report lists
+ * the pages where the two differ, which was closer to the truth and which
+ * the evidence (local/tesseract as it runs) chose.
+ *
  * Usage: npx tsx bench/eval-ocr.ts [--models local/tesseract,local/ppocr] [--only name-substring]
  * Writes test-artifacts/eval-ocr.json. Exit code 1 when a reader failed on a file.
  */

@@ -7,7 +7,11 @@
  * ({@link readingOrder}) finds a table: tesseract reads a table a column at
  * a time (and a receipt's prices after all of its items), so a table is read
  * row by row, cell by cell, where tesseract first reached one of its words.
- * Measured against both orders alone on the corpus in docs/benchmarks.md.
+ * Where the two orders of such a table's words disagree, the page's own text
+ * decides ({@link decideOrders}, joins.ts): narrow columns of prose whose
+ * lines line up look like a table to the geometry, but read on only in
+ * tesseract's order. Measured against both orders alone on the corpus in
+ * docs/benchmarks.md.
  */
 import type { LayoutBlock, LayoutBlockType as BlockType, PageLayout } from "../../contracts/index.ts";
 import { splitBulletColumns } from "./bullets.ts";
