@@ -125,6 +125,25 @@ describe("reading order", () => {
     expect(r.orders.map((d) => d.chosen)).toEqual(["layout"]);
   });
 
+  it("reads bullets set apart from their items as a list, not as a table of two columns", () => {
+    const items = ["Integrate planning with the investment programmes.", "Consider the social effects of public projects.", "Make infrastructure spending efficient.", "Share the public space of the streets."];
+    // Tesseract's order: each line its bullet, read as "e" (as tesseract reads a Word list's round bullets), then its text.
+    const words = items.flatMap((text, i) => [{ text: "e", x: 220, y: 300 + i * LEADING, block: 1, line: i + 1 }, ...line(text, 320, 300 + i * LEADING, 1, i + 1)]);
+    const page = tsv(words);
+    const tables: string[] = [];
+    const find = (n: import("./reading-order.ts").LayoutNode | null): void => {
+      if (!n) return;
+      if (n.kind === "table") tables.push("table");
+      else if (n.kind !== "leaf") n.children.forEach(find);
+    };
+    // The geometry alone takes the bullets for a column of a table.
+    find(readingOrder(parseTsv(page).words).root);
+    expect(tables).toEqual(["table"]);
+    const r = analyzePage(page);
+    expect(r.tables).toEqual([]);
+    expect(r.text.split("\n")).toEqual(items.map((t) => `e ${t}`));
+  });
+
   it("reads a receipt's prices beside their items, not after all of them", () => {
     const items = [
       ["Coffee beans 1kg", "18.90"],

@@ -126,6 +126,11 @@ const BLOB = /^[eoc°«»©®¢@.·]{1,2}$/u;
 /** "1." "2)" "(3)" "a." "b)" "iv." "(c)". */
 const ORDERED = /^\(?(\d{1,3}|[A-Za-z]|[ivxIVX]{2,5})[.)]$/;
 
+/** Whether a word could be a list item's marker: a bullet, a bullet read as a letter, or a number or letter of an ordered list. */
+export function isMarkerText(text: string): boolean {
+  return BULLET.test(text) || BLOB.test(text) || ORDERED.test(text) || text === "•";
+}
+
 /** The share of an em a word's ink spans, by the letters it has (Latin type: x-height ≈ 0.5 em, ascenders and descenders ≈ 0.22 em each). */
 const SPAN = { xOnly: 0.5, ascender: 0.72, descender: 0.72, both: 0.94 };
 // i and j: their dots stand as high as an ascender; accented letters: their accents nearly so.

@@ -16,7 +16,7 @@
 import type { LayoutBlock, LayoutBlockType as BlockType, PageLayout } from "../../contracts/index.ts";
 import { splitBulletColumns } from "./bullets.ts";
 import { gridTable, inGrid, type RuledGrid } from "./grid.ts";
-import type { SourceBlock } from "./markdown.ts";
+import { isMarkerText, type SourceBlock } from "./markdown.ts";
 import { CharModel, orderEvidence } from "./joins.ts";
 import { readingOrder, type LayoutNode } from "./reading-order.ts";
 import { boundsOf, parseTsv, type Box, type OcrWord } from "./words.ts";
@@ -88,7 +88,10 @@ export function analyzePage(
   const tables: Found[] = [];
   const sequence: (number | Found)[] = [];
   const walk = (n: LayoutNode) => {
-    if (n.kind === "table") {
+    if (n.kind === "table" && isList(n)) {
+      // Its words stay in tesseract's paragraphs, where markdown.ts finds the list.
+      for (const w of wordsOf(n)) sequence.push(w.index);
+    } else if (n.kind === "table") {
       const t: Found = { node: n, members: new Set<number>(wordsOf(n).map((w) => w.index)), rows: tableRows(n, h), at: 0 };
       tables.push(t);
       sequence.push(t);
@@ -168,6 +171,21 @@ export function analyzePage(
     lineHeight: h,
     orders: orders.filter((d): d is OrderDecision => d !== null),
   };
+}
+
+/**
+ * A "table" of two columns whose first holds nothing but list markers
+ * (bullets, bullets read as letters, "1." "b)"), at least two of them: a
+ * list whose bullets stand apart from the items' text, as Word sets them.
+ * Rows with the first cell empty are items' further lines.
+ */
+function isList(t: Extract<LayoutNode, { kind: "table" }>): boolean {
+  const width = Math.max(...t.rows.map((r) => r.length));
+  const used = Array.from({ length: width }, (_, i) => t.rows.some((r) => r[i]));
+  if (used.filter(Boolean).length !== 2) return false;
+  const first = used.indexOf(true);
+  const markers = t.rows.map((r) => r[first]).filter((c): c is LayoutNode => !!c);
+  return markers.length >= 2 && markers.every((c) => wordsOf(c).every((w) => isMarkerText(w.text)));
 }
 
 /**
