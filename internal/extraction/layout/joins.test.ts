@@ -32,6 +32,14 @@ describe("the evidence of joins", () => {
     expect(joinEvidence(table, "Blaine", "Buffalo")).not.toBe(0);
   });
 
+  it("passes over pieces without a letter, so scattering dashes between two labels gains an order nothing", () => {
+    const table = new CharModel(["Acquisitions - - -", "Divestments 2 1 0", "Cash flow from investments (459)"]);
+    const direct = joinEvidence(table, "Acquisitions", "Divestments");
+    expect(direct).not.toBe(0);
+    expect(orderEvidence(table, ["Acquisitions", "-", "-", "Divestments"])).toBe(direct);
+    expect(orderEvidence(table, ["Acquisitions", "Divestments", "2", "(459)"])).toBe(direct);
+  });
+
   it("scores nothing for an empty piece, and a page without text gives no evidence", () => {
     expect(joinEvidence(model, "", "river")).toBe(0);
     expect(joinEvidence(new CharModel([]), "the", "river")).toBe(0);

@@ -19,7 +19,8 @@
  *   characters, enough for the common short words and endings that decide
  *   most joins; a page with little text gives little evidence either way.
  * - Only letters carry evidence: a join from a piece that ends in a figure,
- *   or into a figure, scores nothing. Figures follow anything in a table
+ *   or into a figure, scores nothing, and a piece without a letter is passed
+ *   over (the join is from the piece before it to the piece after it). Figures follow anything in a table
  *   (a row ends in one; a column of them runs on), so they would favour
  *   whichever order puts them together, not the order that reads on.
  * - A piece ending in a letter and a hyphen, followed by a piece starting in
@@ -98,9 +99,15 @@ export function joinEvidence(model: CharModel, previous: string, next: string): 
   return evidence;
 }
 
-/** The evidence of an order of pieces: the sum over its joins. */
+/**
+ * The evidence of an order of pieces: the sum over its joins. Pieces without
+ * a letter (figures, dashes, specks) are passed over: joined to nothing,
+ * they would stand between two pieces of text as free separators, and an
+ * order would gain by scattering them.
+ */
 export function orderEvidence(model: CharModel, pieces: readonly string[]): number {
+  const text = pieces.filter((p) => /\p{L}/u.test(p));
   let sum = 0;
-  for (let i = 1; i < pieces.length; i++) sum += joinEvidence(model, pieces[i - 1]!, pieces[i]!);
+  for (let i = 1; i < text.length; i++) sum += joinEvidence(model, text[i - 1]!, text[i]!);
   return sum;
 }
