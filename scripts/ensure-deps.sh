@@ -22,7 +22,8 @@ fi
 # docs/ocr.md "Turned and skewed pages").
 # The fonts are the declared font set of office conversion (internal/sandbox/fonts.ts FONT_PACKAGES; a test checks the lists agree).
 font_pkgs=(fonts-dejavu-core fonts-liberation2 fonts-liberation fonts-crosextra-carlito fonts-crosextra-caladea fonts-urw-base35 fonts-opensymbol fonts-noto-cjk fonts-symbola)
-run_pkgs=(tesseract-ocr tesseract-ocr-eng tesseract-ocr-deu tesseract-ocr-fra tesseract-ocr-spa tesseract-ocr-ita tesseract-ocr-por tesseract-ocr-nld tesseract-ocr-frk tesseract-ocr-osd poppler-utils "${font_pkgs[@]}" runsc libreoffice-writer-nogui libreoffice-impress-nogui)
+# g++ pkg-config libtesseract-dev: the resident tesseract program (native/, scripts/build-native.sh).
+run_pkgs=(g++ pkg-config libtesseract-dev tesseract-ocr tesseract-ocr-eng tesseract-ocr-deu tesseract-ocr-fra tesseract-ocr-spa tesseract-ocr-ita tesseract-ocr-por tesseract-ocr-nld tesseract-ocr-frk tesseract-ocr-osd poppler-utils "${font_pkgs[@]}" runsc libreoffice-writer-nogui libreoffice-impress-nogui)
 # chromium: the playground's browser tests drive Debian's build through playwright-core (test/playground.e2e.test.ts).
 # bubblewrap: the parser jail (FOLIO_PARSER_JAIL=bwrap) and its tests (internal/platform/jail).
 # buildah podman mmdebstrap: `make image` and test/images.podman.test.ts build the images without a
@@ -63,4 +64,10 @@ fi
 if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   echo "ensure-deps: installing npm packages" >&2
   npm ci --no-audit --no-fund --loglevel=error
+fi
+
+# The resident tesseract program (docs/adr/0009-resident-tesseract.md): built when missing or older than its source.
+if [ ! -x native/build/folio-tesseract ] || [ native/tesseract-server.cc -nt native/build/folio-tesseract ]; then
+  echo "ensure-deps: building native/build/folio-tesseract" >&2
+  scripts/build-native.sh
 fi

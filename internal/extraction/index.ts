@@ -8,7 +8,7 @@ import type { Logger } from "../platform/log/index.ts";
 import { ExtractionMetrics } from "../platform/metrics/index.ts";
 import { Catalog } from "./catalog/catalog.ts";
 import { DEFAULT_STRATEGY_CONFIG, type StrategyConfig } from "./catalog/strategies.ts";
-import { TesseractEngine, installedLanguages } from "./engines/tesseract.ts";
+import { TesseractEngine, installedLanguages, stopResidentTesseract, useResidentTesseract } from "./engines/tesseract.ts";
 import { AUTO_MODEL_ID, AutoEngine } from "./engines/auto.ts";
 import { PPOCR_LANGUAGES, PPOCR_MODEL_ID, PpOcrEngine, shutdownPpOcr } from "./engines/ppocr.ts";
 import { StraightenedEngine } from "./engines/straighten.ts";
@@ -127,18 +127,20 @@ export function localEngines(): Map<string, Engine> {
   const straightened = (e: Engine) => new StraightenedEngine(e, tesseract);
   return new Map<string, Engine>([
     [AUTO_MODEL_ID, straightened(new AutoEngine(tesseract, ppocr))],
-    [TESSERACT_MODEL_ID, straightened(tesseract)],
+    // Tesseract's own confidence on the page as sent settles an unsure turn (engines/straighten.ts SURE_READING_CONFIDENCE).
+    [TESSERACT_MODEL_ID, new StraightenedEngine(tesseract, tesseract, true)],
     [PPOCR_MODEL_ID, straightened(ppocr)],
   ]);
 }
 
-/** Stops what local engines keep running between pages (the PP-OCR worker). */
+/** Stops what local engines keep running between pages (the PP-OCR worker, resident tesseract programs). */
 export async function shutdownLocalEngines(): Promise<void> {
-  await shutdownPpOcr();
+  await Promise.all([shutdownPpOcr(), stopResidentTesseract()]);
 }
 
 export async function startExtraction({ config, log, sharedProcess = false }: StartExtractionOptions): Promise<RunningExtraction> {
   const upstream = config.FOLIO_UPSTREAM_API_KEY ? { baseUrl: config.FOLIO_UPSTREAM_BASE_URL.replace(/\/+$/, ""), apiKey: config.FOLIO_UPSTREAM_API_KEY } : undefined;
+  useResidentTesseract(config.FOLIO_TESSERACT_RESIDENT);
   const local = localEngines();
   // Languages shown in the catalog; without tesseract (a broken install) the entries just do not state them.
   const tesseractLanguages = await installedLanguages().catch(() => undefined);

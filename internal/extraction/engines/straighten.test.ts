@@ -10,7 +10,7 @@ import { TEXT_OPTIONS as TEXT, liveSignal as live, ocrFixture as fixture, ocrTru
 import { decodeGrey, encodePgm } from "../layout/image.ts";
 import { measureAngles } from "../layout/orientation.ts";
 import type { Engine, PageLayout, PageResult } from "../types.ts";
-import { acrossTurn, mapLayout, MIN_TRIAL_CHARS, rotateGrey, sidewaysTurn, StraightenedEngine, TRIAL_MARGIN, trialSquare } from "./straighten.ts";
+import { acrossTurn, mapLayout, MIN_TRIAL_CHARS, readsUpright, rotateGrey, sidewaysTurn, StraightenedEngine, SURE_UP_VOTE, TRIAL_MARGIN, trialSquare } from "./straighten.ts";
 import { TesseractEngine } from "./tesseract.ts";
 import { localEngines, shutdownLocalEngines } from "../index.ts";
 
@@ -175,6 +175,37 @@ describe("pages whose profiles mislead (the trial readings decide)", READS, () =
     expect(asked).toBe(0);
     expect((await e.plan(page(await turned("columns.png", 180)), live())).how).toEqual({ rotation: 180, skewDegrees: 0 });
     expect(asked).toBe(2);
+  });
+
+  it("lets tesseract's confident reading of the page as sent settle a turn the profiles cannot tell, and reads the trials when it is not confident", READS, async () => {
+    // Capitals only: no ascenders or descenders, so the profiles find lines across the page but cannot say which way is up.
+    const words = "INVOICE TOTAL AMOUNT DUE PAYMENT RECEIVED BALANCE CARRIED FORWARD ACCOUNT NUMBER REFERENCE ORDER DATE SHIPPED VIA CUSTOMER".split(" ");
+    const lines = Array.from({ length: 14 }, (_, i) => [...words.slice(i % 5), ...words.slice(0, i % 5)].join(" "));
+    const svg = `<svg xmlns="http://www.w3.org/2000/svg" width="1600" height="1400"><rect width="100%" height="100%" fill="white"/>${lines
+      .map((l, i) => `<text x="60" y="${100 + i * 85}" font-family="DejaVu Sans" font-size="34">${l}</text>`)
+      .join("")}</svg>`;
+    const sharp = (await import("sharp")).default;
+    const upright = await sharp(Buffer.from(svg)).png().toBuffer();
+    const upsideDown = await sharp(upright).rotate(180).png().toBuffer();
+    for (const img of [upright, upsideDown]) {
+      const m = measureAngles(await decodeGrey(img))!;
+      expect({ turn: m.turn, unsure: m.upVote < SURE_UP_VOTE }).toEqual({ turn: 0, unsure: true });
+    }
+    let asked = 0;
+    const counting = { trial: (p: Parameters<TesseractEngine["trial"]>[0], l: string | undefined, s: AbortSignal) => (asked++, tesseract.trial(p, l, s)) };
+    const e = new StraightenedEngine(tesseract, counting, true);
+    const read = (img: Buffer) => tesseract.extractPage(page(img), TEXT, live());
+    const asSent = await read(upright);
+    expect(readsUpright(asSent), `confidence ${asSent.confidence}`).toBe(true);
+    expect((await e.plan(page(upright), live(), undefined, Promise.resolve(asSent))).how).toEqual({ rotation: 0, skewDegrees: 0 });
+    expect(asked).toBe(0);
+    const flipped = await read(upsideDown);
+    expect(readsUpright(flipped), `confidence ${flipped.confidence}`).toBe(false);
+    expect((await e.plan(page(upsideDown), live(), undefined, Promise.resolve(flipped))).how).toEqual({ rotation: 180, skewDegrees: 0 });
+    expect(asked).toBe(2);
+    // Without the reading (engines whose confidence says nothing of the turn), the upright page is tried too.
+    expect((await new StraightenedEngine(tesseract, counting).plan(page(upright), live())).how).toEqual({ rotation: 0, skewDegrees: 0 });
+    expect(asked).toBe(4);
   });
 
   it("a trial reading of columns.png's square: upright it reads across with confidence and finds no skew, skewed 4° finds 4°, turned 90° it reads down", async () => {

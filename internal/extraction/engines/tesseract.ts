@@ -49,7 +49,7 @@ import { jailed, signalJailed, type JailAccess } from "../../platform/jail/index
 import { FolioError } from "../../platform/errors/index.ts";
 import type { Engine, ExtractOptions, PageInput, PageResult, Table } from "../types.ts";
 import { hasPngSignature, parsePgm } from "../../formats/index.ts";
-import { decodeToPng, fromPixels } from "../../platform/decoder/index.ts";
+import { decodePixels, decodeToPng, fromPixels, ImageDecodeError } from "../../platform/decoder/index.ts";
 import { findRuledGrids, scaleGrids, type RuledGrid } from "../layout/grid.ts";
 import { decodeGrey, encodePgm } from "../layout/image.ts";
 import { letterHeight } from "../layout/letters.ts";
@@ -57,6 +57,7 @@ import { renderMarkdown, structurePage, type SourceBlock } from "../layout/markd
 import { analyzePage, type AnalyzedPage, type OrderChoice } from "../layout/page.ts";
 import { renderMarkdownTable } from "./tables.ts";
 import { guessLanguage } from "./language.ts";
+import { builtResidentProgram, ResidentTesseract, type RawPage } from "./tesseract-server.ts";
 
 /**
  * ISO 639-1 codes (and a few region/script forms) → tesseract traineddata
@@ -110,6 +111,41 @@ export interface TesseractEngineOptions {
    * or always one of them (what `make eval` compares).
    */
   readingOrder?: "evidence" | OrderChoice;
+  /**
+   * The resident tesseract programs that read for it (engines/tesseract-server.ts),
+   * or null for the CLI; default: the process's ({@link useResidentTesseract}).
+   */
+  resident?: ResidentTesseract | null;
+}
+
+let residentSetting: "auto" | "off" = "auto";
+let sharedResident: ResidentTesseract | null | undefined;
+
+/**
+ * Whether this process's engines read with the resident tesseract program
+ * (FOLIO_TESSERACT_RESIDENT; `auto`: where `make deps` built it). Called by
+ * the extraction service's start; changing it stops the programs running.
+ */
+export function useResidentTesseract(setting: "auto" | "off"): void {
+  if (setting === residentSetting) return;
+  residentSetting = setting;
+  void sharedResident?.close();
+  sharedResident = undefined;
+}
+
+/** The process's resident programs, or null when they are off or not built. */
+export function processResident(): ResidentTesseract | null {
+  if (sharedResident !== undefined) return sharedResident;
+  const program = residentSetting === "auto" ? builtResidentProgram() : undefined;
+  sharedResident = program ? new ResidentTesseract({ program, threads: 1, access: tessdataAccess(), maxOutputBytes: MAX_TSV_BYTES }) : null;
+  return sharedResident;
+}
+
+/** Ends the process's resident programs (started again by the next reading). */
+export async function stopResidentTesseract(): Promise<void> {
+  const r = sharedResident;
+  sharedResident = undefined;
+  await r?.close();
 }
 
 const DEFAULT_TIMEOUT_MS = 120_000;
@@ -268,6 +304,27 @@ export function imageFormat(bytes: Buffer): "png" | "jpeg" | "tiff" | "gif" | "w
 
 // ---------------------------------------------------------------- engine
 
+/**
+ * A page's pixels for a resident program: a PGM's own (a PDF page), else the
+ * image decoder child's (strict: a damaged image is left to the CLI, which
+ * says what is wrong with it; three channels on white when it has alpha);
+ * undefined for an image the decoder does not know (BMP).
+ */
+async function rawPage(page: PageInput, signal: AbortSignal): Promise<RawPage | undefined> {
+  const pgm = parsePgm(page.image);
+  if (pgm) return { width: pgm.width, height: pgm.height, channels: 1, data: pgm.pixels, dpi: null };
+  try {
+    let px = await decodePixels(page.image, { strict: true, signal });
+    if (px.channels !== 1 && px.channels !== 3) px = await decodePixels(page.image, { strict: true, rgbOnWhite: true, signal });
+    if (px.channels !== 1 && px.channels !== 3) return undefined;
+    return { width: px.width, height: px.height, channels: px.channels, data: px.data, dpi: px.density };
+  } catch (err) {
+    signal.throwIfAborted();
+    if (err instanceof ImageDecodeError) return undefined;
+    throw err;
+  }
+}
+
 function checkImage(page: PageInput): void {
   if (!imageFormat(page.image)) {
     throw new FolioError("invalid_request", `page ${page.pageNumber} is not an image tesseract can read (PNG, JPEG, TIFF, GIF, WebP, BMP or PNM)`, {
@@ -394,6 +451,7 @@ export class TesseractEngine implements Engine {
   readonly #psm: number;
   readonly #threads: number;
   readonly #order: "evidence" | OrderChoice;
+  readonly #resident: ResidentTesseract | null | undefined;
 
   constructor(opts: TesseractEngineOptions = {}) {
     this.#command = opts.command ?? DEFAULT_COMMAND;
@@ -401,6 +459,7 @@ export class TesseractEngine implements Engine {
     this.#psm = opts.pageSegmentationMode ?? 3;
     this.#threads = opts.threads ?? 1;
     this.#order = opts.readingOrder ?? "evidence";
+    this.#resident = opts.resident;
   }
 
   /**
@@ -442,7 +501,7 @@ export class TesseractEngine implements Engine {
     const ruled = grids ?? (wantsGrids(options) ? await ruledGrids(page) : undefined);
     signal.throwIfAborted();
     const pass = async (p: PageInput, g: readonly RuledGrid[] | undefined) => {
-      const r = analyzePage(await this.#run(p, ["-l", lang, "--psm", String(this.#psm), "tsv"], signal), {
+      const r = analyzePage(await this.#read(p, "tsv", lang, this.#psm, signal), {
         words: options.includeLayout === "words",
         order: this.#order,
         ...(g ? { grids: g } : {}),
@@ -498,7 +557,20 @@ export class TesseractEngine implements Engine {
     checkImage(page);
     const lang = await tesseractLanguage(language, this.#command);
     signal.throwIfAborted();
-    return parseTrial(await this.#run(page, ["-l", lang, "--psm", "3", "hocr"], signal));
+    return parseTrial(await this.#read(page, "hocr", lang, 3, signal));
+  }
+
+  /**
+   * One reading of the page: by a resident program when there is one (pixels
+   * sent: a PGM's own, else decoded by the image decoder child), else by a
+   * tesseract child of its own. An image the decoder child does not know
+   * (BMP) is read by the CLI.
+   */
+  async #read(page: PageInput, output: "tsv" | "hocr", lang: string, psm: number, signal: AbortSignal): Promise<string> {
+    const resident = this.#resident === undefined ? (this.#command === DEFAULT_COMMAND ? processResident() : null) : this.#resident;
+    const raw = resident ? await rawPage(page, signal) : undefined;
+    if (!resident || !raw) return this.#run(page, ["-l", lang, "--psm", String(psm), output], signal);
+    return resident.read({ output, lang, psm, page: raw, pageNumber: page.pageNumber }, signal, this.#timeoutMs);
   }
 
   /** One tesseract child over the page on stdin: `args` after `stdin stdout`; its stdout. */

@@ -189,6 +189,11 @@ export const extractionSchema = Type.Object({
   FOLIO_AUTO_PRICE_PER_PAGE_USD: decimalUsd("Provider price of one page on local/auto, dollars (one to three readings a page, PP-OCR among them on unsure pages).", "0.003"),
   FOLIO_MAX_COMPLETION_TOKENS: Type.Integer({ minimum: 16, maximum: 200_000, default: 4096, description: "max_tokens sent upstream per page; holds assume it." }),
   FOLIO_PARSER_JAIL: edgeSchema.properties.FOLIO_PARSER_JAIL,
+  FOLIO_TESSERACT_RESIDENT: Type.Union([Type.Literal("auto"), Type.Literal("off")], {
+    default: "auto",
+    description:
+      "`auto`: local engines read with the resident tesseract program (native/build/folio-tesseract, built by `make deps`; models loaded once) where it is built, else with the tesseract CLI; `off`: always the CLI (docs/adr/0009-resident-tesseract.md).",
+  }),
 });
 export type ExtractionConfig = Static<typeof extractionSchema>;
 
