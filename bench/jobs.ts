@@ -722,7 +722,8 @@ async function longJob(api: Api, dev: Dev, tree: TreeMemory, pdf: string, pages:
       firstPageMs: firstAt === undefined ? undefined : firstAt - startedAt,
       startedEventMs: startedEventAt === undefined ? undefined : startedEventAt - startedAt,
       firstPdftoppmMs: since(tree.firstSeen.get("pdftoppm"), startedAt),
-      firstTesseractMs: since(tree.firstSeen.get("tesseract"), startedAt),
+      // The CLI, or the resident program that reads in its place (docs/adr/0009-resident-tesseract.md): the first seen.
+      firstTesseractMs: since(["tesseract", "folio-tesseract"].map((n) => tree.firstSeen.get(n)).reduce((a, b) => (b === undefined || (a !== undefined && a <= b) ? a : b)), startedAt),
       finalMs,
       finalType: final.type,
       pagesPerSecond: pages / (finalMs / 1000),

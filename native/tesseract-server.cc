@@ -24,6 +24,7 @@
 // A stream that is not this protocol ends the program (exit 2).
 #include <tesseract/baseapi.h>
 
+#include <malloc.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -196,7 +197,10 @@ bool serve(const Request& req, const std::vector<unsigned char>& pixels) {
   api->Clear();
   std::string body = req.op == "tsv" ? std::string(kTsvHeader) : std::string();
   if (text) body += text.get();
-  return answer("{\"ok\":true}", body.data(), body.size());
+  bool ok = answer("{\"ok\":true}", body.data(), body.size());
+  // The page's buffers go back to the system: a program waits between pages holding its model only.
+  malloc_trim(0);
+  return ok;
 }
 
 }  // namespace

@@ -1,7 +1,10 @@
 /**
- * `local/tesseract`: the tesseract 5 CLI (Debian's tesseract-ocr), one child
- * process per pass over a page, no shell, the image on stdin and TSV on
- * stdout. From the TSV's words and boxes, `layout/page.ts` makes the text in
+ * `local/tesseract`: tesseract 5 (Debian's), each pass over a page read by a
+ * resident program that keeps the language loaded and is sent the page's
+ * pixels (engines/tesseract-server.ts, docs/adr/0009-resident-tesseract.md),
+ * or where that is not built, by the CLI: one child process per pass, no
+ * shell, the image on stdin and TSV on stdout. Both give the same TSV. From
+ * the TSV's words and boxes, `layout/page.ts` makes the text in
  * reading order, the tables and the layout blocks; the confidence is the
  * mean confidence of the recognised words, scaled from 0–100 to 0–1.
  *
