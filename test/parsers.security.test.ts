@@ -111,7 +111,7 @@ describe("the parsers of client bytes start without this process's secrets", () 
   it("pdfinfo, pdftoppm and tesseract of real PDF and image requests carry no secret", async () => {
     expect(process.env.DATABASE_URL, "the run's DATABASE_URL is in this process's environment, as in production").toBeTruthy();
     const acc = await createTestAccount();
-    const watch = await watchChildren(["pdfinfo", "pdftoppm", "tesseract"]);
+    const watch = await watchChildren(["pdfinfo", "pdftoppm", "tesseract", "folio-tesseract"]);
     let seen: SeenChild[];
     try {
       // pdfinfo lives a few milliseconds (the watcher saw each of its runs in trials; two documents for margin).
@@ -124,10 +124,11 @@ describe("the parsers of client bytes start without this process's secrets", () 
     } finally {
       seen = await watch.stop();
     }
-    expect(programs(seen), "the children seen").toEqual(["pdfinfo", "pdftoppm", "tesseract"]);
+    // Tesseract reads in its resident program (`make deps` builds it: docs/adr/0009-resident-tesseract.md).
+    expect(programs(seen), "the children seen").toEqual(["folio-tesseract", "pdfinfo", "pdftoppm"]);
     expectNoSecrets(seen);
     // The engine's own settings do reach it.
-    const tesseract = seen.find((c) => c.exe.endsWith("/tesseract"))!;
+    const tesseract = seen.find((c) => c.exe.endsWith("/folio-tesseract"))!;
     expect(tesseract.environ).toContain("OMP_THREAD_LIMIT=1");
     expect(tesseract.environ.some((e) => e.startsWith("PATH="))).toBe(true);
     // The PNG was decoded (the straightening check) by the image decoder's child, which carries no secret either.
@@ -172,7 +173,7 @@ describe.skipIf(!bwrapInstalled)("with FOLIO_PARSER_JAIL=bwrap", () => {
 
   it("pdfinfo, pdftoppm and tesseract of a real request run without the network and without secrets, and the answer is the same", async () => {
     const acc = await createTestAccount();
-    const watch = await watchChildren(["pdfinfo", "pdftoppm", "tesseract"]);
+    const watch = await watchChildren(["pdfinfo", "pdftoppm", "tesseract", "folio-tesseract"]);
     let seen: SeenChild[];
     let r: Awaited<ReturnType<typeof call>>;
     try {
@@ -185,7 +186,7 @@ describe.skipIf(!bwrapInstalled)("with FOLIO_PARSER_JAIL=bwrap", () => {
     // Read in the jail as outside it (the unjailed reading is the first describe's).
     expect(r.body.result.pages[0].text).toMatch(/\w{3,}/);
     // In one process the jail is the process's (the edge's setting; `folio extraction` takes its own, services.ts).
-    expect(programs(seen), "the children seen").toEqual(["pdfinfo", "pdftoppm", "tesseract"]);
+    expect(programs(seen), "the children seen").toEqual(["folio-tesseract", "pdfinfo", "pdftoppm"]);
     expectNoSecrets(seen);
     const own = readlinkSync("/proc/self/ns/net");
     for (const c of seen) expect(c.netns, `${c.exe} (pid ${c.pid}) shares this process's network`).not.toBe(own);

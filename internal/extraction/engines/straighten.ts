@@ -31,7 +31,11 @@
  * runs in a child process, the check in this one), and that reading is
  * answered when the check finds nothing to do, so an upright page waits for
  * nothing; when the page is straightened, the first reading is stopped
- * (its child killed) and the straightened page is read. The check's own CPU
+ * (its program killed: at once when the profiles find a skew to undo, after
+ * the trials when they turn the page) and the straightened page is read.
+ * With `local/tesseract` a confident reading of the page as sent also
+ * settles a turn the profiles are unsure of ({@link SURE_READING_CONFIDENCE}).
+ * The check's own CPU
  * time (decoding the image, the profiles) is still spent on every page, and
  * the trials' on the pages they are asked about (on 2 cores they share the
  * CPUs with that first reading): docs/benchmarks.md "Turned and skewed
@@ -145,7 +149,8 @@ export class StraightenedEngine implements Engine {
     asSent.catch(() => {});
     let plan: Awaited<ReturnType<StraightenedEngine["plan"]>>;
     try {
-      plan = await this.plan(page, signal, options.language, this.readingDecides ? asSent : undefined);
+      // A page found skewed is read again straightened whatever the trials say: its reading as sent is dropped at once.
+      plan = await this.plan(page, signal, options.language, this.readingDecides ? asSent : undefined, () => stop.abort());
     } catch (err) {
       stop.abort(err);
       throw err;
@@ -173,6 +178,8 @@ export class StraightenedEngine implements Engine {
     signal: AbortSignal,
     language?: string,
     asSent?: Promise<PageResult>,
+    /** Called as soon as the page is known to be straightened (a skew to undo): the reading as sent is of no use. */
+    straightening?: () => void,
   ): Promise<{ how: Straightening; image?: GreyImage | "original"; sent: { width: number; height: number } }> {
     let grey: GreyImage;
     try {
@@ -190,6 +197,7 @@ export class StraightenedEngine implements Engine {
     // Without text lines in the profiles (a page filled by a photo) neither their skew nor their turn means anything.
     const trusted = m.skewContrast >= MIN_SKEW_CONTRAST;
     let skew = trusted && Math.abs(m.skewDegrees) >= MIN_SKEW_DEGREES ? m.skewDegrees : 0;
+    if (skew) straightening?.();
     let rotation: Turn = 0;
     // A page to deskew is read again anyway: its reading as sent is not waited for.
     const upright = trusted && m.turn === 0 && (m.upVote >= SURE_UP_VOTE || (!skew && asSent !== undefined && readsUpright(await asSent.catch(() => undefined))));

@@ -10,6 +10,7 @@ import { describe, expect, it } from "vitest";
 import { cer } from "../../../test/cer.ts";
 import { TABLE_ROWS } from "../../../test/fixtures/ocr/table-rows.ts";
 import { TesseractEngine, imageFormat, installedLanguages, installedTraineddata, tesseractLanguage } from "./tesseract.ts";
+import { builtResidentProgram, ResidentTesseract } from "./tesseract-server.ts";
 import { TEXT_OPTIONS as TEXT, folioFailure as failure, liveSignal as live, ocrFixture as fixture, ocrFixturePath, ocrTruth as truth, pngPage as page, expectCerBelow, expectCleanLocalRead } from "../../../test/support.ts";
 
 
@@ -181,17 +182,17 @@ describe("options.language", () => {
   });
 });
 
-/** pids of this process's children whose command is tesseract. */
-function tesseractChildren(): number[] {
+/** pids of this process's children whose command is `comm` (tesseract, or the resident folio-tesseract). */
+function tesseractChildren(comm = "tesseract"): number[] {
   const pids: number[] = [];
   for (const entry of readdirSync("/proc")) {
     if (!/^\d+$/.test(entry)) continue;
     try {
       const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
       // "pid (comm) state ppid ..."; comm may contain spaces, so split after the last ')'.
-      const comm = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
+      const name = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
       const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-      if (comm === "tesseract" && ppid === process.pid) pids.push(Number(entry));
+      if (name === comm && ppid === process.pid) pids.push(Number(entry));
     } catch {
       // The process ended while we looked.
     }
@@ -199,10 +200,18 @@ function tesseractChildren(): number[] {
   return pids;
 }
 
-describe("cancellation", () => {
+/** The CLI (a child a reading), and a resident program of a pool of its own (engines/tesseract-server.ts). */
+const WAYS = [
+  { way: "the tesseract CLI", comm: "tesseract", pool: () => null },
+  { way: "a resident program", comm: "folio-tesseract", pool: () => new ResidentTesseract({ program: builtResidentProgram()!, threads: 1, access: {}, maxOutputBytes: 32 * 1024 * 1024 }) },
+];
+
+describe.each(WAYS)("cancellation, reading with $way", ({ comm, pool }) => {
   it("kills the tesseract process when the signal aborts and rejects with the signal's reason", async () => {
-    const engine = new TesseractEngine();
+    const resident = pool();
+    const engine = new TesseractEngine({ resident });
     await installedLanguages(); // so the only child below is the OCR run
+    const before = new Set(tesseractChildren(comm));
     const ac = new AbortController();
     const running = engine.extractPage(page(fixture("english.png")), TEXT, ac.signal);
     const settled = running.then(
@@ -211,28 +220,35 @@ describe("cancellation", () => {
     );
     let pids: number[] = [];
     for (let i = 0; i < 500 && pids.length === 0; i++) {
-      pids = tesseractChildren();
+      pids = tesseractChildren(comm).filter((p) => !before.has(p));
       if (pids.length === 0) await new Promise((r) => setTimeout(r, 5));
     }
-    expect(pids, "a tesseract child should be running").toHaveLength(1);
+    expect(pids, `a ${comm} child should be running`).toHaveLength(1);
     const reason = new Error("client went away");
     const abortedAt = Date.now();
     ac.abort(reason);
     expect(await settled).toBe(reason);
     expect(Date.now() - abortedAt).toBeLessThan(1000);
-    expect(existsSync(`/proc/${pids[0]}`), `process ${pids[0]} should be gone`).toBe(false);
+    await expect.poll(() => existsSync(`/proc/${pids[0]}`), { timeout: 1000, message: `process ${pids[0]} should be gone` }).toBe(false);
+    expect(resident?.size ?? 0).toBe(0);
   });
 
   it("does not start tesseract when the signal is already aborted", async () => {
+    const resident = pool();
+    const before = tesseractChildren(comm);
     const reason = new Error("already cancelled");
-    await expect(new TesseractEngine().extractPage(page(fixture("english.png")), TEXT, AbortSignal.abort(reason))).rejects.toBe(reason);
-    expect(tesseractChildren()).toEqual([]);
+    await expect(new TesseractEngine({ resident }).extractPage(page(fixture("english.png")), TEXT, AbortSignal.abort(reason))).rejects.toBe(reason);
+    expect(tesseractChildren(comm)).toEqual(before);
+    expect(resident?.size ?? 0).toBe(0);
   });
 
   it("kills a run that outlives the engine's own time limit with a timeout error", async () => {
-    const err = await failure(new TesseractEngine({ timeoutMs: 50 }).extractPage(page(fixture("english.png")), TEXT, live()));
+    const resident = pool();
+    const before = tesseractChildren(comm);
+    const err = await failure(new TesseractEngine({ timeoutMs: 50, resident }).extractPage(page(fixture("english.png")), TEXT, live()));
     expect(err.code).toBe("timeout");
-    expect(tesseractChildren()).toEqual([]);
+    await expect.poll(() => tesseractChildren(comm), { timeout: 1000 }).toEqual(before);
+    expect(resident?.size ?? 0).toBe(0);
   });
 });
 
