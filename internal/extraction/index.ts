@@ -124,12 +124,12 @@ export interface StartExtractionOptions {
 export function localEngines(): Map<string, Engine> {
   const tesseract = new TesseractEngine();
   const ppocr = new PpOcrEngine();
-  const straightened = (e: Engine) => new StraightenedEngine(e, tesseract);
+  const auto = new AutoEngine(tesseract, ppocr);
+  // Tesseract's own confidence on the page as sent settles an unsure turn (engines/straighten.ts SURE_READING_CONFIDENCE); PP-OCR's does not.
   return new Map<string, Engine>([
-    [AUTO_MODEL_ID, straightened(new AutoEngine(tesseract, ppocr))],
-    // Tesseract's own confidence on the page as sent settles an unsure turn (engines/straighten.ts SURE_READING_CONFIDENCE).
-    [TESSERACT_MODEL_ID, new StraightenedEngine(tesseract, tesseract, true)],
-    [PPOCR_MODEL_ID, straightened(ppocr)],
+    [AUTO_MODEL_ID, new StraightenedEngine(auto, tesseract, (r) => auto.readByTesseract(r))],
+    [TESSERACT_MODEL_ID, new StraightenedEngine(tesseract, tesseract, () => true)],
+    [PPOCR_MODEL_ID, new StraightenedEngine(ppocr, tesseract)],
   ]);
 }
 

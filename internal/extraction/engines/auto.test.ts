@@ -38,6 +38,8 @@ describe("AutoEngine", () => {
   it("gives the same reading as local/tesseract on a page without rules", async () => {
     const [a, t] = await Promise.all([auto.extractPage(page(fixture("english.png")), TEXT, live()), tesseract.extractPage(page(fixture("english.png")), TEXT, live())]);
     expect(a).toEqual(t);
+    expect(auto.readByTesseract(a)).toBe(true);
+    expect(auto.readByTesseract(t)).toBe(false);
   });
 });
 
@@ -53,6 +55,8 @@ describe("AutoEngine with PP-OCR for unsure English pages", () => {
     const [a, p] = await Promise.all([auto.extractPage(page(fixture("scan.png")), TEXT, live()), ppocr.extractPage(page(fixture("scan.png")), { ...TEXT, language: "en" }, live())]);
     expect(a.text).toBe(p.text);
     expect(cer(a.text, truth("scan.txt"))).toBeLessThanOrEqual(cer(once.text, truth("scan.txt")));
+    // PP-OCR's confidence says nothing of the page's turn (engines/straighten.ts).
+    expect(auto.readByTesseract(a)).toBe(false);
   });
 
   it("keeps tesseract's reading of a page it reads confidently (German: PP-OCR does not read it)", async () => {

@@ -58,6 +58,8 @@ const MIN_RULE_SHARE = 0.0005;
 
 export class AutoEngine implements Engine {
   readonly id = AUTO_MODEL_ID;
+  /** The answers that are tesseract's readings (not PP-OCR's): their confidence is tesseract's (engines/straighten.ts). */
+  readonly #byTesseract = new WeakSet<PageResult>();
 
   /** `ppocr`: the PP-OCR engine for pages tesseract reads with low confidence; without it, tesseract answers every page. */
   constructor(
@@ -72,7 +74,14 @@ export class AutoEngine implements Engine {
     if (this.ppocr && first.language === "eng" && (best.confidence ?? 0) < PPOCR_BELOW_CONFIDENCE && !keepTables && !proseColumns(best)) {
       return this.ppocr.extractPage(page, { ...options, language: "en" }, signal);
     }
-    return pageResult(page, best, options);
+    const r = await pageResult(page, best, options);
+    this.#byTesseract.add(r);
+    return r;
+  }
+
+  /** Whether this answer of {@link extractPage} is tesseract's reading, whose confidence is tesseract's mean word confidence. */
+  readByTesseract(r: PageResult): boolean {
+    return this.#byTesseract.has(r);
   }
 
   /** The reading without ruling lines when it is the better one; `read` otherwise (also when the image cannot be decoded here). */

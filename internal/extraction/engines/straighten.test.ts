@@ -193,7 +193,7 @@ describe("pages whose profiles mislead (the trial readings decide)", READS, () =
     }
     let asked = 0;
     const counting = { trial: (p: Parameters<TesseractEngine["trial"]>[0], l: string | undefined, s: AbortSignal) => (asked++, tesseract.trial(p, l, s)) };
-    const e = new StraightenedEngine(tesseract, counting, true);
+    const e = new StraightenedEngine(tesseract, counting, () => true);
     const read = (img: Buffer) => tesseract.extractPage(page(img), TEXT, live());
     const asSent = await read(upright);
     expect(readsUpright(asSent), `confidence ${asSent.confidence}`).toBe(true);

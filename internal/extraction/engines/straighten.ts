@@ -132,12 +132,13 @@ export class StraightenedEngine implements Engine {
     readonly inner: Engine,
     private readonly reader: TrialReader,
     /**
-     * The inner engine's confidence is tesseract's mean word confidence, so a
-     * confident reading of the page as sent settles an unsure turn
-     * ({@link SURE_READING_CONFIDENCE}); not for engines that may read a line
-     * upside down with confidence (PP-OCR turns lines itself).
+     * Which of the inner engine's readings carry tesseract's mean word
+     * confidence, so that a confident reading of the page as sent settles an
+     * unsure turn ({@link SURE_READING_CONFIDENCE}); none by default. Never
+     * PP-OCR's: it turns lines by itself and may read an upside-down line
+     * with confidence.
      */
-    private readonly readingDecides = false,
+    private readonly readByTesseract?: (r: PageResult) => boolean,
   ) {
     this.id = inner.id;
   }
@@ -150,7 +151,9 @@ export class StraightenedEngine implements Engine {
     let plan: Awaited<ReturnType<StraightenedEngine["plan"]>>;
     try {
       // A page found skewed is read again straightened whatever the trials say: its reading as sent is dropped at once.
-      plan = await this.plan(page, signal, options.language, this.readingDecides ? asSent : undefined, () => stop.abort());
+      const decides = this.readByTesseract;
+      const reading = decides && asSent.then((r) => (decides(r) ? r : undefined));
+      plan = await this.plan(page, signal, options.language, reading, () => stop.abort());
     } catch (err) {
       stop.abort(err);
       throw err;
@@ -177,7 +180,7 @@ export class StraightenedEngine implements Engine {
     page: PageInput,
     signal: AbortSignal,
     language?: string,
-    asSent?: Promise<PageResult>,
+    asSent?: Promise<PageResult | undefined>,
     /** Called as soon as the page is known to be straightened (a skew to undo): the reading as sent is of no use. */
     straightening?: () => void,
   ): Promise<{ how: Straightening; image?: GreyImage | "original"; sent: { width: number; height: number } }> {
