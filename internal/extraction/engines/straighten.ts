@@ -152,7 +152,11 @@ export class StraightenedEngine implements Engine {
     try {
       // A page found skewed is read again straightened whatever the trials say: its reading as sent is dropped at once.
       const decides = this.readByTesseract;
-      const reading = decides && asSent.then((r) => (decides(r) ? r : undefined));
+      // Settles either way (undefined when the reading fails or is dropped): nobody may be left with a rejection.
+      const reading = decides && asSent.then(
+        (r) => (decides(r) ? r : undefined),
+        () => undefined,
+      );
       plan = await this.plan(page, signal, options.language, reading, () => stop.abort());
     } catch (err) {
       stop.abort(err);
