@@ -34,6 +34,15 @@ export const IDLE_MS = 30_000;
 /** The program's path under the project root (`make deps` builds it: scripts/build-native.sh). */
 export const RESIDENT_PROGRAM = "native/build/folio-tesseract";
 
+/**
+ * tesseract's environment (platform/childenv): PATH, locale and where its
+ * traineddata is; the same for the CLI (listing and reading) and the resident
+ * program, so all see the same languages.
+ */
+export function tesseractEnv(set: Record<string, string> = {}): Record<string, string> {
+  return parserEnv({ keep: ["TESSDATA_PREFIX"], set });
+}
+
 /** Raw pixels, row by row: grey, RGB or RGBA. */
 export interface RawPage {
   width: number;
@@ -178,7 +187,7 @@ class Resident {
     const jail = jailed(opts.program, [], { ...opts.access, read: [...(opts.access.read ?? []), opts.program], limits: { cpuSeconds: null } });
     this.#detached = jail.detached;
     this.#proc = spawn(jail.command, jail.args, {
-      env: parserEnv({ keep: ["TESSDATA_PREFIX"], set: { ...jail.env, OMP_THREAD_LIMIT: String(opts.threads) } }),
+      env: tesseractEnv({ ...jail.env, OMP_THREAD_LIMIT: String(opts.threads) }),
       stdio: ["pipe", "pipe", "pipe"],
       windowsHide: true,
     });

@@ -47,7 +47,6 @@
  *   (1.67 s against 0.78 s), not faster.
  */
 import { execFile, spawn } from "node:child_process";
-import { parserEnv } from "../../platform/childenv/index.ts";
 import { jailed, signalJailed, type JailAccess } from "../../platform/jail/index.ts";
 import { FolioError } from "../../platform/errors/index.ts";
 import type { Engine, ExtractOptions, PageInput, PageResult, Table } from "../types.ts";
@@ -60,7 +59,7 @@ import { renderMarkdown, structurePage, type SourceBlock } from "../layout/markd
 import { analyzePage, type AnalyzedPage, type OrderChoice } from "../layout/page.ts";
 import { renderMarkdownTable } from "./tables.ts";
 import { guessLanguage } from "./language.ts";
-import { builtResidentProgram, ResidentTesseract, type RawPage } from "./tesseract-server.ts";
+import { builtResidentProgram, ResidentTesseract, tesseractEnv, type RawPage } from "./tesseract-server.ts";
 
 /**
  * ISO 639-1 codes (and a few region/script forms) → tesseract traineddata
@@ -216,10 +215,6 @@ export async function installedLanguages(command = DEFAULT_COMMAND): Promise<str
   return [...new Set([...names].map((n) => TESSERACT_TO_ISO.get(n) ?? n))].sort();
 }
 
-/** tesseract's environment (platform/childenv): PATH, locale and where its traineddata is; the same for listing and reading, so both see the same languages. */
-function tesseractEnv(set: Record<string, string> = {}): Record<string, string> {
-  return parserEnv({ keep: ["TESSDATA_PREFIX"], set });
-}
 
 /** What tesseract reads besides the system in its jail: its models' folder when TESSDATA_PREFIX puts them outside /usr. */
 function tessdataAccess(): JailAccess {
