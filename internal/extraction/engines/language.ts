@@ -7,8 +7,17 @@
  */
 import { franc } from "franc";
 
-/** Fewer letters than this give no reliable guess. */
+/** Fewer letters than this, in words of three letters or more ({@link EVIDENCE}), give no reliable guess. */
 const MIN_LETTERS = 40;
+/**
+ * Only words of at least three letters are evidence: franc's model is
+ * of letter trigrams, and a table's cells ("13 A", "14 B", "No.") are single
+ * letters that have none. With them counted, a dense table of part numbers
+ * with a dozen real words was guessed Italian and read in Italian, which
+ * then kept it from PP-OCR (local/auto reads only English pages so): the
+ * corpus's `scribe_table_05` skewed −4°, word F1 0.48 (docs/benchmarks.md).
+ */
+const EVIDENCE = /\p{L}{3,}/gu;
 
 /** ISO 639-3 codes franc answers with → tesseract traineddata names, where they differ. */
 const FRANC_TO_TESSERACT: Readonly<Record<string, string>> = Object.freeze({ zlm: "msa" });
@@ -19,12 +28,13 @@ const FRANC_TO_TESSERACT: Readonly<Record<string, string>> = Object.freeze({ zlm
  * one of them.
  */
 export function guessLanguage(text: string, installed: readonly string[]): string | null {
-  const letters = text.replace(/[^\p{L}]/gu, "").length;
-  if (letters < MIN_LETTERS) return null;
-  const candidates = installed.filter((l) => /^[a-z]{3}$/.test(l) && l !== "frk");
+  const words = text.match(EVIDENCE) ?? [];
+  if (words.join("").length < MIN_LETTERS) return null;
+  // Not languages franc knows: Fraktur (a script) and tesseract's orientation data.
+  const candidates = installed.filter((l) => /^[a-z]{3}$/.test(l) && l !== "frk" && l !== "osd");
   const francCodes = candidates.map((l) => Object.entries(FRANC_TO_TESSERACT).find(([, t]) => t === l)?.[0] ?? l);
   if (francCodes.length < 2) return null;
-  const code = franc(text, { only: francCodes, minLength: MIN_LETTERS });
+  const code = franc(words.join(" "), { only: francCodes, minLength: MIN_LETTERS });
   if (code === "und") return null;
   return FRANC_TO_TESSERACT[code] ?? code;
 }
