@@ -45,7 +45,8 @@
  * per page, built with pdf-lib and cached in test-artifacts/ by page count.
  *
  * Environment: DATABASE_URL (part 3; `make bench` gives it), BENCH_JOB_PAGES,
- * BENCH_JOB_WORKER_PAGES, FOLIO_EVAL_CORPUS.
+ * BENCH_JOB_WORKER_PAGES, FOLIO_EVAL_CORPUS, BENCH_JOB_CPU_PROF (a folder: every
+ * folio dev started writes its V8 CPU profile there as it exits).
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { existsSync, mkdtempSync, openAsBlob, readdirSync, readFileSync, rmSync } from "node:fs";
@@ -558,7 +559,9 @@ export function createAccount(env: NodeJS.ProcessEnv, email: string): Api["key"]
 }
 
 export async function startDev(env: NodeJS.ProcessEnv, port: number, metricsPort: number): Promise<Dev> {
-  const child = spawn(process.execPath, [...FOLIO, "dev"], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
+  // BENCH_JOB_CPU_PROF=<folder>: folio dev writes a V8 CPU profile there as it exits (where its own CPU time goes).
+  const profile = process.env.BENCH_JOB_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${resolve(process.env.BENCH_JOB_CPU_PROF)}`] : [];
+  const child = spawn(process.execPath, [...profile, ...FOLIO, "dev"], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
   let out = "";
   const keep = (d: Buffer) => (out = (out + d.toString()).slice(-100_000));
   child.stdout!.on("data", keep);
