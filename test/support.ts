@@ -72,3 +72,21 @@ export function seeded(seed: number): () => number {
 
 /** Whether bubblewrap runs here (the parser jail's tests skip, saying so, where it does not). */
 export const bwrapInstalled = spawnSync("bwrap", ["--version"], { stdio: "ignore" }).status === 0;
+
+/**
+ * A JPEG with a JFIF header stating its density (`units` 1: per inch, 2: per
+ * centimetre, 0: an aspect ratio only), put right after its SOI marker: sharp
+ * writes JPEGs without one, and tesseract's own reader (leptonica) takes a
+ * JPEG's resolution from JFIF alone.
+ */
+export function withJfif(jpeg: Buffer, units: 0 | 1 | 2, density: number): Buffer {
+  const app0 = Buffer.alloc(18);
+  app0.writeUInt16BE(0xffe0, 0);
+  app0.writeUInt16BE(16, 2);
+  app0.write("JFIF\0", 4, "latin1");
+  app0.writeUInt16BE(0x0101, 9);
+  app0[11] = units;
+  app0.writeUInt16BE(density, 12);
+  app0.writeUInt16BE(density, 14);
+  return Buffer.concat([jpeg.subarray(0, 2), app0, jpeg.subarray(2)]);
+}

@@ -6,12 +6,13 @@
  */
 import { execFileSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
+import sharp from "sharp";
 import { describe, expect, it } from "vitest";
 import { cer } from "../../../test/cer.ts";
 import { TABLE_ROWS } from "../../../test/fixtures/ocr/table-rows.ts";
 import { TesseractEngine, imageFormat, installedLanguages, installedTraineddata, tesseractLanguage } from "./tesseract.ts";
 import { builtResidentProgram, ResidentTesseract } from "./tesseract-server.ts";
-import { TEXT_OPTIONS as TEXT, folioFailure as failure, liveSignal as live, ocrFixture as fixture, ocrFixturePath, ocrTruth as truth, pngPage as page, expectCerBelow, expectCleanLocalRead } from "../../../test/support.ts";
+import { TEXT_OPTIONS as TEXT, folioFailure as failure, liveSignal as live, ocrFixture as fixture, ocrFixturePath, ocrTruth as truth, pngPage as page, expectCerBelow, expectCleanLocalRead, withJfif } from "../../../test/support.ts";
 
 
 /**
@@ -340,5 +341,24 @@ describe("the language without options.language", () => {
   it("reads an English page in English", async () => {
     const r = await engine.extractPage(page(fixture("english.png")), TEXT, live());
     expect(cer(r.text, truth("english.txt"))).toBeLessThan(CLEAN_CER);
+  });
+});
+
+describe("the resident program reads as the CLI whatever resolution an image states", () => {
+  const cli = new TesseractEngine({ resident: null });
+  const resident = new TesseractEngine({ resident: WAYS[1]!.pool() });
+
+  // The CLI's reader (leptonica) takes a PNG's pHYs and a JPEG's JFIF density in inches; an image that states none
+  // leaves tesseract to estimate it from the text. The resident program is told the same (decoder/child.ts statedDpi).
+  it.each([
+    ["an RGBA PNG stating 96 DPI (pHYs), as the corpus's scanned tables", async (png: Buffer) => sharp(png).ensureAlpha().withMetadata({ density: 96 }).png().toBuffer()],
+    ["a JPEG whose JFIF density is an aspect ratio only", async (png: Buffer) => withJfif(await sharp(png).jpeg({ quality: 90 }).toBuffer(), 0, 1)],
+    ["a JPEG stating 100 DPI in JFIF", async (png: Buffer) => withJfif(await sharp(png).jpeg({ quality: 90 }).toBuffer(), 1, 100)],
+    ["a JPEG stating 100 DPI in EXIF only, which the CLI does not read", async (png: Buffer) => sharp(png).withMetadata({ density: 100 }).jpeg({ quality: 90 }).toBuffer()],
+  ])("%s", async (_what, make) => {
+    const image = await make(fixture("scan.png"));
+    const [a, b] = await Promise.all([cli.extractPage(page(image), TEXT, live()), resident.extractPage(page(image), TEXT, live())]);
+    expect(b.text).toBe(a.text);
+    expect(b.confidence).toBe(a.confidence);
   });
 });

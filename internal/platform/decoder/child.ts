@@ -14,7 +14,7 @@
  * the pixels or the PNG. Requests are served concurrently (sharp works in
  * libuv's pool); answers come in the order they finish.
  */
-import sharp from "sharp";
+import sharp, { type Metadata } from "sharp";
 import { encodeFrame, FrameReader, type Frame } from "./frames.ts";
 
 interface Request {
@@ -81,7 +81,7 @@ async function run(req: Request, image: Buffer): Promise<{ info: Record<string, 
     return { info: { width: m.width ?? 0, height: m.height ?? 0, density: m.density ?? null, format: m.format ?? null }, data: Buffer.alloc(0) };
   }
   if (req.op === "pixels") {
-    const density = o.grey || o.rgbOnWhite ? null : ((await input.clone().metadata()).density ?? null);
+    const density = statedDpi(image, await input.clone().metadata());
     const shaped = o.grey ? input.greyscale() : o.rgbOnWhite ? input.flatten({ background: "#ffffff" }).toColourspace("srgb") : input;
     const { data, info } = await shaped.raw().toBuffer({ resolveWithObject: true });
     return { info: { width: info.width, height: info.height, channels: info.channels, density }, data };
@@ -100,6 +100,65 @@ async function run(req: Request, image: Buffer): Promise<{ info: Record<string, 
     return { info: { width: info.width, height: info.height, channels: info.channels, density: m.density ?? null }, data };
   }
   throw new Error(`unknown operation ${String(req.op)}`);
+}
+
+/**
+ * The resolution an image states, as tesseract's own image reader
+ * (leptonica) takes it, so that the resident program reads a page as the CLI
+ * does (engines/tesseract-server.ts): a PNG's pHYs in pixels per metre, a
+ * JPEG's JFIF density in inches or centimetres (not its EXIF's), a TIFF's
+ * resolution with its unit; null when none is stated. sharp says 72 then (a PNG without pHYs, a
+ * JFIF density that is an aspect ratio only), which tesseract would believe:
+ * told nothing, it estimates the resolution from the text, as the CLI does.
+ * With 72 or with no resolution where the CLI had 96, the corpus's
+ * `scribe_table_07` read 1,430 edits instead of 1,066 (docs/benchmarks.md).
+ */
+function statedDpi(image: Buffer, m: Metadata): number | null {
+  if (m.format === "png") return pngStatedDpi(image);
+  if (m.format === "jpeg") return jfifStatedDpi(image);
+  if (m.format === "tiff" && m.resolutionUnit && m.density) return Math.round(m.density);
+  return null;
+}
+
+/**
+ * A JPEG's JFIF density in dots per inch, when its unit is the inch (1) or
+ * the centimetre (2); leptonica reads no other (sharp also takes an EXIF
+ * resolution, which the CLI never sees).
+ */
+function jfifStatedDpi(jpeg: Buffer): number | null {
+  // After SOI (FF D8), segments: FF, marker, u16 length (itself included), data; the image data starts at SOS (FF DA).
+  for (let at = 2; at + 4 <= jpeg.length && jpeg[at] === 0xff; ) {
+    const marker = jpeg[at + 1]!;
+    if (marker === 0xda || marker === 0xd9) return null;
+    const length = jpeg.readUInt16BE(at + 2);
+    // APP0 "JFIF\0": version (2 bytes), units, X density (u16), Y density.
+    if (marker === 0xe0 && length >= 14 && at + 16 <= jpeg.length && jpeg.toString("latin1", at + 4, at + 9) === "JFIF\0") {
+      const units = jpeg[at + 11];
+      const x = jpeg.readUInt16BE(at + 12);
+      if (!x) return null;
+      return units === 1 ? x : units === 2 ? Math.round(x * 2.54) : null;
+    }
+    at += 2 + length;
+  }
+  return null;
+}
+
+/** A PNG's pHYs chunk in dots per inch (leptonica's rounding), when it is in metres; it comes before the first IDAT. */
+function pngStatedDpi(png: Buffer): number | null {
+  // After the 8-byte signature, chunks: u32 length, 4-byte type, data, u32 CRC.
+  for (let at = 8; at + 8 <= png.length; ) {
+    const length = png.readUInt32BE(at);
+    const type = png.toString("latin1", at + 4, at + 8);
+    if (type === "IDAT" || type === "IEND") return null;
+    if (type === "pHYs") {
+      if (length < 9 || at + 17 > png.length) return null;
+      const perMetre = png.readUInt32BE(at + 8);
+      // Unit 1 is the metre; 0 states an aspect ratio only.
+      return png[at + 16] === 1 && perMetre > 0 ? Math.round(perMetre / 39.37) : null;
+    }
+    at += 12 + length;
+  }
+  return null;
 }
 
 function answer(header: Record<string, unknown>, body: Buffer): void {

@@ -7,17 +7,28 @@
 import { readdirSync, readFileSync, readlinkSync } from "node:fs";
 import sharp from "sharp";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { bwrapInstalled } from "../../../test/support.ts";
+import { bwrapInstalled, withJfif } from "../../../test/support.ts";
 import { useParserJail } from "../jail/index.ts";
 import { decodePixels, decoderPid, decodeToPng, fromPixels, imageMetadata, ImageDecodeError, stopDecoder } from "./index.ts";
 
 const fixture = (name: string) => readFileSync(new URL(`../../../test/fixtures/ocr/${name}`, import.meta.url));
 
-/** A colour JPEG of `width` × `height` with a gradient (so that it is not all one value), stating 300 DPI. */
+/** A colour JPEG of `width` × `height` with a gradient (so that it is not all one value), stating 300 DPI (JFIF and EXIF). */
 async function jpeg(width: number, height: number): Promise<Buffer> {
   const px = Buffer.alloc(width * height * 3);
   for (let i = 0; i < px.length; i++) px[i] = (i * 7) % 251;
-  return sharp(px, { raw: { width, height, channels: 3 } }).withMetadata({ density: 300 }).jpeg({ quality: 80 }).toBuffer();
+  return withJfif(await sharp(px, { raw: { width, height, channels: 3 } }).withMetadata({ density: 300 }).jpeg({ quality: 80 }).toBuffer(), 1, 300);
+}
+
+/** A PNG with its chunks of `type` left out (chunks: u32 length, type, data, CRC after the 8-byte signature). */
+function withoutChunk(png: Buffer, type: string): Buffer {
+  const parts = [png.subarray(0, 8)];
+  for (let at = 8; at < png.length; ) {
+    const end = at + 12 + png.readUInt32BE(at);
+    if (png.toString("latin1", at + 4, at + 8) !== type) parts.push(png.subarray(at, end));
+    at = end;
+  }
+  return Buffer.concat(parts);
 }
 
 /** The pids of `root` and every process under it. */
@@ -75,6 +86,27 @@ describe("the image decoder's child process", () => {
     const asStored = await decodePixels(img);
     expect(asStored.density).toBe(300);
     expect(await imageMetadata(img)).toEqual({ width: 120, height: 80, density: 300 });
+  });
+
+  it("states the resolution as tesseract's own reader takes it, in every mode, and none where the image states none", async () => {
+    // An RGBA PNG stating 96 DPI (pHYs, 3,780 pixels a metre), as the corpus's scanned tables are: the resolution
+    // reaches the resident tesseract whether the pixels come as stored, grey or flattened on white.
+    const px = Buffer.alloc(60 * 40 * 4, 200);
+    const png = await sharp(px, { raw: { width: 60, height: 40, channels: 4 } }).withMetadata({ density: 96 }).png().toBuffer();
+    for (const mode of [{}, { grey: true }, { rgbOnWhite: true }]) expect((await decodePixels(png, mode)).density, JSON.stringify(mode)).toBe(96);
+    // The same PNG without its pHYs chunk: sharp still names a density (72, or its EXIF's), leptonica (the CLI) none.
+    const unstated = withoutChunk(png, "pHYs");
+    expect((await sharp(unstated).metadata()).density).toBeGreaterThan(0);
+    expect((await decodePixels(unstated)).density).toBeNull();
+    // JPEGs: the JFIF density in inches or centimetres; none when JFIF states an aspect ratio only, or when only
+    // EXIF states one (sharp says 72, or EXIF's; leptonica, nothing).
+    const plain = await sharp(Buffer.alloc(120 * 80 * 3, 90), { raw: { width: 120, height: 80, channels: 3 } }).jpeg().toBuffer();
+    expect((await decodePixels(withJfif(plain, 1, 300), { rgbOnWhite: true })).density).toBe(300);
+    expect((await decodePixels(withJfif(plain, 2, 118))).density).toBe(300);
+    expect((await decodePixels(withJfif(plain, 0, 1))).density).toBeNull();
+    const exifOnly = await sharp(plain).withMetadata({ density: 300 }).jpeg().toBuffer();
+    expect((await sharp(exifOnly).metadata()).density).toBe(300);
+    expect((await decodePixels(exifOnly)).density).toBeNull();
   });
 
   it("writes PNGs turned and enlarged, and refuses an enlargement past its bound", async () => {

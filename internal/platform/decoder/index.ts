@@ -66,7 +66,11 @@ export interface Pixels {
   height: number;
   channels: number;
   data: Buffer;
-  /** The image's stated resolution (pixels per inch), when it states one. */
+  /**
+   * The resolution the image states (pixels per inch), as tesseract's own
+   * image reader takes it (a PNG's pHYs, a JPEG's JFIF density in inches or
+   * cm, a TIFF's); null when it states none (child.ts `statedDpi`).
+   */
   density: number | null;
 }
 
