@@ -29,8 +29,10 @@
  * Goals (issue 26): heading recall, table cell F1 and list item recall each
  * at least 0.8, pooled.
  *
- * Usage: npx tsx bench/eval-structure.ts [--model local/auto] [--only substring]
- * Needs soffice, pdftoppm and pandoc. Writes test-artifacts/eval-structure.json.
+ * Usage: npx tsx bench/eval-structure.ts [--model local/auto] [--only substring] [--dump folder]
+ * Needs soffice, pdftoppm and pandoc. Writes test-artifacts/eval-structure.json;
+ * with --dump, each file's markdown as read (<file>.read.md) and pandoc's
+ * (<file>.pandoc.md) in the folder, and the cells found and missed.
  */
 import { execFile } from "node:child_process";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -56,6 +58,7 @@ const arg = (name: string) => {
 };
 const MODEL = arg("--model") ?? "local/auto";
 const ONLY = arg("--only");
+const DUMP = arg("--dump");
 
 interface Structure {
   headings: string[];
@@ -268,7 +271,14 @@ async function main(): Promise<void> {
     const work = mkdtempSync(join(tmpdir(), "folio-eval-structure-"));
     try {
       const file = join(CORPUS, f);
-      const [ref, read] = [parse(await reference(file, work)), parse(process.env.FOLIO_BASE_URL ? await readRemotely(file) : await readLocally(file, work))];
+      const [refMd, readMd] = [await reference(file, work), process.env.FOLIO_BASE_URL ? await readRemotely(file) : await readLocally(file, work)];
+      const [ref, read] = [parse(refMd), parse(readMd)];
+      if (DUMP) {
+        mkdirSync(DUMP, { recursive: true });
+        writeFileSync(join(DUMP, `${f}.read.md`), readMd);
+        writeFileSync(join(DUMP, `${f}.pandoc.md`), refMd);
+        writeFileSync(join(DUMP, `${f}.cells.json`), JSON.stringify({ reference: ref.cells, read: read.cells }, null, 2));
+      }
       const refText = key(ref.text);
       const edits = distance(key(read.text), refText);
       const s: FileScore = {
@@ -285,7 +295,8 @@ async function main(): Promise<void> {
         `${f.padEnd(28)} headings ${s.headings[0]}/${s.headings[1]}  list items ${s.items[0]}/${s.items[1]}  cells ${s.cells.matched} of ${s.cells.reference} (read ${s.cells.read})  CER ${s.cer.toFixed(3)}`,
       );
     } catch (err) {
-      console.log(`${f.padEnd(28)} failed: ${(err as Error).message.split("\n")[0]}`);
+      const cause = (err as Error).cause instanceof Error ? ` (${((err as Error).cause as Error).message.split("\n")[0]})` : "";
+      console.log(`${f.padEnd(28)} failed: ${(err as Error).message.split("\n")[0]}${cause}`);
     } finally {
       rmSync(work, { recursive: true, force: true });
     }

@@ -123,6 +123,18 @@ describe("the resident tesseract program", () => {
     await expect.poll(() => p.size, { timeout: 5_000 }).toBe(0);
   });
 
+  it("gives a reading asked for as an idle program is told to exit to a new program, not to the one exiting", async () => {
+    // The idle timer of the first reading's program is set before this test's timer of the same length, so it fires
+    // first and the second reading is asked for in the same turn of the event loop, before that program has exited.
+    const idleMs = 200;
+    const p = pool(idleMs);
+    const { raw } = await greyPage("english.png");
+    const read = () => p.read({ output: "tsv", lang: "eng", psm: 3, page: raw, pageNumber: 2 }, signal(), 60_000);
+    const first = await read();
+    await new Promise((r) => setTimeout(r, idleMs));
+    expect(await read()).toBe(first);
+  });
+
   it("refuses pixels that are not width × height × channels bytes", async () => {
     const p = pool();
     const err = await p

@@ -178,6 +178,8 @@ class Resident {
   #stderr = "";
   #failure: unknown;
   #exited = false;
+  /** Told to exit (its stdin closed): never given a reading again, though it has not exited yet. */
+  #stopping = false;
   #idleTimer: NodeJS.Timeout | undefined;
 
   constructor(opts: ResidentOptions, onGone: () => void) {
@@ -218,7 +220,7 @@ class Resident {
   }
 
   usable(jail: ParserJailMode): boolean {
-    return !this.#exited && this.#failure === undefined && this.#jail === jail;
+    return !this.#exited && !this.#stopping && this.#failure === undefined && this.#jail === jail;
   }
 
   busy(): void {
@@ -265,6 +267,8 @@ class Resident {
   /** Closes its stdin (it exits at the end of its input) and waits; killed if it lingers. */
   async stop(): Promise<void> {
     clearTimeout(this.#idleTimer);
+    // A reading asked for between this and its exit would be written to a closed stdin and fail with the exit.
+    this.#stopping = true;
     if (!this.#exited) {
       this.#proc.stdin.end();
       const t = setTimeout(() => this.#kill(new Error("stopped")), 2_000);
