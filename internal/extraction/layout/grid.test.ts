@@ -77,6 +77,32 @@ describe("ruled tables: the grid of lines", () => {
     expect(xs.length).toBe(3);
   });
 
+  it("takes a row's own separator, too short to be a line by itself, as a column edge (a form's row of one text line)", () => {
+    // Two rows "Name | …" ruled at x 600 over both (160 px), then a row 70 px high split at x 900 only, as in a
+    // LibreOffice form: the 70-px separator is under the length of a line (1/15 of the page's width, 110 px).
+    const img = page();
+    for (const y of [300, 380, 460, 530]) hline(img, y, 200, 1400);
+    vline(img, 200, 300, 530);
+    vline(img, 1400, 300, 530);
+    vline(img, 600, 300, 460);
+    vline(img, 900, 460, 530);
+    // Letters in that row: stems as tall as text gets in it (two thirds of the row), not separators.
+    for (const x of [300, 340, 1000, 1040]) vline(img, x, 472, 518, 3);
+    const [g] = findRuledGrids(img);
+    expect(g!.xs).toEqual([200, 601, 901, 1401]);
+    expect(g!.open.map((r) => r.slice(1, 3))).toEqual([
+      [false, true],
+      [false, true],
+      [true, false],
+    ]);
+    const t = gridTable(g!, [word("Name", 400, 340), word("Acme", 1000, 340), word("Address", 400, 420), word("Linz", 1000, 420), word("Assets", 400, 495), word("Turnover", 1100, 495)]);
+    expect(cellText(t)).toEqual([
+      ["Name", "Acme", ""],
+      ["Address", "Linz", ""],
+      ["Assets", "", "Turnover"],
+    ]);
+  });
+
   it("sees no table in a box around a paragraph, an underline, a pair of rules or a lone vertical rule", () => {
     const img = page();
     grid(img, [200, 1400], [300, 700]); // one cell

@@ -15,7 +15,11 @@
  *    grid (its outer edges where its lines end, for a table ruled only between
  *    its columns). A box drawn around a paragraph (one cell) or an underline
  *    is not; lines thicker than a rule (text merged row over row) are no lines.
- * 3. Cells: the bands between consecutive lines. A cell whose left line is
+ * 3. Separators too short to be lines by themselves: within a grid, a
+ *    vertical rule that runs from one of its horizontal lines to the next (a
+ *    form's row of one text line, 50–80 px high at 200 DPI, whose columns
+ *    are not the rows' above: {@link shortSeparators}) is a column edge too.
+ * 4. Cells: the bands between consecutive lines. A cell whose left line is
  *    missing in its row is joined to the cell before it (a heading spanning
  *    columns); its text stands in the first column it spans.
  * Words are placed in the cell that holds their centre.
@@ -52,6 +56,14 @@ const MIN_SIDE = 500;
 const SAME_EDGE_SHARE = 1 / 100;
 /** A line between two columns counts in a row when its pieces cover at least this share of the row's height (a scan breaks lines). */
 const MIN_SEPARATOR_COVER = 0.3;
+/**
+ * A column of pixels is a short separator when it is dark over at least this
+ * share of the band between two of the grid's horizontal lines, and the
+ * columns {@link PROBE} pixels beside it are dark over at most
+ * {@link MAX_NEIGHBOUR_INK} of it: a letter's stem is neither as tall as the
+ * row nor alone (the tallest letters of a row fill about two thirds of it).
+ */
+const SHORT_SEPARATOR_FILL = 0.9;
 
 interface Line {
   /** Across the line: its first and last row (horizontal) or column (vertical). */
@@ -107,6 +119,11 @@ export function findRuledGrids(img: GreyImage): RuledGrid[] {
     const xs = edges([...v.map((l) => (l.a0 + l.a1) / 2), Math.min(...h.map((l) => l.b0)), Math.max(...h.map((l) => l.b1))], sameEdge);
     // Two rows and two columns at least: a box around a paragraph, a header row alone or a pair of underlines is not a table.
     if (ys.length < 3 || xs.length < 3) continue;
+    const short = shortSeparators(columns, height, ys, xs[0]!, xs[xs.length - 1]!, maxThickness);
+    if (short.length) {
+      v.push(...short);
+      xs.splice(0, xs.length, ...edges([...xs, ...short.map((l) => (l.a0 + l.a1) / 2)], sameEdge));
+    }
     const open = ys.slice(0, -1).map((y0, r) => {
       const y1 = ys[r + 1]!;
       return xs.map((x, c) => {
@@ -118,6 +135,40 @@ export function findRuledGrids(img: GreyImage): RuledGrid[] {
     grids.push({ box: { x0: xs[0]!, y0: ys[0]!, x1: xs[xs.length - 1]!, y1: ys[ys.length - 1]! }, ys, xs, open });
   }
   return grids;
+}
+
+/**
+ * The vertical rules of a grid's rows too short to be found as lines (module
+ * comment, 3): in each band between consecutive edges `ys`, strictly between
+ * `x0` and `x1`, runs of adjacent pixel columns dark over
+ * {@link SHORT_SEPARATOR_FILL} of the band, at most `maxThickness` wide, with
+ * light columns beside them. `columns` is the page's dark mask column by
+ * column (`height` pixels each).
+ */
+function shortSeparators(columns: Uint8Array, height: number, ys: readonly number[], x0: number, x1: number, maxThickness: number): Line[] {
+  const found: Line[] = [];
+  for (let r = 0; r + 1 < ys.length; r++) {
+    const top = Math.round(ys[r]!);
+    const bottom = Math.round(ys[r + 1]!);
+    const span = bottom - top + 1;
+    const fill = (x: number) => {
+      let dark = 0;
+      for (let y = top, i = x * height + top; y <= bottom; y++, i++) dark += columns[i]!;
+      return dark / span;
+    };
+    let start = -1;
+    for (let x = x0 + PROBE + 1; x <= x1 - PROBE; x++) {
+      const tall = x < x1 - PROBE && fill(x) >= SHORT_SEPARATOR_FILL;
+      if (tall && start < 0) start = x;
+      if (tall || start < 0) continue;
+      const last = x - 1;
+      if (last - start + 1 <= maxThickness && fill(start - PROBE) <= MAX_NEIGHBOUR_INK && fill(last + PROBE) <= MAX_NEIGHBOUR_INK) {
+        found.push({ a0: start, a1: last, b0: top, b1: bottom });
+      }
+      start = -1;
+    }
+  }
+  return found;
 }
 
 /** Long thin runs along each of `lines` lines of `length` dark-or-not bytes in `mask` (see the module comment). */
