@@ -27,6 +27,16 @@ describe("letterHeight", () => {
     expect([full, half, quarter].map((h) => h <= TINY_LETTER_HEIGHT)).toEqual([false, false, true]);
   });
 
+  it("answers the same page after page, whatever was measured before it (the tracing's scratch is reused)", async () => {
+    const full = await decodeGrey(fixture("english.png"));
+    const quarter = await scaled("english.png", 414);
+    // A page that is one dark block: a component of every pixel, the stack at its largest.
+    const dark = { width: 600, height: 600, pixels: new Uint8Array(600 * 600) };
+    const first = [letterHeight(quarter), letterHeight(full)];
+    expect(letterHeight(dark)).toBeNull();
+    expect([letterHeight(quarter), letterHeight(full), letterHeight(quarter)]).toEqual([first[0], first[1], first[0]]);
+  });
+
   it("says nothing of a page with too few letter-shaped marks: blank, or one solid block", () => {
     const blank = { width: 200, height: 200, pixels: new Uint8Array(200 * 200).fill(255) };
     expect(letterHeight(blank)).toBeNull();
