@@ -107,9 +107,10 @@ async function run(req: Request, image: Buffer): Promise<{ info: Record<string, 
  * (leptonica) takes it, so that the resident program reads a page as the CLI
  * does (engines/tesseract-server.ts): a PNG's pHYs in pixels per metre, a
  * JPEG's JFIF density in inches or centimetres (not its EXIF's), a TIFF's
- * resolution with its unit; null when none is stated. sharp says 72 then (a PNG without pHYs, a
- * JFIF density that is an aspect ratio only), which tesseract would believe:
- * told nothing, it estimates the resolution from the text, as the CLI does.
+ * resolution with its unit; null when none is stated. sharp says 72 then (a
+ * PNG without pHYs, a JFIF density that is an aspect ratio only), which
+ * tesseract would believe: told nothing, it estimates the resolution from
+ * the text, as the CLI does.
  * With 72 or with no resolution where the CLI had 96, the corpus's
  * `scribe_table_07` read 1,430 edits instead of 1,066 (docs/benchmarks.md).
  */
@@ -129,6 +130,11 @@ function jfifStatedDpi(jpeg: Buffer): number | null {
   // After SOI (FF D8), segments: FF, marker, u16 length (itself included), data; the image data starts at SOS (FF DA).
   for (let at = 2; at + 4 <= jpeg.length && jpeg[at] === 0xff; ) {
     const marker = jpeg[at + 1]!;
+    // Fill bytes: a marker may be preceded by any number of FF.
+    if (marker === 0xff) {
+      at++;
+      continue;
+    }
     if (marker === 0xda || marker === 0xd9) return null;
     const length = jpeg.readUInt16BE(at + 2);
     // APP0 "JFIF\0": version (2 bytes), units, X density (u16), Y density.

@@ -104,6 +104,9 @@ describe("the image decoder's child process", () => {
     expect((await decodePixels(withJfif(plain, 1, 300), { rgbOnWhite: true })).density).toBe(300);
     expect((await decodePixels(withJfif(plain, 2, 118))).density).toBe(300);
     expect((await decodePixels(withJfif(plain, 0, 1))).density).toBeNull();
+    // Fill bytes before the JFIF marker (JPEG allows any number of FF before a marker).
+    const jfif = withJfif(plain, 1, 150);
+    expect((await decodePixels(Buffer.concat([jfif.subarray(0, 2), Buffer.from([0xff, 0xff]), jfif.subarray(2)]))).density).toBe(150);
     const exifOnly = await sharp(plain).withMetadata({ density: 300 }).jpeg().toBuffer();
     expect((await sharp(exifOnly).metadata()).density).toBe(300);
     expect((await decodePixels(exifOnly)).density).toBeNull();
