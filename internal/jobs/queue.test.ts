@@ -93,6 +93,18 @@ describe.each([
     expect(await queuedPages(db)).toBe(41);
   });
 
+  it("gives an express slot only ranges of accounts nothing of which is being read", async () => {
+    await drain();
+    const long = await queuedJob(40, 2, new Date(Date.now() - 60_000));
+    expect(await claimRange(db, "w1", 30_000, { unservedOnly: true }), "nobody holds a lease: the long job's first range").toMatchObject({ jobId: long.jobId, firstPage: 1 });
+    expect(await claimRange(db, "w2", 30_000, { unservedOnly: true }), "the long job's account is being read").toBeUndefined();
+    const short = await queuedJob(1, 2);
+    expect(await claimRange(db, "w2", 30_000, { unservedOnly: true })).toMatchObject({ jobId: short.jobId, firstPage: 1 });
+    expect(await claimRange(db, "w3", 30_000, { unservedOnly: true })).toBeUndefined();
+    // An ordinary slot still takes the long job's next range.
+    expect(await claimRange(db, "w3", 30_000)).toMatchObject({ jobId: long.jobId, firstPage: 2 });
+  });
+
   it("alternates between two accounts' long jobs instead of draining the older first", async () => {
     await drain();
     const a = await queuedJob(20, 2, new Date(Date.now() - 60_000));

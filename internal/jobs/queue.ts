@@ -54,9 +54,12 @@ const claimable = sql<boolean>`(r.status = 'pending' or (r.status = 'leased' and
  * the fewest live leases goes first (ties: the account whose oldest open
  * job is oldest), and within it the oldest job's lowest range. So a
  * one-page job of one account is claimed as soon as a worker is free, even
- * while another account's 2,000-page job has ranges waiting.
+ * while another account's 2,000-page job has ranges waiting. With
+ * `unservedOnly` (a worker's express slot), only accounts holding no live
+ * lease are considered.
  */
-export async function claimRange(db: Kysely<Database>, worker: string, leaseMs: number): Promise<LeasedRange | undefined> {
+export async function claimRange(db: Kysely<Database>, worker: string, leaseMs: number, opts: { unservedOnly?: boolean } = {}): Promise<LeasedRange | undefined> {
+  const live = sql<number>`count(*) filter (where r.status = 'leased' and r.lease_expires_at >= now())`;
   // Accounts with claimable work, fairest first. Read without locks: two workers may pick the same
   // account, and then take two of its ranges (SKIP LOCKED below) or move on to the next account.
   const accounts = await db
@@ -66,7 +69,8 @@ export async function claimRange(db: Kysely<Database>, worker: string, leaseMs: 
     .where("r.status", "<>", "done")
     .groupBy("r.account_id")
     .having(sql<boolean>`bool_or(${claimable})`)
-    .orderBy(sql`count(*) filter (where r.status = 'leased' and r.lease_expires_at >= now())`)
+    .$if(opts.unservedOnly === true, (q) => q.having(sql<boolean>`${live} = 0`))
+    .orderBy(live)
     .orderBy(sql`min(j.created_at)`)
     .limit(8)
     .execute();

@@ -66,6 +66,7 @@ export async function startWorker({ config, log, database, sharedProcess = false
     ...(conversion ? { conversion } : {}),
     log,
     concurrency: config.FOLIO_WORKER_CONCURRENCY,
+    expressSlots: config.FOLIO_WORKER_EXPRESS_SLOTS,
     leaseMs: config.FOLIO_JOB_LEASE_SECONDS * 1000,
     pollMs: config.FOLIO_WORKER_POLL_SECONDS * 1000,
     pdfTimeoutMs: config.FOLIO_PDF_TIMEOUT_SECONDS * 1000,

@@ -41,6 +41,13 @@ export interface JobWorkerOptions {
   /** Ranges read at once by this process. */
   concurrency: number;
   /**
+   * Slots besides `concurrency` that claim only ranges of accounts none of
+   * whose ranges is being read (default 0): with every other slot reading
+   * one account's long job, another account's one-page job starts at once
+   * instead of after a range of it (docs/jobs.md "Fair").
+   */
+  expressSlots?: number;
+  /**
    * How long a claimed range stays this worker's without a renewal. Renewed
    * every third of it, at least every {@link RENEW_AT_LEAST_EVERY_MS}: a
    * renewal that fails (the job was cancelled, or the lease lost) stops the
@@ -104,7 +111,8 @@ export class JobWorker {
   start(): void {
     if (this.running) return;
     this.running = true;
-    for (let i = 0; i < this.o.concurrency; i++) this.slots.push(this.slot());
+    for (let i = 0; i < this.o.concurrency; i++) this.slots.push(this.slot(false));
+    for (let i = 0; i < (this.o.expressSlots ?? 0); i++) this.slots.push(this.slot(true));
   }
 
   /**
@@ -126,11 +134,12 @@ export class JobWorker {
     await this.documents.close();
   }
 
-  private async slot(): Promise<void> {
+  /** Claims and reads ranges until stopped; an `express` slot only ranges of accounts nothing of which is being read. */
+  private async slot(express: boolean): Promise<void> {
     while (this.running) {
       let range: LeasedRange | undefined;
       try {
-        range = await claimRange(this.o.db, this.id, this.o.leaseMs);
+        range = await claimRange(this.o.db, this.id, this.o.leaseMs, { unservedOnly: express });
         if (range) await this.process(range);
       } catch (err) {
         if (range) this.o.metrics?.ranges.inc({ outcome: "abandoned" });

@@ -29,7 +29,7 @@
  * tesseract.
  */
 import type { Engine, ExtractOptions, PageInput, PageResult } from "../types.ts";
-import { findRuledGrids } from "../layout/grid.ts";
+import { findPageRules } from "../layout/grid.ts";
 import { decodeGrey, encodePgm } from "../layout/image.ts";
 import type { AnalyzedPage } from "../layout/page.ts";
 import { removeRules } from "../layout/rules.ts";
@@ -96,11 +96,11 @@ export class AutoEngine implements Engine {
       return read;
     }
     signal.throwIfAborted();
-    // The ruled tables are found before their lines are taken out; the reading without them places its words in the same cells.
-    const grids = wantsGrids(options) ? findRuledGrids(grey) : undefined;
+    // The ruled tables and blanks are found before their lines are taken out; the reading without them places its words in the same cells.
+    const rules = wantsGrids(options) ? findPageRules(grey) : undefined;
     const painted = removeRules(grey);
     if (painted < MIN_RULE_SHARE * grey.width * grey.height) return read;
-    const clean = await this.tesseract.read({ ...page, image: encodePgm(grey), mimeType: "image/x-portable-graymap" }, language, options, signal, grids);
+    const clean = await this.tesseract.read({ ...page, image: encodePgm(grey), mimeType: "image/x-portable-graymap" }, language, options, signal, rules);
     return isBetter(clean, read) ? clean : read;
   }
 }

@@ -52,7 +52,7 @@ import { FolioError } from "../../platform/errors/index.ts";
 import type { Engine, ExtractOptions, PageInput, PageResult, Table } from "../types.ts";
 import { hasPngSignature, parsePgm } from "../../formats/index.ts";
 import { decodePixels, decodeToPng, fromPixels, ImageDecodeError } from "../../platform/decoder/index.ts";
-import { findRuledGrids, scaleGrids, type RuledGrid } from "../layout/grid.ts";
+import { findPageRules, scaleRules, type PageRules } from "../layout/grid.ts";
 import { decodeGrey, encodePgm } from "../layout/image.ts";
 import { letterHeight } from "../layout/letters.ts";
 import { renderMarkdown, structurePage, type SourceBlock } from "../layout/markdown.ts";
@@ -357,22 +357,22 @@ export async function formatted(page: PageInput, text: string, sources: readonly
   return options.outputFormat === "markdown" ? { text: renderMarkdown(blocks) } : { text, blocks };
 }
 
-/** Ruled tables are looked for only when tables or structure are asked for: a text reading does not need them, and the search costs a pass over the pixels. */
+/** Ruled tables (and blanks) are looked for only when tables or structure are asked for: a text reading does not need them, and the search costs a pass over the pixels. */
 export function wantsGrids(options: Pick<ExtractOptions, "extractTables" | "outputFormat">): boolean {
   return options.extractTables || options.outputFormat !== "text";
 }
 
-/** Grids by page image, while the image lives: a page read in two or three languages is one page. */
-const gridsOf = new WeakMap<Buffer, Promise<RuledGrid[]>>();
+/** Rules by page image, while the image lives: a page read in two or three languages is one page. */
+const rulesOf = new WeakMap<Buffer, Promise<PageRules>>();
 
-/** The ruled tables of a page's image; none when it cannot be decoded here (BMP: tesseract still reads it). */
-function ruledGrids(page: PageInput): Promise<RuledGrid[]> {
-  let grids = gridsOf.get(page.image);
-  if (!grids) {
-    grids = decodeGrey(page.image).then(findRuledGrids, () => []);
-    gridsOf.set(page.image, grids);
+/** The ruled tables and blanks of a page's image; none when it cannot be decoded here (BMP: tesseract still reads it). */
+function pageRules(page: PageInput): Promise<PageRules> {
+  let rules = rulesOf.get(page.image);
+  if (!rules) {
+    rules = decodeGrey(page.image).then(findPageRules, () => ({ grids: [], blanks: [] }));
+    rulesOf.set(page.image, rules);
   }
-  return grids;
+  return rules;
 }
 
 /**
@@ -491,18 +491,19 @@ export class TesseractEngine implements Engine {
    * One tesseract pass over a page in the given traineddata (and one more,
    * enlarged, when its text is small: see the module comment). When tables or
    * structure are asked for, the page's ruled tables (`layout/grid.ts`) are
-   * read by their cells: found on the page, or `grids` when the caller found
-   * them on the page before changing it (auto's reading without rules).
+   * read by their cells (and its blanks join the words beside them): found
+   * on the page, or `rules` when the caller found them on the page before
+   * changing it (auto's reading without rules).
    */
-  async read(page: PageInput, lang: string, options: ExtractOptions, signal: AbortSignal, grids?: readonly RuledGrid[]): Promise<AnalyzedPage> {
+  async read(page: PageInput, lang: string, options: ExtractOptions, signal: AbortSignal, rules?: PageRules): Promise<AnalyzedPage> {
     checkImage(page);
-    const ruled = grids ?? (wantsGrids(options) ? await ruledGrids(page) : undefined);
+    const ruled = rules ?? (wantsGrids(options) ? await pageRules(page) : undefined);
     signal.throwIfAborted();
-    const pass = async (p: PageInput, g: readonly RuledGrid[] | undefined) => {
+    const pass = async (p: PageInput, g: PageRules | undefined) => {
       const r = analyzePage(await this.#read(p, "tsv", lang, this.#psm, signal), {
         words: options.includeLayout === "words",
         order: this.#order,
-        ...(g ? { grids: g } : {}),
+        ...(g ? { rules: g } : {}),
       });
       signal.throwIfAborted();
       return r;
@@ -514,7 +515,7 @@ export class TesseractEngine implements Engine {
     const big = await enlarged(page, ENLARGEMENT);
     signal.throwIfAborted();
     if (!big) return first ?? pass(page, ruled);
-    return shrunk(await pass(big, ruled && scaleGrids(ruled, ENLARGEMENT)), ENLARGEMENT, first?.layout ?? tiny!);
+    return shrunk(await pass(big, ruled && scaleRules(ruled, ENLARGEMENT)), ENLARGEMENT, first?.layout ?? tiny!);
   }
 
   /** See "The language" in the module comment. */

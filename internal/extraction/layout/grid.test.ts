@@ -5,7 +5,7 @@
  * engines/tesseract.test.ts.
  */
 import { describe, expect, it } from "vitest";
-import { findRuledGrids, gridTable, scaleGrids } from "./grid.ts";
+import { findPageRules, gridTable, scaleRules } from "./grid.ts";
 import { analyzePage } from "./page.ts";
 import type { GreyImage } from "./rules.ts";
 import type { OcrWord } from "./words.ts";
@@ -43,7 +43,7 @@ describe("ruled tables: the grid of lines", () => {
   it("finds a 3 × 3 grid's rows and columns", () => {
     const img = page();
     grid(img, [200, 600, 1000, 1400], [300, 380, 460, 540]);
-    const grids = findRuledGrids(img);
+    const grids = findPageRules(img).grids;
     expect(grids).toHaveLength(1);
     expect(grids[0]!.ys.length - 1).toBe(3);
     expect(grids[0]!.xs.length - 1).toBe(3);
@@ -55,7 +55,7 @@ describe("ruled tables: the grid of lines", () => {
   it("finds a dotted grid as a solid one", () => {
     const img = page();
     grid(img, [200, 700, 1200], [300, 400, 500], 3);
-    const grids = findRuledGrids(img);
+    const grids = findPageRules(img).grids;
     expect(grids.map((g) => [g.ys.length - 1, g.xs.length - 1])).toEqual([[2, 2]]);
   });
 
@@ -66,7 +66,7 @@ describe("ruled tables: the grid of lines", () => {
     vline(img, 200, 300, 540);
     vline(img, 1200, 300, 540);
     vline(img, 700, 380, 540); // not in the first row
-    const [g] = findRuledGrids(img);
+    const [g] = findPageRules(img).grids;
     expect(g!.open.map((r) => r[1])).toEqual([true, false, false]);
     const t = gridTable(g!, [word("Quarterly", 700, 340), word("Region", 450, 420), word("Sales", 950, 420), word("North", 450, 500), word("12", 950, 500)]);
     expect(cellText(t)).toEqual([
@@ -88,7 +88,7 @@ describe("ruled tables: the grid of lines", () => {
     vline(img, 900, 460, 530);
     // Letters in that row: stems as tall as text gets in it (two thirds of the row), not separators.
     for (const x of [300, 340, 1000, 1040]) vline(img, x, 472, 518, 3);
-    const [g] = findRuledGrids(img);
+    const [g] = findPageRules(img).grids;
     expect(g!.xs).toEqual([200, 601, 901, 1401]);
     expect(g!.open.map((r) => r.slice(1, 3))).toEqual([
       [false, true],
@@ -103,6 +103,34 @@ describe("ruled tables: the grid of lines", () => {
     ]);
   });
 
+  it("finds a table of one-line rows, all of whose vertical lines are too short to be lines by themselves", () => {
+    // Two rows of 39 px (a Word table at 200 DPI): its verticals, 78 px, are under a line's 110 px.
+    const img = page();
+    grid(img, [184, 627, 1071, 1516], [1574, 1613, 1652]);
+    // Letters in the rows: stems two thirds of a row high, not separators.
+    for (const x of [250, 300, 700, 1200]) vline(img, x, 1582, 1606, 3);
+    const rules = findPageRules(img);
+    expect(rules.grids.map((g) => ({ xs: g.xs, ys: g.ys, open: g.open.flat().some(Boolean) }))).toEqual([{ xs: [184, 628, 1072, 1517], ys: [1575, 1614, 1653], open: false }]);
+    expect(rules.blanks).toEqual([]);
+    const t = gridTable(rules.grids[0]!, [word("Row", 300, 1594), word("Col", 800, 1594), word("Row", 300, 1633), word("Col", 1200, 1633)]);
+    expect(cellText(t)).toEqual([
+      ["Row", "Col", ""],
+      ["Row", "", "Col"],
+    ]);
+  });
+
+  it("sees no table of short lines in a text box, nor in a form's stacked lines to fill in", () => {
+    const img = page();
+    // A text box: two horizontal lines, its sides 58 px, nothing between them.
+    grid(img, [875, 1393], [476, 534]);
+    // Lines to fill in, one under the other at one extent, a label's letters between them.
+    for (const y of [800, 860, 920]) hline(img, y, 600, 1200);
+    for (const y of [815, 875]) for (const x of [620, 660, 700]) vline(img, x, y, y + 30, 3);
+    const rules = findPageRules(img);
+    expect(rules.grids).toEqual([]);
+    expect(rules.blanks).toHaveLength(5);
+  });
+
   it("sees no table in a box around a paragraph, an underline, a pair of rules or a lone vertical rule", () => {
     const img = page();
     grid(img, [200, 1400], [300, 700]); // one cell
@@ -110,13 +138,13 @@ describe("ruled tables: the grid of lines", () => {
     hline(img, 1000, 200, 1400);
     hline(img, 1100, 200, 1400); // two rules, no verticals
     vline(img, 300, 1250, 1400); // a rule down the margin, meeting nothing
-    expect(findRuledGrids(img)).toEqual([]);
+    expect(findPageRules(img).grids).toEqual([]);
   });
 
   it("looks at no image too small to hold a ruled table", () => {
     const img = page(400, 300);
     grid(img, [20, 150, 300], [20, 100, 180]);
-    expect(findRuledGrids(img)).toEqual([]);
+    expect(findPageRules(img).grids).toEqual([]);
   });
 
   it("ends a table ruled only between its columns where its lines end, and splits its unruled rows by their lines of text", () => {
@@ -125,7 +153,7 @@ describe("ruled tables: the grid of lines", () => {
     hline(img, 380, 200, 1400);
     hline(img, 700, 200, 1400);
     vline(img, 800, 300, 700); // the only vertical: between the two columns
-    const [g] = findRuledGrids(img);
+    const [g] = findPageRules(img).grids;
     expect(g!.xs).toEqual([200, 801, 1400]);
     const words = [word("Part", 500, 340), word("Table", 1100, 340)];
     for (const [i, y] of [440, 500, 560, 620].entries()) words.push(word(String(i + 1), 500, y), word(`13${"AB"[i % 2]}`, 1100, y));
@@ -141,7 +169,7 @@ describe("ruled tables: the grid of lines", () => {
   it("keeps a cell's wrapped lines in one row when the next column has one line", () => {
     const img = page();
     grid(img, [200, 800, 1400], [300, 500, 580]);
-    const [g] = findRuledGrids(img);
+    const [g] = findPageRules(img).grids;
     const t = gridTable(g!, [word("Subject:", 500, 330), word("Appointment", 500, 370), word("Replacement", 500, 410), word("Lifting", 500, 450), word("Lifting", 1100, 330), word("Taal", 500, 540), word("N", 1100, 540)]);
     expect(cellText(t)).toEqual([
       ["Subject: Appointment Replacement Lifting", "Lifting"],
@@ -152,9 +180,9 @@ describe("ruled tables: the grid of lines", () => {
   it("is no table when fewer than two cells hold words, and scales with an enlarged page", () => {
     const img = page();
     grid(img, [200, 800, 1400], [300, 400, 500]);
-    const [g] = findRuledGrids(img);
+    const [g] = findPageRules(img).grids;
     expect(gridTable(g!, [word("alone", 500, 350)])).toBeNull();
-    expect(scaleGrids([g!], 2)[0]!.xs).toEqual(g!.xs.map((x) => x * 2));
+    expect(scaleRules({ grids: [g!], blanks: [] }, 2).grids[0]!.xs).toEqual(g!.xs.map((x) => x * 2));
   });
 });
 
@@ -166,7 +194,7 @@ describe("ruled tables in the page's reading", () => {
   it("reads a grid's words as its cells, in the table's place, the rest as paragraphs", () => {
     const img = page();
     grid(img, [200, 800, 1400], [500, 580, 660]);
-    const grids = findRuledGrids(img);
+    const rules = findPageRules(img);
     // Tesseract read the table a column at a time, between two paragraphs.
     const read = analyzePage(
       tsv([
@@ -177,7 +205,7 @@ describe("ruled tables in the page's reading", () => {
         { text: "17", x: 900, y: 603, block: 3, line: 2 },
         { text: "After", x: 200, y: 900, block: 4, line: 1 },
       ]),
-      { grids },
+      { rules },
     );
     expect(read.tables).toEqual([
       [
@@ -187,5 +215,67 @@ describe("ruled tables in the page's reading", () => {
     ]);
     expect(read.text).toBe("Before\n\nName\tScore\nAlice\t17\n\nAfter");
     expect(read.layout.blocks.map((b) => b.type)).toEqual(["text", "table", "text"]);
+  });
+});
+
+describe("blanks: lines to fill in", () => {
+  const HEADER = "level\tpage_num\tblock_num\tpar_num\tline_num\tword_num\tleft\ttop\twidth\theight\tconf\ttext";
+  /** Tesseract's TSV of lines of words, each word at its x, one tesseract line per row of `lines`. */
+  const tsv = (lines: { y: number; words: [string, number][] }[]) => {
+    const rows = [HEADER, "1\t1\t0\t0\t0\t0\t0\t0\t1654\t2339\t-1\t"];
+    let n = 0;
+    lines.forEach((l, i) => l.words.forEach(([text, x]) => rows.push(`5\t1\t1\t1\t${i + 1}\t${++n}\t${x}\t${l.y}\t${text.length * 14}\t34\t95\t${text}`)));
+    return rows.join("\n") + "\n";
+  };
+  /** A sentence's words from x, a character's width apart. */
+  const words = (text: string, x: number): [string, number][] => {
+    let at = x;
+    return text.split(" ").map((w) => {
+      const placed: [string, number] = [w, at];
+      at += (w.length + 1) * 14;
+      return placed;
+    });
+  };
+
+  it("reads a form's sentences with lines to fill in as sentences, where the words alone look like a table", () => {
+    const img = page();
+    // "… Konto Nr. ________ bei der" over "(Name der Bank) ________ (BLZ) ______ erfolgen." over
+    // "Ort und Datum ________ Unterschrift": the blanks' gaps line up.
+    const lines = [
+      { y: 500, words: [...words("Die Zuschussüberweisung soll auf das Konto Nr.", 200), ...words("bei der", 1180)] },
+      { y: 544, words: [...words("(Name der Bank)", 200), ...words("(BLZ)", 730), ...words("erfolgen.", 1030)] },
+      { y: 588, words: [...words("Ort und Datum", 200), ...words("Unterschrift", 1030)] },
+    ];
+    hline(img, 530, 880, 1150);
+    hline(img, 574, 440, 700);
+    hline(img, 574, 830, 1000);
+    hline(img, 618, 420, 1000);
+    const rules = findPageRules(img);
+    expect(rules.grids).toEqual([]);
+    expect(rules.blanks).toHaveLength(4);
+    // Without the blanks, the gaps they fill are a table's column gap.
+    expect(analyzePage(tsv(lines)).tables).toHaveLength(1);
+    const read = analyzePage(tsv(lines), { rules });
+    expect(read.tables).toEqual([]);
+    expect(read.text).toBe("Die Zuschussüberweisung soll auf das Konto Nr. bei der\n(Name der Bank) (BLZ) erfolgen.\nOrt und Datum Unterschrift");
+  });
+
+  it("keeps a table whose header row is underlined: the rule runs under the words, not only between them", () => {
+    const img = page();
+    const lines = [
+      { y: 500, words: [["Item", 200], ["Quantity", 700], ["Price", 1100]] as [string, number][] },
+      { y: 560, words: [["Toner", 200], ["3", 700], ["12.00", 1100]] as [string, number][] },
+      { y: 604, words: [["Paper", 200], ["10", 700], ["4.50", 1100]] as [string, number][] },
+    ];
+    hline(img, 540, 200, 1200);
+    const rules = findPageRules(img);
+    expect(rules.blanks).toHaveLength(1);
+    expect(analyzePage(tsv(lines), { rules }).tables).toEqual([
+      [
+        ["Item", "Quantity", "Price"],
+        ["Toner", "3", "12.00"],
+        ["Paper", "10", "4.50"],
+      ],
+    ]);
   });
 });

@@ -23,6 +23,10 @@
  *    missing in its row is joined to the cell before it (a heading spanning
  *    columns); its text stands in the first column it spans.
  * Words are placed in the cell that holds their centre.
+ * 5. Blanks: horizontal lines in no grid (a form's lines to fill in, an
+ *    underline) are handed to the reading order, where a gap between two
+ *    words of a line that such a line fills is part of the sentence, not a
+ *    column gap ("Konto Nr. ________ bei der").
  */
 import type { LayoutNode, TextLine } from "./reading-order.ts";
 import { forEachRun, otsuThreshold, type GreyImage } from "./rules.ts";
@@ -36,6 +40,12 @@ export interface RuledGrid {
   xs: number[];
   /** `open[r][c]`: in row r, the line between column c − 1 and c is missing (c from 1): the two are one cell. */
   open: boolean[][];
+}
+
+/** What ruling lines say about a page: its ruled tables, and its horizontal lines in none of them (module comment, 5). */
+export interface PageRules {
+  grids: RuledGrid[];
+  blanks: Box[];
 }
 
 /** Breaks in a line up to this many pixels (a scan's dropouts; dotted borders are `rules.ts`'s). */
@@ -74,10 +84,10 @@ interface Line {
   b1: number;
 }
 
-/** The ruled grids of a page (see the module comment), in pixels of `img`. */
-export function findRuledGrids(img: GreyImage): RuledGrid[] {
+/** The ruled grids and blanks of a page (see the module comment), in pixels of `img`. */
+export function findPageRules(img: GreyImage): PageRules {
   const { width, height, pixels } = img;
-  if (Math.min(width, height) < MIN_SIDE) return [];
+  if (Math.min(width, height) < MIN_SIDE) return { grids: [], blanks: [] };
   const t = otsuThreshold(pixels);
   const minLength = Math.max(30, Math.round(Math.min(width, height) * MIN_LENGTH_SHARE));
   const sameEdge = Math.max(6, Math.round(Math.min(width, height) * SAME_EDGE_SHARE));
@@ -91,7 +101,7 @@ export function findRuledGrids(img: GreyImage): RuledGrid[] {
   const thin = (l: Line) => l.a1 - l.a0 + 1 <= Math.max(maxThickness, MAX_TILT * (l.b1 - l.b0 + 1));
   const horizontal = merge(runs(rows, height, width, minLength)).filter(thin);
   const vertical = merge(runs(columns, width, height, minLength)).filter(thin);
-  if (!horizontal.length || !vertical.length) return [];
+  if (!horizontal.length) return { grids: [], blanks: [] };
 
   // Union of lines that meet: horizontal i is i, vertical j is horizontal.length + j.
   const parent = Array.from({ length: horizontal.length + vertical.length }, (_, i) => i);
@@ -112,29 +122,99 @@ export function findRuledGrids(img: GreyImage): RuledGrid[] {
   }
 
   const grids: RuledGrid[] = [];
+  const loose: Line[] = [];
+  const page = { columns, height, sameEdge, maxThickness };
   for (const { h, v } of groups.values()) {
-    if (!h.length || !v.length) continue;
-    // A table ruled between its columns but not at its sides (nor between rows) ends where its other lines end.
-    const ys = edges([...h.map((l) => (l.a0 + l.a1) / 2), Math.min(...v.map((l) => l.b0)), Math.max(...v.map((l) => l.b1))], sameEdge);
-    const xs = edges([...v.map((l) => (l.a0 + l.a1) / 2), Math.min(...h.map((l) => l.b0)), Math.max(...h.map((l) => l.b1))], sameEdge);
-    // Two rows and two columns at least: a box around a paragraph, a header row alone or a pair of underlines is not a table.
-    if (ys.length < 3 || xs.length < 3) continue;
-    const short = shortSeparators(columns, height, ys, xs[0]!, xs[xs.length - 1]!, maxThickness);
-    if (short.length) {
-      v.push(...short);
-      xs.splice(0, xs.length, ...edges([...xs, ...short.map((l) => (l.a0 + l.a1) / 2)], sameEdge));
-    }
-    const open = ys.slice(0, -1).map((y0, r) => {
-      const y1 = ys[r + 1]!;
-      return xs.map((x, c) => {
-        if (c === 0) return false;
-        const cover = v.filter((l) => Math.abs((l.a0 + l.a1) / 2 - x) <= sameEdge).reduce((sum, l) => sum + Math.max(0, Math.min(l.b1, y1) - Math.max(l.b0, y0)), 0);
-        return cover < MIN_SEPARATOR_COVER * (y1 - y0);
-      });
-    });
-    grids.push({ box: { x0: xs[0]!, y0: ys[0]!, x1: xs[xs.length - 1]!, y1: ys[ys.length - 1]! }, ys, xs, open });
+    const grid = v.length ? gridOf(h, v, page) : null;
+    if (grid) grids.push(grid);
+    else loose.push(...h);
   }
-  return grids;
+  const short = shortGrids(loose, page);
+  return { grids: [...grids, ...short.grids], blanks: short.rest.map((l) => ({ x0: l.b0, y0: l.a0, x1: l.b1, y1: l.a1 })) };
+}
+
+interface PageMask {
+  /** The page's dark mask column by column (`height` pixels each). */
+  columns: Uint8Array;
+  height: number;
+  sameEdge: number;
+  maxThickness: number;
+}
+
+const middle = (l: Line) => (l.a0 + l.a1) / 2;
+
+/** The grid a group of lines that meet makes (module comment, 2–4), or null when it is not one. */
+function gridOf(h: Line[], v: Line[], page: PageMask): RuledGrid | null {
+  const { columns, height, sameEdge, maxThickness } = page;
+  if (!h.length) return null;
+  // A table ruled between its columns but not at its sides (nor between rows) ends where its other lines end.
+  const ys = edges([...h.map((l) => (l.a0 + l.a1) / 2), Math.min(...v.map((l) => l.b0)), Math.max(...v.map((l) => l.b1))], sameEdge);
+  const xs = edges([...v.map((l) => (l.a0 + l.a1) / 2), Math.min(...h.map((l) => l.b0)), Math.max(...h.map((l) => l.b1))], sameEdge);
+  // Two rows and two columns at least: a box around a paragraph, a header row alone or a pair of underlines is not a table.
+  if (ys.length < 3 || xs.length < 3) return null;
+  const short = shortSeparators(columns, height, ys, xs[0]!, xs[xs.length - 1]!, maxThickness);
+  const all = [...v, ...short];
+  if (short.length) xs.splice(0, xs.length, ...edges([...xs, ...short.map((l) => (l.a0 + l.a1) / 2)], sameEdge));
+  return grid(ys, xs, all, sameEdge);
+}
+
+/** A grid of rows `ys` and columns `xs`, a cell open to the one before it where `verticals` do not separate them. */
+function grid(ys: number[], xs: number[], verticals: readonly Line[], sameEdge: number): RuledGrid {
+  const open = ys.slice(0, -1).map((y0, r) => {
+    const y1 = ys[r + 1]!;
+    return xs.map((x, c) => {
+      // The outer edges are no line between two cells.
+      if (c === 0 || c === xs.length - 1) return false;
+      const cover = verticals.filter((l) => Math.abs(middle(l) - x) <= sameEdge).reduce((sum, l) => sum + Math.max(0, Math.min(l.b1, y1) - Math.max(l.b0, y0)), 0);
+      return cover < MIN_SEPARATOR_COVER * (y1 - y0);
+    });
+  });
+  return { box: { x0: xs[0]!, y0: ys[0]!, x1: xs[xs.length - 1]!, y1: ys[ys.length - 1]! }, ys, xs, open };
+}
+
+/**
+ * Tables whose vertical lines are all too short to be found (module comment,
+ * 3: a table of one-line rows, its rows 40–80 pixels high at 200 DPI): among
+ * horizontal lines in no grid, lines of one extent (both ends within
+ * `sameEdge`) stacked one under the other are rows where each band between
+ * them has short separators; two such bands in a row or more, with a
+ * separator strictly inside, are a grid. A box around a paragraph (no
+ * separator inside) and a form's stacked lines to fill in (text between
+ * them, no rule the band's height) are not. The lines of no such grid are
+ * the page's blanks.
+ */
+function shortGrids(lines: readonly Line[], page: PageMask): { grids: RuledGrid[]; rest: Line[] } {
+  const { columns, height, sameEdge, maxThickness } = page;
+  const used = new Set<Line>();
+  const grids: RuledGrid[] = [];
+  const stacks: Line[][] = [];
+  for (const l of [...lines].sort((a, b) => a.a0 - b.a0)) {
+    const stack = stacks.find((c) => Math.abs(c[0]!.b0 - l.b0) <= sameEdge && Math.abs(c[0]!.b1 - l.b1) <= sameEdge);
+    if (stack) stack.push(l);
+    else stacks.push([l]);
+  }
+  for (const stack of stacks) {
+    // Two rows need three lines.
+    if (stack.length < 3) continue;
+    const ys = edges(stack.map(middle), sameEdge);
+    const x0 = Math.min(...stack.map((l) => l.b0));
+    const x1 = Math.max(...stack.map((l) => l.b1));
+    const separators = ys.slice(0, -1).map((y, r) => shortSeparators(columns, height, [y, ys[r + 1]!], x0, x1, maxThickness));
+    // Runs of consecutive bands that each have a separator.
+    let start = 0;
+    for (let r = 0; r <= separators.length; r++) {
+      if (r < separators.length && separators[r]!.length) continue;
+      const v = separators.slice(start, r).flat();
+      const xs = edges([x0, x1, ...v.map(middle)], sameEdge);
+      if (r - start >= 2 && xs.length >= 3) {
+        const rows = ys.slice(start, r + 1);
+        grids.push(grid(rows, xs, v, sameEdge));
+        for (const l of stack) if (middle(l) >= rows[0]! - sameEdge && middle(l) <= rows[rows.length - 1]! + sameEdge) used.add(l);
+      }
+      start = r + 1;
+    }
+  }
+  return { grids, rest: lines.filter((l) => !used.has(l)) };
 }
 
 /**
@@ -314,8 +394,12 @@ function leaf(words: OcrWord[]): LayoutNode {
   return { kind: "leaf", box: boundsOf(words), lines };
 }
 
-/** Grids found on an image, in pixels of that image scaled by `factor` (a page read enlarged). */
-export function scaleGrids(grids: readonly RuledGrid[], factor: number): RuledGrid[] {
+/** Rules found on an image, in pixels of that image scaled by `factor` (a page read enlarged). */
+export function scaleRules(rules: PageRules, factor: number): PageRules {
   const s = (v: number) => Math.round(v * factor);
-  return grids.map((g) => ({ box: { x0: s(g.box.x0), y0: s(g.box.y0), x1: s(g.box.x1), y1: s(g.box.y1) }, ys: g.ys.map(s), xs: g.xs.map(s), open: g.open }));
+  const box = (b: Box): Box => ({ x0: s(b.x0), y0: s(b.y0), x1: s(b.x1), y1: s(b.y1) });
+  return {
+    grids: rules.grids.map((g) => ({ box: box(g.box), ys: g.ys.map(s), xs: g.xs.map(s), open: g.open })),
+    blanks: rules.blanks.map(box),
+  };
 }

@@ -94,6 +94,22 @@ describe("reading order", () => {
     expect(r.layout.blocks.map((b) => b.type)).toEqual(["table"]);
   });
 
+  it("reads two lines that share column gaps row by row but reports a table only from three rows on", () => {
+    // A form's two lines set with tabs: "gefördert  ☐ Ja  ☐ Nein  oder" over "beeinträchtigt  ☐ Ja  ☐ Nein  Begründung:".
+    const rows = [
+      ["gefördert", "Ja", "Nein", "oder"],
+      ["beeinträchtigt", "Ja", "Nein", "Begründung:"],
+    ];
+    const xs = [200, 500, 700, 900];
+    const place = (rs: string[][]) => xs.flatMap((x, c) => rs.map((r, i) => ({ text: r[c]!, x, y: 300 + i * LEADING, block: c + 1, line: i + 1 })));
+    const two = analyzePage(tsv(place(rows)));
+    expect(two.text).toBe(rows.map((row) => row.join("\t")).join("\n"));
+    expect(two.tables).toEqual([]);
+    expect(two.layout.blocks.map((b) => b.type)).toEqual(["text"]);
+    const three = [...rows, ["erhalten", "Ja", "Nein", "Betrag:"]];
+    expect(analyzePage(tsv(place(three))).tables).toEqual([three]);
+  });
+
   it("keeps tesseract's order where narrow columns of prose line up like a table and the page's text reads on that way", () => {
     // Three columns of ten short lines, lines at the same heights: the geometry alone takes them for a table.
     const columns = [0, 1, 2].map((c) => PROSE.slice(c * 10, c * 10 + 10));

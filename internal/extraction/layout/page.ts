@@ -15,7 +15,7 @@
  */
 import type { LayoutBlock, LayoutBlockType as BlockType, PageLayout } from "../../contracts/index.ts";
 import { splitBulletColumns } from "./bullets.ts";
-import { gridTable, inGrid, type RuledGrid } from "./grid.ts";
+import { gridTable, inGrid, type PageRules } from "./grid.ts";
 import { isMarkerText, type SourceBlock } from "./markdown.ts";
 import { CharModel, orderEvidence } from "./joins.ts";
 import { readingOrder, type LayoutNode } from "./reading-order.ts";
@@ -51,18 +51,25 @@ export interface OrderDecision {
 const MARGIN_SHARE = 0.1;
 /** Tesseract's order replaces the geometry's table where the page's own text favours it by odds of 20 to 1 (joins.ts). */
 const MIN_ORDER_EVIDENCE = Math.log(20);
+/**
+ * Rows of two filled cells or more that a table found by the words' geometry
+ * alone needs to be reported as one: two rows are one coincidence of
+ * alignment, three a pattern. A ruled grid's lines say it is a table at any
+ * size (docs/ocr.md "Tables").
+ */
+const MIN_TABLE_ROWS = 3;
 /** A picture tesseract left without text counts as a figure when both sides are at least this many line heights. */
 const MIN_FIGURE_SIDE = 2;
 
 /**
  * Text, tables and layout of a page from tesseract's TSV output; `words` adds
- * every word to the layout blocks; `grids`: the page's ruled tables
+ * every word to the layout blocks; `rules`: the page's ruled tables
  * (`grid.ts`), whose words are read as their cells say rather than by the
- * geometry of the words.
+ * geometry of the words, and its blanks, which join the words on either side.
  */
 export function analyzePage(
   tsv: string,
-  opts: { words?: boolean; grids?: readonly RuledGrid[]; order?: "evidence" | OrderChoice } = {},
+  opts: { words?: boolean; rules?: PageRules; order?: "evidence" | OrderChoice } = {},
 ): AnalyzedPage {
   const read = parseTsv(tsv);
   // A column of round bullets read as one tall word becomes a bullet at the start of each item (bullets.ts).
@@ -70,7 +77,7 @@ export function analyzePage(
   type Found = { node: Extract<LayoutNode, { kind: "table" }>; members: Set<number>; rows: string[][] | null; at: number };
   const ruled: Found[] = [];
   const taken = new Set<number>();
-  for (const grid of opts.grids ?? []) {
+  for (const grid of opts.rules?.grids ?? []) {
     const members = page.words.filter((w) => !taken.has(w.index) && inGrid(grid, w));
     const node = members.length ? gridTable(grid, members) : null;
     if (!node) continue;
@@ -78,7 +85,7 @@ export function analyzePage(
     // Where tesseract first reached one of its words.
     ruled.push({ node, members: new Set(members.map((w) => w.index)), rows: gridRows(node), at: Math.min(...members.map((w) => w.index)) });
   }
-  const order = readingOrder(taken.size ? page.words.filter((w) => !taken.has(w.index)) : page.words);
+  const order = readingOrder(taken.size ? page.words.filter((w) => !taken.has(w.index)) : page.words, opts.rules?.blanks);
   const h = order.wordHeight;
 
   // Tables found by the geometry, placed among tesseract's words where both orders
@@ -280,10 +287,12 @@ function tableText(t: Extract<LayoutNode, { kind: "table" }>): string {
 }
 
 /**
- * The rows of a table as cell strings, or null when it is not one worth
- * reporting: fewer than two rows with two filled cells (a line with wide
- * spaces, a label beside a value). Columns that are empty in every row are
- * dropped.
+ * The rows of a table found by the words' geometry alone, as cell strings,
+ * or null when it is not one worth reporting: fewer than
+ * {@link MIN_TABLE_ROWS} rows with two filled cells (a line with wide
+ * spaces, a label beside a value; two lines that share a gap: two form
+ * lines set with tabs, a chart's tick labels over its axis title). Its text
+ * is still read row by row. Columns that are empty in every row are dropped.
  */
 function tableRows(t: Extract<LayoutNode, { kind: "table" }>, _h: number): string[][] | null {
   const rows = t.rows.map((r) => r.map((c) => (c ? flatText(c) : "")));
@@ -291,7 +300,7 @@ function tableRows(t: Extract<LayoutNode, { kind: "table" }>, _h: number): strin
   const used = Array.from({ length: width }, (_, i) => rows.some((r) => (r[i] ?? "") !== ""));
   const cells = rows.map((r) => Array.from({ length: width }, (_, i) => r[i] ?? "").filter((_, i) => used[i]));
   const full = cells.filter((r) => r.filter((c) => c !== "").length >= 2).length;
-  if (cells.length < 2 || used.filter(Boolean).length < 2 || full < 2) return null;
+  if (used.filter(Boolean).length < 2 || full < MIN_TABLE_ROWS) return null;
   return cells;
 }
 

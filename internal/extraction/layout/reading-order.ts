@@ -18,6 +18,11 @@
  *   inside, at the height of their line. Runs without a letter or digit
  *   (rules read as dashes or colons, specks) do not hold gaps open or shut:
  *   they are placed afterwards, in the nearest region.
+ * - A gap between two words of a line that a horizontal rule fills, and
+ *   only the gap (a form's line to fill in: "Konto Nr. ________ bei der"),
+ *   is part of the sentence, not a column gap: the rules are `blanks`, found
+ *   in the page's pixels (`grid.ts`). A rule running under the words too (a
+ *   table's header underlined) fills no gap of its own.
  * - Small rotations of a scan are undone before cutting (the slope of
  *   tesseract's own lines), otherwise no gap crosses a tilted page.
  * - Thresholds are in units of the page's median line height, so they hold
@@ -63,14 +68,15 @@ export interface ReadingOrder {
   skew: number;
 }
 
-/** Orders a page's words: see the module comment. The words' boxes are not changed. */
-export function readingOrder(words: readonly OcrWord[]): ReadingOrder {
+/** Orders a page's words (and `blanks`, horizontal rules in no table): see the module comment. The words' boxes are not changed. */
+export function readingOrder(words: readonly OcrWord[], blanks: readonly Box[] = []): ReadingOrder {
   const skew = estimateSkew(words);
   const pivot = words.length ? boundsOf(words).x0 : 0;
   // Cut on straightened copies; the original word objects ride along for the output.
   const straight = words.map((w) => straighten(w, skew, pivot));
+  const rules = blanks.map((b) => straighten(b, skew, pivot));
   const h = lineHeight(straight) || 1;
-  const all = segments(straight, MIN_COLUMN_GAP * h);
+  const all = segments(straight, MIN_COLUMN_GAP * h, rules);
   const solid = all.filter((s) => !s.words.every((w) => isSymbolOnly(w.text)));
   const items = solid.length ? solid : all;
   const symbols = solid.length ? all.filter((s) => !solid.includes(s)) : [];
@@ -87,9 +93,9 @@ export function readingOrder(words: readonly OcrWord[]): ReadingOrder {
   return { root, wordHeight: h, skew };
 }
 
-/** A word with its box straightened (skew undone). */
-interface Straight extends Box {
-  word: OcrWord;
+/** A word (or a blank) with its box straightened (skew undone). */
+interface Straight<T extends Box = OcrWord> extends Box {
+  word: T;
 }
 
 /**
@@ -104,7 +110,7 @@ interface Item extends Box {
   line: string;
 }
 
-function segments(words: readonly Straight[], minGap: number): Item[] {
+function segments(words: readonly Straight[], minGap: number, blanks: readonly Box[]): Item[] {
   const byLine = new Map<string, Straight[]>();
   for (const w of words) {
     const l = byLine.get(w.word.line);
@@ -122,12 +128,28 @@ function segments(words: readonly Straight[], minGap: number): Item[] {
       run = [];
     };
     for (const w of ws) {
-      if (run.length && w.x0 - Math.max(...run.map((r) => r.x1)) >= minGap) flush();
+      const end = run.length ? Math.max(...run.map((r) => r.x1)) : 0;
+      if (run.length && w.x0 - end >= minGap && !filled(end, w.x0, y0, y1, blanks, minGap)) flush();
       run.push(w);
     }
     flush();
   }
   return out;
+}
+
+/**
+ * Whether a blank fills the gap from `from` to `to` in a line from `y0` to
+ * `y1`: it lies between the line's middle and half a line below it, covers
+ * at least half of the gap, and reaches under neither neighbour by more than
+ * half of `space` (a word space).
+ */
+function filled(from: number, to: number, y0: number, y1: number, blanks: readonly Box[], space: number): boolean {
+  const mid = (y0 + y1) / 2;
+  const below = y1 + (y1 - y0) / 2;
+  return blanks.some((b) => {
+    const y = (b.y0 + b.y1) / 2;
+    return y >= mid && y <= below && b.x0 >= from - space / 2 && b.x1 <= to + space / 2 && Math.min(b.x1, to) - Math.max(b.x0, from) >= (to - from) / 2;
+  });
 }
 
 /**
@@ -147,7 +169,7 @@ function lineHeight(words: readonly Straight[]): number {
   return median([...lines.values()].map((l) => l.y1 - l.y0));
 }
 
-function straighten(w: OcrWord, skew: number, pivot: number): Straight {
+function straighten<T extends Box>(w: T, skew: number, pivot: number): Straight<T> {
   const dy = skew * ((w.x0 + w.x1) / 2 - pivot);
   return { x0: w.x0, x1: w.x1, y0: w.y0 - dy, y1: w.y1 - dy, word: w };
 }

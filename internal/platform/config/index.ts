@@ -148,6 +148,13 @@ export const workerSchema = Type.Object({
   FOLIO_PARSER_JAIL: edgeSchema.properties.FOLIO_PARSER_JAIL,
   ...jobsSchema,
   FOLIO_WORKER_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 256, default: 2, description: "Ranges one worker process reads at a time (one page each at a time): about its CPUs for local engines." }),
+  FOLIO_WORKER_EXPRESS_SLOTS: Type.Integer({
+    minimum: 0,
+    maximum: 64,
+    default: 1,
+    description:
+      "Slots besides FOLIO_WORKER_CONCURRENCY that claim only ranges of accounts none of whose ranges is being read: a one-page job starts at once while another account's long job fills every other slot (docs/jobs.md). 0: none.",
+  }),
   FOLIO_JOB_LEASE_SECONDS: Type.Number({ minimum: 1, maximum: 3600, default: 30, description: "How long a claimed range stays a worker's without renewal (renewed every second): a dead worker's range is read again after it." }),
   FOLIO_WORKER_POLL_SECONDS: Type.Number({ minimum: 0.05, maximum: 60, default: 0.5, description: "How long an idle worker slot waits before it looks for work again." }),
   FOLIO_WORKER_DRAIN_SECONDS: Type.Number({
