@@ -45,11 +45,13 @@
  * per page, built with pdf-lib and cached in test-artifacts/ by page count.
  *
  * Environment: DATABASE_URL (part 3; `make bench` gives it), BENCH_JOB_PAGES,
- * BENCH_JOB_WORKER_PAGES, FOLIO_EVAL_CORPUS, BENCH_JOB_CPU_PROF (a folder: every
+ * BENCH_JOB_WORKER_PAGES, FOLIO_EVAL_CORPUS, BENCH_JOB_NODE_FLAGS (more flags for
+ * folio dev's node, such as --trace-gc; its output then goes to
+ * test-artifacts/bench-jobs-dev.log), BENCH_JOB_CPU_PROF (a folder: every
  * folio dev started writes its V8 CPU profile there as it exits).
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { existsSync, mkdtempSync, openAsBlob, readdirSync, readFileSync, rmSync } from "node:fs";
+import { createWriteStream, existsSync, mkdtempSync, openAsBlob, readdirSync, readFileSync, rmSync } from "node:fs";
 import { mkdir, rename, writeFile } from "node:fs/promises";
 import os from "node:os";
 import { basename, join, resolve } from "node:path";
@@ -561,9 +563,15 @@ export function createAccount(env: NodeJS.ProcessEnv, email: string): Api["key"]
 export async function startDev(env: NodeJS.ProcessEnv, port: number, metricsPort: number): Promise<Dev> {
   // BENCH_JOB_CPU_PROF=<folder>: folio dev writes a V8 CPU profile there as it exits (where its own CPU time goes).
   const profile = process.env.BENCH_JOB_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${resolve(process.env.BENCH_JOB_CPU_PROF)}`] : [];
-  const child = spawn(process.execPath, [...profile, ...FOLIO, "dev"], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
+  // BENCH_JOB_NODE_FLAGS="--trace-gc …": more flags for folio dev's node; its whole output then goes to test-artifacts/bench-jobs-dev.log.
+  const flags = (process.env.BENCH_JOB_NODE_FLAGS ?? "").split(/\s+/).filter(Boolean);
+  const child = spawn(process.execPath, [...profile, ...flags, ...FOLIO, "dev"], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
+  const log = flags.length ? createWriteStream(join(ROOT, "test-artifacts", "bench-jobs-dev.log")) : undefined;
   let out = "";
-  const keep = (d: Buffer) => (out = (out + d.toString()).slice(-100_000));
+  const keep = (d: Buffer) => {
+    log?.write(d);
+    out = (out + d.toString()).slice(-100_000);
+  };
   child.stdout!.on("data", keep);
   child.stderr!.on("data", keep);
   const exited = new Promise<void>((r) => child.once("exit", () => r()));

@@ -308,6 +308,16 @@ describe("measureAngles (the cheap check)", () => {
     expect(Math.abs(m.skewDegrees - degrees), `found ${m.skewDegrees}`).toBeLessThanOrEqual(0.3);
   });
 
+  it("is not misled by a solid dark band (a slide's title band), whatever its edge's slope", async () => {
+    for (const slope of [0, 0.08]) {
+      const img = await decodeGrey(await turned("english.png", 0));
+      // A band over the top third, its lower edge falling by `slope` across the page: more ink than all the text.
+      for (let x = 0; x < img.width; x++) for (let y = 0; y < img.height / 3 + slope * x; y++) img.pixels[y * img.width + x] = 40;
+      const m = measureAngles(img)!;
+      expect({ slope, turn: m.turn % 180, skew: Math.abs(m.skewDegrees) <= 0.3 }).toEqual({ slope, turn: 0, skew: true });
+    }
+  });
+
   it("finds nothing on a blank page", () => {
     expect(measureAngles({ width: 100, height: 100, pixels: new Uint8Array(100 * 100).fill(255) })).toBeNull();
   });

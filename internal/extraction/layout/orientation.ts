@@ -27,6 +27,15 @@ export const MAX_SKEW_DEGREES = 15;
 const MAX_POINTS = 40_000;
 /** Ink is at most this share of the paper's brightness: black and dark-blue print is under 40 %, light fills (yellow, cyan, orange in grey: 75–95 %) are not ink. */
 const INK_SHARE_OF_PAPER = 0.6;
+/**
+ * An ink pixel with ink this share of the page's shorter side away above,
+ * below, left and right of it (at least {@link MIN_SOLID_REACH} pixels) lies
+ * inside a solid area (a slide's dark title band, a scan's black margin, a
+ * filled box), thicker than any letter's stroke: such areas are not text,
+ * and their mass would outweigh the lines' in the profiles. Their edges stay.
+ */
+const SOLID_REACH_SHARE = 1 / 100;
+const MIN_SOLID_REACH = 8;
 /** Coarse search step and the refinement step, degrees. */
 const COARSE_STEP = 0.5;
 const FINE_STEP = 0.1;
@@ -89,14 +98,24 @@ function inkThreshold(pixels: Uint8Array): { threshold: number; ink: number } {
   return { threshold, ink };
 }
 
-/** Ink points of the page, centred, at most {@link MAX_POINTS} (a fixed stride over the ink: deterministic). */
+/**
+ * Ink points of the page, centred, at most {@link MAX_POINTS} (a fixed stride
+ * over the ink: deterministic), leaving out ink inside solid areas
+ * ({@link SOLID_REACH_SHARE}).
+ */
 function inkPoints(img: GreyImage): Points | null {
   const { width, height, pixels } = img;
   const { threshold: t, ink } = inkThreshold(pixels);
   // No ink, or more ink than paper (a photo, a dark page): nothing to measure.
   if (ink < 200 || ink > pixels.length / 2) return null;
-  const stride = Math.max(1, ink / MAX_POINTS);
-  const n = Math.min(ink, MAX_POINTS);
+  const r = Math.max(MIN_SOLID_REACH, Math.round(Math.min(width, height) * SOLID_REACH_SHARE));
+  const solid = (x: number, y: number, i: number) =>
+    x >= r && x < width - r && y >= r && y < height - r && pixels[i - r]! <= t && pixels[i + r]! <= t && pixels[i - r * width]! <= t && pixels[i + r * width]! <= t;
+  let strokes = 0;
+  for (let y = 0; y < height; y++) for (let x = 0, i = y * width; x < width; x++, i++) if (pixels[i]! <= t && !solid(x, y, i)) strokes++;
+  if (strokes < 200) return null;
+  const stride = Math.max(1, strokes / MAX_POINTS);
+  const n = Math.min(strokes, MAX_POINTS);
   const xs = new Float32Array(n);
   const ys = new Float32Array(n);
   const cx = width / 2;
@@ -111,7 +130,7 @@ function inkPoints(img: GreyImage): Points | null {
   for (let y = 0; y < height && k < n; y++) {
     const row = y * width;
     for (let x = 0; x < width; x++) {
-      if (pixels[row + x]! > t) continue;
+      if (pixels[row + x]! > t || solid(x, y, row + x)) continue;
       if (seen++ < next) continue;
       next += stride;
       xs[k] = x - cx;
