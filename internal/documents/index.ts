@@ -19,11 +19,13 @@ export {
 export { decodeBase64Strict, parseDataUrl } from "./base64.ts";
 export { looksLikeText, sniffDocument, type DocumentKind, type Sniffed } from "./sniff.ts";
 export {
+  inspectPdf,
   openPdf,
   pdfPageCount,
   rasterizePdf,
   streamPdfPages,
   type OpenedPdf,
+  type PdfInfo,
   type PdfSource,
   type RasterizeOptions,
   type RasterizedPdf,

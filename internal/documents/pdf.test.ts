@@ -12,7 +12,7 @@ import { fileURLToPath } from "node:url";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { cer } from "../../test/cer.ts";
 import { TesseractEngine } from "../extraction/engines/tesseract.ts";
-import { openPdf, pdfPageCount, rasterizePdf, streamPdfPages, type PdfSource, type RenderedPage } from "./pdf.ts";
+import { inspectPdf, openPdf, pdfPageCount, rasterizePdf, streamPdfPages, type PdfSource, type RenderedPage } from "./pdf.ts";
 import { folioFailure as failure } from "../../test/support.ts";
 import { PGM_MIME_TYPE, parsePgm } from "../formats/index.ts";
 import { parsePages, type PageSelection } from "../formats/pages.ts";
@@ -217,6 +217,25 @@ describe("a page selection (the pages option)", () => {
     const r = await rasterizePdf(multipage, { maxPages: 1, timeoutMs: 30_000, pages: selection("2") });
     const { text } = await new TesseractEngine().extractPage({ pageNumber: 2, image: r.pages[0]!, mimeType: "image/png" }, { extractTables: false, outputFormat: "text" }, new AbortController().signal);
     expect(cer(text, readFileSync(join(FIXTURES, "multipage.page-2.txt"), "utf8")), text).toBeLessThan(PAGE_CER);
+  });
+
+  it("takes the page count and sizes from `inspected` (a job's worker reads them once per file) instead of asking pdfinfo again", async () => {
+    const dir = mkdtempSync(join(OUTSIDE_TMP, "folio-pdf-inspected-"));
+    try {
+      const path = join(dir, "ten.pdf");
+      writeFileSync(path, fixture("ten-pages.pdf"));
+      const inspected = await inspectPdf(path, { maxPages: 10 });
+      expect({ pageCount: inspected.pageCount, sizes: inspected.sizes.length }).toEqual({ pageCount: 10, sizes: 10 });
+      const pages = await drain(streamPdfPages({ path }, { maxPages: 2, timeoutMs: 30_000, pages: selection("9-10"), inspected }));
+      expect(pages.map((p) => p.pageNumber)).toEqual([9, 10]);
+      expect(pages.map(pgmSize)).toEqual(Array(2).fill({ width: 1654, height: 2339 }));
+      // What is given is what counts: told the file has 8 pages, page 9 is beyond its end, with no pdfinfo to say otherwise.
+      const err = await failure(drain(streamPdfPages({ path }, { maxPages: 2, timeoutMs: 30_000, pages: selection("9-10"), inspected: { ...inspected, pageCount: 8 } })));
+      expect(err).toMatchObject({ code: "invalid_request", param: "pages", extra: { page_count: 8 } });
+      expect(leftovers()).toEqual([]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("a selection within the limit opens a PDF over it", async () => {

@@ -36,6 +36,8 @@ import { FolioError } from "../platform/errors/index.ts";
 import { PAGE_DPI, PGM_MIME_TYPE } from "../formats/index.ts";
 import { planPages, type PageSelection } from "../formats/pages.ts";
 import { inspect, inspectedSpan, pdftoppmArgs, resolutionRuns, type PdfInfo } from "./pdf-inspect.ts";
+
+export type { PdfInfo } from "./pdf-inspect.ts";
 import { collectPages, renderInBackground } from "./pdf-stream.ts";
 import { deadline, privateDir, tool } from "./poppler.ts";
 
@@ -80,6 +82,12 @@ export interface RasterizeOptions {
   signal?: AbortSignal;
   /** Pages larger than this at `dpi` are rendered at a lower resolution; default 40 MP. */
   maxPixelsPerPage?: number;
+  /**
+   * The PDF's page count and the sizes of (at least) the pages to render,
+   * when the caller read them before ({@link inspectPdf}): no pdfinfo is run.
+   * A job's worker inspects its file of a document once for all its ranges.
+   */
+  inspected?: PdfInfo;
 }
 
 export interface RasterizedPdf {
@@ -164,6 +172,20 @@ export interface OpenedPdf {
   close(): Promise<void>;
 }
 
+/**
+ * The page count and the sizes of the first `maxPages` pages of a PDF file
+ * (pdfinfo), for {@link RasterizeOptions.inspected}; a damaged or encrypted
+ * PDF is a 400.
+ */
+export async function inspectPdf(path: string, opts: { maxPages: number } & PdfInfoOptions): Promise<PdfInfo> {
+  const d = deadline(opts.timeoutMs ?? DEFAULT_TIMEOUT_MS, opts.signal);
+  try {
+    return await inspect(await pdfFile({ path }, ""), 1, Math.max(1, opts.maxPages), d);
+  } finally {
+    d.dispose();
+  }
+}
+
 /** Number of pages of a PDF (pdfinfo); a damaged or encrypted PDF is a 400. */
 export async function pdfPageCount(source: PdfSource, opts: PdfInfoOptions = {}): Promise<number> {
   const dir = await privateDir();
@@ -244,16 +266,19 @@ export async function openPdf(source: PdfSource, opts: RasterizeOptions): Promis
   };
   try {
     const file = await pdfFile(source, dir);
-    const d = deadline(opts.timeoutMs, opts.signal);
     let info: PdfInfo;
-    try {
-      // Sizes of the pages we may render only: a 100,000-page PDF is refused after one line.
-      const span = inspectedSpan(opts.pages, Math.max(1, opts.maxPages));
-      info = await inspect(file, 1, span.from === 1 ? span.to : 1, d);
-      // A selection further in: its pages' sizes (pdfinfo refuses a first page past the end, which planPages reports).
-      if (span.from > 1 && span.from <= info.pageCount) info = await inspect(file, span.from, span.to, d);
-    } finally {
-      d.dispose();
+    if (opts.inspected) info = opts.inspected;
+    else {
+      const d = deadline(opts.timeoutMs, opts.signal);
+      try {
+        // Sizes of the pages we may render only: a 100,000-page PDF is refused after one line.
+        const span = inspectedSpan(opts.pages, Math.max(1, opts.maxPages));
+        info = await inspect(file, 1, span.from === 1 ? span.to : 1, d);
+        // A selection further in: its pages' sizes (pdfinfo refuses a first page past the end, which planPages reports).
+        if (span.from > 1 && span.from <= info.pageCount) info = await inspect(file, span.from, span.to, d);
+      } finally {
+        d.dispose();
+      }
     }
     if (info.pageCount === 0) throw new FolioError("invalid_request", "the PDF has no pages");
     const plan = planPages(info.pageCount, opts.pages, opts.maxPages);

@@ -2,18 +2,21 @@
  * A worker's files of its jobs' documents: a job's stored document is
  * written to a private temporary folder once, one 1 MiB chunk at a time, and
  * every range of that job this process reads renders its pages from that
- * file. So a 500 MB scan costs disk, not memory, and is fetched from the
+ * file, inspected (page count and sizes, pdfinfo) once. So a 500 MB scan costs disk, not memory, and is fetched from the
  * database once per worker, not once per range. A file no range has used for
  * a while is deleted; the folder goes with the worker.
  */
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { PdfInfo } from "../documents/index.ts";
 import type { DB } from "../platform/db/index.ts";
 import { documentFile, type DocumentStore } from "./blobs.ts";
 
 interface Entry {
   ready: Promise<string | undefined>;
+  /** What pdfinfo says of the file, once asked. */
+  inspected?: Promise<PdfInfo>;
   users: number;
   lastUsed: number;
 }
@@ -55,6 +58,24 @@ export class JobDocuments {
       entry.users--;
       throw err;
     }
+  }
+
+  /**
+   * The page count and page sizes of `jobId`'s file, read by `inspect` the
+   * first time they are asked for (a failure is not kept); call between
+   * {@link acquire} and {@link release}.
+   */
+  inspected(jobId: string, inspect: () => Promise<PdfInfo>): Promise<PdfInfo> {
+    const entry = this.entries.get(jobId);
+    if (!entry) return inspect();
+    if (!entry.inspected) {
+      const p = inspect();
+      entry.inspected = p;
+      p.catch(() => {
+        if (entry.inspected === p) entry.inspected = undefined;
+      });
+    }
+    return entry.inspected;
   }
 
   release(jobId: string): void {

@@ -11,7 +11,7 @@ import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import { Decimal } from "../billing/index.ts";
 import type { ExtractOptions, PageExtraction, PageInput } from "../contracts/index.ts";
-import { rasterizePdf, streamPdfPages } from "../documents/index.ts";
+import { inspectPdf, rasterizePdf, streamPdfPages } from "../documents/index.ts";
 import { PAGE_DPI } from "../formats/index.ts";
 import { parsePages } from "../formats/pages.ts";
 import { FolioError } from "../platform/errors/index.ts";
@@ -251,7 +251,9 @@ export class JobWorker {
       if (request.kind === "image") return await use([{ pageNumber: 1, image: await readFile(path), mimeType: request.mime_type }]);
       const parsed = parsePages(pageNumbers(job, range).join(","));
       if (!parsed.ok) throw new FolioError("internal_error", `range ${range.firstPage}-${range.lastPage}: ${parsed.problem}`);
-      const rendering = { dpi: PAGE_DPI, maxPages: range.lastPage - range.firstPage + 1, pages: parsed.selection, timeoutMs: this.o.pdfTimeoutMs, signal };
+      // The file's page count and sizes are read once for every range of the job this worker reads (pdfinfo).
+      const inspected = await this.documents.inspected(job.id, () => inspectPdf(path, { maxPages: this.o.maxPages, timeoutMs: this.o.pdfTimeoutMs, signal }));
+      const rendering = { dpi: PAGE_DPI, maxPages: range.lastPage - range.firstPage + 1, pages: parsed.selection, timeoutMs: this.o.pdfTimeoutMs, signal, inspected };
       // A local engine reads raw grey pixels as they are rendered; an upstream model gets PNG, as /v1/ocr sends it (pipeline.ts).
       if (request.holdBasis.model?.source === "local") return await use(streamPdfPages({ path }, rendering));
       const png = await rasterizePdf({ path }, rendering);

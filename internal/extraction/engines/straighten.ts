@@ -54,7 +54,7 @@
  */
 import { parsePgm } from "../../formats/index.ts";
 import { decodeToPng, fromPixels, imageMetadata } from "../../platform/decoder/index.ts";
-import { decodeGrey, encodePgm } from "../layout/image.ts";
+import { encodePgm, viewGrey } from "../layout/image.ts";
 import { measureAngles, type Turn } from "../layout/orientation.ts";
 import { FolioError } from "../../platform/errors/index.ts";
 import type { TrialReading } from "./tesseract.ts";
@@ -190,7 +190,8 @@ export class StraightenedEngine implements Engine {
   ): Promise<{ how: Straightening; image?: GreyImage | "original"; sent: { width: number; height: number } }> {
     let grey: GreyImage;
     try {
-      grey = await decodeGrey(page.image);
+      // Only read here: rotations and the trials' square are copies.
+      grey = await viewGrey(page.image);
     } catch {
       // Not an image sharp decodes (BMP): the engine reads it, or says why not.
       return { how: NONE, sent: { width: 0, height: 0 } };

@@ -53,7 +53,7 @@ import type { Engine, ExtractOptions, PageInput, PageResult, Table } from "../ty
 import { hasPngSignature, parsePgm } from "../../formats/index.ts";
 import { decodePixels, decodeToPng, fromPixels, ImageDecodeError } from "../../platform/decoder/index.ts";
 import { findPageRules, scaleRules, type PageRules } from "../layout/grid.ts";
-import { decodeGrey, encodePgm } from "../layout/image.ts";
+import { decodeGrey, encodePgm, viewGrey } from "../layout/image.ts";
 import { letterHeight } from "../layout/letters.ts";
 import { renderMarkdown, structurePage, type SourceBlock } from "../layout/markdown.ts";
 import { analyzePage, type AnalyzedPage, type OrderChoice } from "../layout/page.ts";
@@ -384,7 +384,7 @@ function pageRules(page: PageInput): Promise<PageRules> {
 function tinyLetters(page: PageInput): Promise<{ width: number; height: number } | undefined> {
   let tiny = tinyOf.get(page.image);
   if (!tiny) {
-    tiny = decodeGrey(page.image).then(
+    tiny = viewGrey(page.image).then(
       (grey) => {
         const h = letterHeight(grey);
         return h !== null && h <= TINY_LETTER_HEIGHT ? { width: grey.width, height: grey.height } : undefined;

@@ -20,8 +20,20 @@ const decoded = new WeakMap<Buffer, Promise<GreyImage>>();
  * are decoded by the decoder's child process (platform/decoder), never here.
  */
 export async function decodeGrey(bytes: Buffer): Promise<GreyImage> {
+  const g = await viewGrey(bytes);
+  return { width: g.width, height: g.height, pixels: new Uint8Array(g.pixels) };
+}
+
+/**
+ * {@link decodeGrey} without the copy, for readers that never change the
+ * pixels: a PGM's are the image's own bytes, another format's are shared by
+ * every caller of the same image. A page's copies cost more than their
+ * memcpy: each is a fresh 4 MB allocation (page faults, and the collector
+ * runs for external memory), several per page in a long job.
+ */
+export async function viewGrey(bytes: Buffer): Promise<GreyImage> {
   const pgm = parsePgm(bytes);
-  if (pgm) return { width: pgm.width, height: pgm.height, pixels: new Uint8Array(pgm.pixels) };
+  if (pgm) return { width: pgm.width, height: pgm.height, pixels: pgm.pixels };
   let grey = decoded.get(bytes);
   if (!grey) {
     grey = decodePixels(bytes, { grey: true }).then(({ width, height, channels, data }) => {
@@ -35,8 +47,7 @@ export async function decodeGrey(bytes: Buffer): Promise<GreyImage> {
     // A failure is not kept: the next step may be asked after the decoder's restart.
     grey.catch(() => decoded.delete(bytes));
   }
-  const g = await grey;
-  return { width: g.width, height: g.height, pixels: new Uint8Array(g.pixels) };
+  return grey;
 }
 
 /** A binary PGM (P5, maxval 255) of the pixels. */
