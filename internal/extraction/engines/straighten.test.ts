@@ -10,7 +10,7 @@ import { TEXT_OPTIONS as TEXT, liveSignal as live, ocrFixture as fixture, ocrTru
 import { decodeGrey, encodePgm } from "../layout/image.ts";
 import { measureAngles } from "../layout/orientation.ts";
 import type { Engine, PageLayout, PageResult } from "../types.ts";
-import { acrossTurn, mapLayout, MIN_TRIAL_CHARS, readsUpright, rotateGrey, sidewaysTurn, StraightenedEngine, SURE_UP_VOTE, TRIAL_MARGIN, trialSquare } from "./straighten.ts";
+import { acrossTurn, mapLayout, MAX_TRIAL_SIDE, MIN_TRIAL_CHARS, MIN_TRIAL_SIDE, readsUpright, rotateGrey, sidewaysTurn, StraightenedEngine, SURE_UP_VOTE, TRIAL_MARGIN, trialSquare } from "./straighten.ts";
 import { TesseractEngine } from "./tesseract.ts";
 import { localEngines, shutdownLocalEngines } from "../index.ts";
 
@@ -272,27 +272,30 @@ describe("acrossTurn and sidewaysTurn (what the trial readings decide)", () => {
 });
 
 describe("trialSquare", () => {
-  const page = (ink: (x: number, y: number) => boolean) => {
-    const width = 100;
-    const height = 200;
+  const page = (ink: (x: number, y: number) => boolean, width = 1400, height = 2000) => {
     const pixels = new Uint8Array(width * height).fill(255);
     for (let y = 0; y < height; y++) for (let x = 0; x < width; x++) if (ink(x, y)) pixels[y * width + x] = 0;
     return { width, height, pixels };
   };
 
   it("is centred on the page's ink: text at the top of a page is read where it is", () => {
-    const img = page((x, y) => y >= 20 && y < 40 && x >= 10 && x < 90 && y % 4 === 0);
+    const img = page((x, y) => y >= 200 && y < 400 && x >= 100 && x < 1300 && y % 40 === 0);
     const sq = trialSquare(img);
-    expect({ width: sq.width, height: sq.height }).toEqual({ width: 70, height: 70 });
-    // The ink's rows lie 20–40: a square centred on row ~30 is clamped to the page's top.
+    expect({ width: sq.width, height: sq.height }).toEqual({ width: 700, height: 700 });
+    // The ink's rows lie 200–400: a square centred on row ~300 is clamped to the page's top.
     let inkRows = 0;
-    for (let y = 0; y < 70; y++) if (sq.pixels.subarray(y * 70, y * 70 + 70).includes(0)) inkRows++;
+    for (let y = 0; y < 700; y++) if (sq.pixels.subarray(y * 700, y * 700 + 700).includes(0)) inkRows++;
     expect(inkRows).toBe(5);
   });
 
   it("is the page's middle when it has no ink", () => {
     const sq = trialSquare(page(() => false));
-    expect({ width: sq.width, height: sq.height, white: sq.pixels.every((v) => v === 255) }).toEqual({ width: 70, height: 70, white: true });
+    expect({ width: sq.width, height: sq.height, white: sq.pixels.every((v) => v === 255) }).toEqual({ width: 700, height: 700, white: true });
+  });
+
+  it("is half the shorter side, from MIN_TRIAL_SIDE (at most 0.7 of a small image's side, as before) to MAX_TRIAL_SIDE", () => {
+    const side = (width: number, height: number) => trialSquare(page(() => false, width, height)).width;
+    expect([side(1000, 1400), side(400, 800), side(3000, 4000)]).toEqual([MIN_TRIAL_SIDE, 280, MAX_TRIAL_SIDE]);
   });
 });
 

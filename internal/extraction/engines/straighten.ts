@@ -83,12 +83,19 @@ export const MIN_SKEW_CONTRAST = 1.3;
  */
 export const SURE_UP_VOTE = 0.35;
 /**
- * The trial square's side as a share of the page's shorter side, and its
- * most pixels: about a third of an A4 page, text enough for a clear answer
- * (docs/benchmarks.md "Turned and skewed pages").
+ * The trial square's side as a share of the page's shorter side, its least
+ * and its most: about a sixth of an A4 page, text enough for a clear answer
+ * (docs/benchmarks.md "Turned and skewed pages"). Every pixel of it is read
+ * two to four times on the pages asked about, which in a long job is
+ * throughput lost: a square of {@link SMALL_TRIAL_SHARE} of the side gave the
+ * same verdicts by the same margins at twice the cost (docs/benchmarks.md
+ * "Durable jobs"). That share stays the most of a small image (a receipt),
+ * where half the side would hold too few words.
  */
-export const TRIAL_SHARE = 0.7;
-export const MAX_TRIAL_SIDE = 1600;
+export const TRIAL_SHARE = 0.5;
+export const SMALL_TRIAL_SHARE = 0.7;
+export const MIN_TRIAL_SIDE = 600;
+export const MAX_TRIAL_SIDE = 1150;
 /** Another turn must beat the page as sent by this many points of trial score (0–100) to be acted on. */
 export const TRIAL_MARGIN = 15;
 /** A trial that reads fewer letters and digits than this decides nothing. */
@@ -286,12 +293,14 @@ export function sidewaysTurn(asSent: TrialReading, clockwise: TrialReading, anti
 
 /**
  * The square read by the trials: {@link TRIAL_SHARE} of the page's shorter
- * side (at most {@link MAX_TRIAL_SIDE}), centred on the page's ink (the
+ * side (from {@link MIN_TRIAL_SIDE}, but at most {@link SMALL_TRIAL_SHARE} of
+ * it, to {@link MAX_TRIAL_SIDE}), centred on the page's ink (the
  * median row and column of its ink edges, so that a letter with a few
  * lines at the top is read where its lines are), within the page.
  */
 export function trialSquare(img: GreyImage): GreyImage {
-  const side = Math.max(1, Math.min(MAX_TRIAL_SIDE, Math.round(Math.min(img.width, img.height) * TRIAL_SHARE)));
+  const shorter = Math.min(img.width, img.height);
+  const side = Math.max(1, Math.min(Math.round(shorter * SMALL_TRIAL_SHARE), MAX_TRIAL_SIDE, Math.max(MIN_TRIAL_SIDE, Math.round(shorter * TRIAL_SHARE))));
   const { x, y } = inkMedian(img);
   const left = Math.min(img.width - side, Math.max(0, Math.round(x - side / 2)));
   const top = Math.min(img.height - side, Math.max(0, Math.round(y - side / 2)));
