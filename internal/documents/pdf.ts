@@ -180,7 +180,7 @@ export interface OpenedPdf {
 export async function inspectPdf(path: string, opts: { maxPages: number } & PdfInfoOptions): Promise<PdfInfo> {
   const d = deadline(opts.timeoutMs ?? DEFAULT_TIMEOUT_MS, opts.signal);
   try {
-    return await inspect(await pdfFile({ path }, ""), 1, Math.max(1, opts.maxPages), d);
+    return await inspect(await callerFile(path), 1, Math.max(1, opts.maxPages), d);
   } finally {
     d.dispose();
   }
@@ -370,13 +370,16 @@ function pageRange(first: number, last: number): number[] {
 
 /** The file poppler reads: the caller's own, where it is, or the bytes written into the private folder `dir`. */
 async function pdfFile(source: PdfSource, dir: string): Promise<string> {
-  if (Buffer.isBuffer(source)) {
-    const file = join(dir, "document.pdf");
-    await writeFile(file, source, { mode: 0o600 });
-    return file;
-  }
+  if (!Buffer.isBuffer(source)) return callerFile(source.path);
+  const file = join(dir, "document.pdf");
+  await writeFile(file, source, { mode: 0o600 });
+  return file;
+}
+
+/** A caller's PDF file as poppler is given it: absolute, and a regular file. */
+async function callerFile(path: string): Promise<string> {
   // Absolute: a relative name starting with "-" would reach poppler as an option.
-  const file = resolve(source.path);
+  const file = resolve(path);
   // A missing file is the caller's mistake, which poppler would report as a damaged PDF (a 400 to the
   // client); a FIFO or a device would keep pdfinfo waiting until the time limit.
   if (!(await stat(file)).isFile()) throw new Error(`${file} is not a regular file`);
