@@ -14,7 +14,7 @@ import { Decimal, chargeComponent } from "../internal/billing/index.ts";
 import type { PageInput } from "../internal/contracts/index.ts";
 import { ExtractionClient } from "../internal/extraction/client.ts";
 import type { RunningExtraction } from "../internal/extraction/index.ts";
-import { JobWorker, cancelJob, claimRange, deleteExpiredJobs, eventsAfter, insertJob, jobRow, pagesAfter, type JobWorkerOptions, type PageReader } from "../internal/jobs/index.ts";
+import { JobWorker, QUEUE_CHANNEL, cancelJob, claimRange, deleteExpiredJobs, eventsAfter, insertJob, jobRow, pagesAfter, type JobWorkerOptions, type PageReader } from "../internal/jobs/index.ts";
 import { migrateToLatest, type DatabaseHandle } from "../internal/platform/db/index.ts";
 import { newId } from "../internal/platform/ids/index.ts";
 import { createLogger } from "../internal/platform/log/index.ts";
@@ -262,6 +262,38 @@ describe("durable jobs read by workers", () => {
     expect(debited).toBe(0);
     expect(account).toMatchObject({ balance_cents: 1000, held_cents: 0 });
   }, 60_000);
+
+  it("idle workers are woken by the queue's notifications: a job queued, and a range given back, are claimed at once, not at the next poll", async () => {
+    // Both workers look on their own once a minute, at start and then every 60 s: only a notification can make them claim within the waits below.
+    const listen = (onNotify: () => void) => database.listen!(QUEUE_CHANNEL, onNotify);
+    const [readA, readB] = [[] as number[], [] as number[]];
+    const slow: PageReader = {
+      extractPage: async (model, page, options, signal) => {
+        readA.push(page.pageNumber);
+        await new Promise((r) => setTimeout(r, 300));
+        return client.extractPage(model, page, options, signal);
+      },
+    };
+    const first = worker("woken-a", slow, { pollMs: 60_000, leaseMs: 60_000, listen });
+    const second = worker("woken-b", recording(readB), { pollMs: 60_000, leaseMs: 60_000, listen });
+    const ranges = (id: string) => database.db.selectFrom("ocr_job_ranges").select(["first_page", "status", "lease_owner"]).where("job_id", "=", id).orderBy("first_page").execute();
+    first.start();
+    try {
+      // Its first look found nothing; it sleeps now. The job's ranges: [1], [2-10].
+      await new Promise((r) => setTimeout(r, 1_000));
+      const { jobId } = await tenPageJob(1000, 50, 9);
+      await vi.waitFor(async () => expect((await ranges(jobId))[1]).toMatchObject({ status: "leased", lease_owner: "woken-a" }), { timeout: 20_000, interval: 20 });
+      // The second worker's first look finds everything leased, so it sleeps; the first stops mid-range and gives its range back.
+      second.start();
+      await new Promise((r) => setTimeout(r, 1_000));
+      await first.stop(0);
+      await vi.waitFor(async () => expect((await jobRow(database.db, jobId))?.status).toBe("succeeded"), { timeout: 40_000, interval: 100 });
+    } finally {
+      await Promise.all([first.stop(), second.stop()]);
+    }
+    expect(readA, "the first worker read page 1, then began the second range").toEqual(expect.arrayContaining([1, 2]));
+    expect(readB, "the second worker was woken to read the range given back").toEqual([2, 3, 4, 5, 6, 7, 8, 9, 10]);
+  }, 90_000);
 
   it("deletes a job with its pages and events once its retention has run out", async () => {
     const { jobId } = await tenPageJob(100, 5, 10);

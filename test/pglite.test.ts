@@ -5,7 +5,8 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { sql } from "kysely";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { startEdge, type RunningEdge } from "../internal/edge/index.ts";
 import { edgeSchema, parseConfig } from "../internal/platform/config/index.ts";
 import { migrateToLatest, openDatabase, type DatabaseHandle } from "../internal/platform/db/index.ts";
@@ -83,5 +84,32 @@ describe("embedded PGlite", () => {
     let csv = "";
     for await (const chunk of exportUsage(database.db, dev.accountId, { start: 0, end: Math.floor(Date.now() / 1000) + 1 }, "csv")) csv += chunk;
     expect(csv.split("\r\n")[1]).toMatch(/^req_pglitetest0000000001,\d+,\/v1\/ocr,local\/tesseract,success,/);
+  });
+});
+
+describe("notifications on embedded PGlite", () => {
+  it("hears a NOTIFY at its commit, not before, and not after the listener stopped", async () => {
+    const heard: string[] = [];
+    const stop = database.listen!("folio_test_channel", () => heard.push("a"));
+    const other = database.listen!("folio_test_other", () => heard.push("other"));
+    await database.db.transaction().execute(async (trx) => {
+      await sql`select pg_notify('folio_test_channel', '')`.execute(trx);
+      await sql`select 1`.execute(trx);
+      expect(heard, "nothing before the commit").toEqual([]);
+    });
+    await vi.waitFor(() => expect(heard).toEqual(["a"]), { timeout: 2_000, interval: 10 });
+    // A rolled-back NOTIFY is never sent.
+    await database.db
+      .transaction()
+      .execute(async (trx) => {
+        await sql`select pg_notify('folio_test_channel', '')`.execute(trx);
+        throw new Error("roll back");
+      })
+      .catch(() => undefined);
+    await stop();
+    await sql`select pg_notify('folio_test_channel', '')`.execute(database.db);
+    await sql`select pg_notify('folio_test_other', '')`.execute(database.db);
+    await vi.waitFor(() => expect(heard).toEqual(["a", "other"]), { timeout: 2_000, interval: 10 });
+    await other();
   });
 });

@@ -2,7 +2,7 @@
  * Durable OCR jobs (docs/adr/0005-durable-jobs-queue.md): the queue of page
  * ranges with leases and fair hand-out, and the jobs' events.
  */
-export { addRanges, claimRange, cutRanges, finishRange, openRanges, queueState, queuedPages, releaseLease, renewLease, type LeasedRange } from "./queue.ts";
+export { QUEUE_CHANNEL, addRanges, claimRange, cutRanges, finishRange, openRanges, queueState, queuedPages, releaseLease, renewLease, type LeasedRange } from "./queue.ts";
 export { JOB_EVENT_TYPES, appendEvent, eventsAfter, type JobEvent, type JobEventType } from "./events.ts";
 export { JOBS_ENDPOINT, cancelJob, deleteExpiredJobs, endJob, insertJob, jobRow, jobView, markStarted, pagesAfter, storeRange, type JobRequest, type JobRow, type JobStatus, type NewJob, type ReadOutcome, type StoreOptions } from "./store.ts";
 export { JobWorker, type JobWorkerOptions, type PageReader } from "./worker.ts";

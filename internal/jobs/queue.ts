@@ -38,11 +38,20 @@ export function cutRanges(pageCount: number, rangePages: number): [number, numbe
   return out;
 }
 
-/** Queues the pages of a job (whose page count is now known) as ranges to claim. */
+/** The channel a NOTIFY goes to when ranges become claimable: idle worker slots listening on it look at once. */
+export const QUEUE_CHANNEL = "folio_job_ranges";
+
+/** Tells listening workers that ranges wait (delivered when the caller's transaction commits). */
+async function notifyWorkers(db: Db): Promise<void> {
+  await sql`select pg_notify(${QUEUE_CHANNEL}, '')`.execute(db);
+}
+
+/** Queues the pages of a job (whose page count is now known) as ranges to claim, and tells the workers. */
 export async function addRanges(db: Db, job: { id: string; accountId: string }, pageCount: number, rangePages: number): Promise<void> {
   const rows = cutRanges(pageCount, rangePages).map(([first, last]) => ({ job_id: job.id, account_id: job.accountId, first_page: first, last_page: last, status: "pending" as const }));
   // A few thousand rows at most (FOLIO_JOB_MAX_PAGES / rangePages); in batches to stay under the parameter limit.
   for (let i = 0; i < rows.length; i += 1000) await db.insertInto("ocr_job_ranges").values(rows.slice(i, i + 1000)).execute();
+  await notifyWorkers(db);
 }
 
 /** A range (aliased `r`) is claimable when it waits, or when its holder's lease ran out. */
@@ -131,15 +140,18 @@ export async function renewLease(db: Db, range: Pick<LeasedRange, "jobId" | "fir
  * stops mid-range): claimable again now rather than after its lease, and
  * its claim not counted as an attempt (it was not the range that failed).
  */
-export async function releaseLease(db: Db, range: Pick<LeasedRange, "jobId" | "firstPage">, worker: string): Promise<void> {
-  await db
-    .updateTable("ocr_job_ranges")
-    .set({ status: "pending", lease_owner: null, lease_expires_at: null, attempts: sql`greatest(attempts - 1, 0)` })
-    .where("job_id", "=", range.jobId)
-    .where("first_page", "=", range.firstPage)
-    .where("status", "=", "leased")
-    .where("lease_owner", "=", worker)
-    .execute();
+export async function releaseLease(db: Kysely<Database>, range: Pick<LeasedRange, "jobId" | "firstPage">, worker: string): Promise<void> {
+  await db.transaction().execute(async (trx) => {
+    const released = await trx
+      .updateTable("ocr_job_ranges")
+      .set({ status: "pending", lease_owner: null, lease_expires_at: null, attempts: sql`greatest(attempts - 1, 0)` })
+      .where("job_id", "=", range.jobId)
+      .where("first_page", "=", range.firstPage)
+      .where("status", "=", "leased")
+      .where("lease_owner", "=", worker)
+      .executeTakeFirst();
+    if (Number(released.numUpdatedRows) > 0) await notifyWorkers(trx);
+  });
 }
 
 /**

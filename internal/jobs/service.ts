@@ -10,7 +10,7 @@ import type { WorkerConfig } from "../platform/config/index.ts";
 import { openDatabase, type DatabaseHandle } from "../platform/db/index.ts";
 import type { Logger } from "../platform/log/index.ts";
 import { WorkerMetrics } from "../platform/metrics/index.ts";
-import { queueState } from "./queue.ts";
+import { QUEUE_CHANNEL, queueState } from "./queue.ts";
 import { jobDocumentStore, sweepDocuments } from "./blobs.ts";
 import { deleteExpiredJobs } from "./store.ts";
 import { JobWorker } from "./worker.ts";
@@ -60,6 +60,7 @@ export async function startWorker({ config, log, database, sharedProcess = false
     : undefined;
   const documents = jobDocumentStore(config);
   const store = { retentionMs: config.FOLIO_JOB_RETENTION_DAYS * 86_400_000, progressIntervalMs: PROGRESS_INTERVAL_MS };
+  const listen = handle.listen;
   const worker = new JobWorker({
     db: handle.db,
     extraction,
@@ -76,10 +77,10 @@ export async function startWorker({ config, log, database, sharedProcess = false
     store,
     documents,
     metrics,
+    ...(listen ? { listen: (onNotify: () => void) => listen(QUEUE_CHANNEL, onNotify) } : {}),
   });
   worker.start();
   const secrets = loadSecretBox(config);
-  const listen = handle.listen;
   const deliverer = secrets
     ? new WebhookDeliverer({
         db: handle.db,

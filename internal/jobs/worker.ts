@@ -54,8 +54,19 @@ export interface JobWorkerOptions {
    * range's reading.
    */
   leaseMs: number;
-  /** How long an idle slot waits before it looks for work again. */
+  /**
+   * How long an idle worker waits before it looks for work again: its first
+   * slot every `pollMs`, the others every {@link IDLE_SLOT_MS} at most (a
+   * slot that claims a range wakes them, so an idle worker costs one query a
+   * poll, whatever its slots).
+   */
   pollMs: number;
+  /**
+   * Subscribes to the queue's notifications (DatabaseHandle.listen on
+   * QUEUE_CHANNEL): ranges queued or given back wake the idle slots at
+   * once instead of at their next poll.
+   */
+  listen?: (onNotify: () => void) => () => Promise<void>;
   /** Bounds the rendering of one range's PDF pages. */
   pdfTimeoutMs: number;
   /** Pages of a range (an office document's pages are queued once they are counted). */
@@ -93,6 +104,9 @@ function pageNumbers(job: JobRow, range: LeasedRange): number[] {
   return Array.from({ length: range.lastPage - range.firstPage + 1 }, (_, i) => selected?.[range.firstPage + i - 1] ?? range.firstPage + i);
 }
 
+/** The longest an idle slot other than the first sleeps without being woken (see `pollMs`). */
+const IDLE_SLOT_MS = 5_000;
+
 /** A cancelled job's ranges stop being read within this (the API promises 2 s). */
 export const RENEW_AT_LEAST_EVERY_MS = 1_000;
 
@@ -102,6 +116,9 @@ export class JobWorker {
   private readonly slots: Promise<void>[] = [];
   private readonly stopping = new AbortController();
   private readonly documents: JobDocuments;
+  /** Idle slots' wake-ups. */
+  private readonly sleepers = new Set<() => void>();
+  private unlisten: (() => Promise<void>) | undefined;
 
   constructor(private readonly o: JobWorkerOptions) {
     this.id = o.id ?? `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
@@ -111,8 +128,14 @@ export class JobWorker {
   start(): void {
     if (this.running) return;
     this.running = true;
-    for (let i = 0; i < this.o.concurrency; i++) this.slots.push(this.slot(false));
-    for (let i = 0; i < (this.o.expressSlots ?? 0); i++) this.slots.push(this.slot(true));
+    this.unlisten = this.o.listen?.(() => this.wake());
+    for (let i = 0; i < this.o.concurrency; i++) this.slots.push(this.slot(false, i === 0));
+    for (let i = 0; i < (this.o.expressSlots ?? 0); i++) this.slots.push(this.slot(true, false));
+  }
+
+  /** Wakes the idle slots to look for ranges now. */
+  wake(): void {
+    for (const wake of [...this.sleepers]) wake();
   }
 
   /**
@@ -123,6 +146,8 @@ export class JobWorker {
    */
   async stop(drainMs = 0): Promise<void> {
     this.running = false;
+    // Idle slots end now; those reading finish their range (below).
+    this.wake();
     const all = Promise.all(this.slots);
     if (drainMs > 0) {
       let timer: NodeJS.Timeout | undefined;
@@ -130,17 +155,25 @@ export class JobWorker {
       clearTimeout(timer);
     }
     this.stopping.abort();
-    await all;
+    await Promise.all([all, this.unlisten?.()]);
     await this.documents.close();
   }
 
-  /** Claims and reads ranges until stopped; an `express` slot only ranges of accounts nothing of which is being read. */
-  private async slot(express: boolean): Promise<void> {
+  /**
+   * Claims and reads ranges until stopped; an `express` slot only ranges of
+   * accounts nothing of which is being read. Idle, the slot that `polls`
+   * looks every `pollMs`, the others sleep until woken (see `pollMs`).
+   */
+  private async slot(express: boolean, polls: boolean): Promise<void> {
     while (this.running) {
       let range: LeasedRange | undefined;
       try {
         range = await claimRange(this.o.db, this.id, this.o.leaseMs, { unservedOnly: express });
-        if (range) await this.process(range);
+        if (range) {
+          // There may be more: the sleeping slots look too.
+          this.wake();
+          await this.process(range);
+        }
       } catch (err) {
         if (range) this.o.metrics?.ranges.inc({ outcome: "abandoned" });
         if (!this.running) {
@@ -150,8 +183,25 @@ export class JobWorker {
         }
         this.o.log.warn({ err, job: range?.jobId, first_page: range?.firstPage }, "a job range was not stored; its lease will run out and it will be read again");
       }
-      if (!range && this.running) await new Promise((r) => setTimeout(r, this.o.pollMs));
+      if (!range && this.running) await this.sleep(polls ? this.o.pollMs : Math.max(this.o.pollMs, IDLE_SLOT_MS));
     }
+  }
+
+  /** Waits `ms`, or less when woken or stopped. */
+  private sleep(ms: number): Promise<void> {
+    const signal = this.stopping.signal;
+    const sleepers = this.sleepers;
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, ms);
+      function done() {
+        clearTimeout(timer);
+        signal.removeEventListener("abort", done);
+        sleepers.delete(done);
+        resolve();
+      }
+      sleepers.add(done);
+      signal.addEventListener("abort", done, { once: true });
+    });
   }
 
   /** Reads one claimed range and stores it; throws (leaving the range to its lease) when it cannot finish it. */

@@ -156,7 +156,7 @@ export const workerSchema = Type.Object({
       "Slots besides FOLIO_WORKER_CONCURRENCY that claim only ranges of accounts none of whose ranges is being read: a one-page job starts at once while another account's long job fills every other slot (docs/jobs.md). 0: none.",
   }),
   FOLIO_JOB_LEASE_SECONDS: Type.Number({ minimum: 1, maximum: 3600, default: 30, description: "How long a claimed range stays a worker's without renewal (renewed every second): a dead worker's range is read again after it." }),
-  FOLIO_WORKER_POLL_SECONDS: Type.Number({ minimum: 0.05, maximum: 60, default: 0.5, description: "How long an idle worker slot waits before it looks for work again." }),
+  FOLIO_WORKER_POLL_SECONDS: Type.Number({ minimum: 0.05, maximum: 60, default: 0.5, description: "How often an idle worker looks for ranges on its own (its first slot; the others at most every 5 s). A NOTIFY at each job queued wakes it at once; this finds ranges whose lease ran out." }),
   FOLIO_WORKER_DRAIN_SECONDS: Type.Number({
     minimum: 0,
     maximum: 3600,
@@ -173,7 +173,7 @@ export const workerSchema = Type.Object({
     description: "Waits (seconds, comma-separated) before each retry of a failed webhook delivery; once spent the delivery is given up (listed as failed).",
   }),
   FOLIO_WEBHOOK_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 256, default: 4, description: "Webhook deliveries one worker process attempts at a time." }),
-  FOLIO_WEBHOOK_POLL_SECONDS: Type.Number({ minimum: 0.01, maximum: 60, default: 0.2, description: "How often an idle worker looks for due webhook deliveries on its own (one query). On Postgres a NOTIFY at each queued delivery wakes it at once and this is the safety net; on embedded PGlite (folio dev) it is the only way." }),
+  FOLIO_WEBHOOK_POLL_SECONDS: Type.Number({ minimum: 0.01, maximum: 60, default: 0.2, description: "How often an idle worker looks for due webhook deliveries on its own (one query). A NOTIFY at each queued delivery wakes it at once (on Postgres and on embedded PGlite alike) and this is the safety net." }),
 });
 export type WorkerConfig = Static<typeof workerSchema>;
 

@@ -28,8 +28,9 @@ export interface DatabaseHandle {
    * Calls `onNotify` at each NOTIFY on `channel` (any process's, at its
    * commit) over a connection of its own, until the returned stop is called.
    * A lost connection is made again; notifications sent meanwhile are lost,
-   * so a listener also looks on its own from time to time. Absent for
-   * embedded PGlite (one connection).
+   * so a listener also looks on its own from time to time. On embedded
+   * PGlite (one session, which sends every NOTIFY itself) the notification
+   * comes back on the pool's one connection with the commit that sent it.
    */
   listen?(channel: string, onNotify: () => void): () => Promise<void>;
   close(): Promise<void>;
@@ -99,8 +100,13 @@ export async function openDatabase(opts: OpenOptions): Promise<DatabaseHandle> {
 /** How long a listener waits before connecting again after losing its connection. */
 const LISTEN_RECONNECT_MS = 2_000;
 
-function listenOn(url: string, channel: string, onNotify: () => void, log: Logger | undefined, connectMs: number | undefined): () => Promise<void> {
+/** Channels are written into LISTEN as they are: only plain names. */
+function plainChannel(channel: string): void {
   if (!/^[a-z_][a-z0-9_]*$/.test(channel)) throw new Error(`not a plain channel name: '${channel}'`);
+}
+
+function listenOn(url: string, channel: string, onNotify: () => void, log: Logger | undefined, connectMs: number | undefined): () => Promise<void> {
+  plainChannel(channel);
   let stopped = false;
   let client: pg.Client | undefined;
   let timer: NodeJS.Timeout | undefined;
@@ -162,9 +168,27 @@ async function openEmbedded(dir: string): Promise<DatabaseHandle> {
   // (the socket gone after close) are still classified by the guard.
   const pool = new pg.Pool({ connectionString: `postgres://postgres@${address}/postgres`, max: 1 });
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: guardedPool(pool) }) });
+  // LISTEN on the pool's connection (again on each new one): PGlite's one session is every writer, and
+  // a session's own NOTIFY reaches it with its commit, so the listeners hear every notification at once.
+  const listeners = new Map<string, Set<() => void>>();
+  pool.on("connect", (client) => {
+    client.on("notification", (n) => listeners.get(n.channel)?.forEach((f) => f()));
+    for (const channel of listeners.keys()) client.query(`listen ${channel}`).catch(() => undefined);
+  });
   return {
     db,
     description: `embedded PGlite in ${dir}`,
+    listen: (channel, onNotify) => {
+      plainChannel(channel);
+      let set = listeners.get(channel);
+      if (!set) {
+        listeners.set(channel, (set = new Set()));
+        // A connection already open has not heard of the channel yet; a later one is told on connect.
+        void pool.query(`listen ${channel}`).catch(() => undefined);
+      }
+      set.add(onNotify);
+      return async () => void set.delete(onNotify);
+    },
     close: async () => {
       await db.destroy();
       await server.stop();
