@@ -15,6 +15,7 @@ import { inspectPdf, rasterizePdf, streamPdfPages } from "../documents/index.ts"
 import { PAGE_DPI } from "../formats/index.ts";
 import { parsePages } from "../formats/pages.ts";
 import { FolioError } from "../platform/errors/index.ts";
+import { Naps } from "../platform/naps/index.ts";
 import type { DB } from "../platform/db/index.ts";
 import type { Logger } from "../platform/log/index.ts";
 import type { WorkerMetrics } from "../platform/metrics/index.ts";
@@ -116,8 +117,8 @@ export class JobWorker {
   private readonly slots: Promise<void>[] = [];
   private readonly stopping = new AbortController();
   private readonly documents: JobDocuments;
-  /** Idle slots' wake-ups. */
-  private readonly sleepers = new Set<() => void>();
+  /** Idle slots' sleeps, cut short by a wake-up or the stop. */
+  private readonly naps = new Naps(this.stopping.signal);
   private unlisten: (() => Promise<void>) | undefined;
 
   constructor(private readonly o: JobWorkerOptions) {
@@ -135,7 +136,7 @@ export class JobWorker {
 
   /** Wakes the idle slots to look for ranges now. */
   wake(): void {
-    for (const wake of [...this.sleepers]) wake();
+    this.naps.wake();
   }
 
   /**
@@ -183,26 +184,10 @@ export class JobWorker {
         }
         this.o.log.warn({ err, job: range?.jobId, first_page: range?.firstPage }, "a job range was not stored; its lease will run out and it will be read again");
       }
-      if (!range && this.running) await this.sleep(polls ? this.o.pollMs : Math.max(this.o.pollMs, IDLE_SLOT_MS));
+      if (!range && this.running) await this.naps.sleep(polls ? this.o.pollMs : Math.max(this.o.pollMs, IDLE_SLOT_MS));
     }
   }
 
-  /** Waits `ms`, or less when woken or stopped. */
-  private sleep(ms: number): Promise<void> {
-    const signal = this.stopping.signal;
-    const sleepers = this.sleepers;
-    return new Promise((resolve) => {
-      const timer = setTimeout(done, ms);
-      function done() {
-        clearTimeout(timer);
-        signal.removeEventListener("abort", done);
-        sleepers.delete(done);
-        resolve();
-      }
-      sleepers.add(done);
-      signal.addEventListener("abort", done, { once: true });
-    });
-  }
 
   /** Reads one claimed range and stores it; throws (leaving the range to its lease) when it cannot finish it. */
   async process(range: LeasedRange): Promise<void> {

@@ -13,6 +13,7 @@ import type { HostLookup } from "../documents/index.ts";
 import type { DB } from "../platform/db/index.ts";
 import { FolioError } from "../platform/errors/index.ts";
 import type { Logger } from "../platform/log/index.ts";
+import { Naps } from "../platform/naps/index.ts";
 import { claimDelivery, recordAttempt, releaseDelivery, type AttemptResult, type ClaimedDelivery } from "./outbox.ts";
 import type { SecretBox } from "./secrets.ts";
 import { webhookHeaders } from "./signing.ts";
@@ -59,8 +60,8 @@ export class WebhookDeliverer {
   private running = false;
   private readonly slots: Promise<void>[] = [];
   private readonly stopping = new AbortController();
-  /** Idle slots' wake-ups. */
-  private readonly sleepers = new Set<() => void>();
+  /** Idle slots' sleeps, cut short by a wake-up or the stop. */
+  private readonly naps = new Naps(this.stopping.signal);
   private unlisten: (() => Promise<void>) | undefined;
 
   constructor(private readonly o: DelivererOptions) {
@@ -76,7 +77,7 @@ export class WebhookDeliverer {
 
   /** Wakes the idle slots to look for due deliveries now. */
   wake(): void {
-    for (const wake of [...this.sleepers]) wake();
+    this.naps.wake();
   }
 
   /** Stops claiming; attempts under way are cut and their deliveries given back at once. */
@@ -109,26 +110,10 @@ export class WebhookDeliverer {
         }
         this.o.log.warn({ err, delivery: claimed?.id }, "a webhook delivery was not recorded; its lease will run out and it will be attempted again");
       }
-      if (!claimed && this.running) await this.sleep(polls ? this.o.pollMs : Math.max(this.o.pollMs, IDLE_SLOT_MS));
+      if (!claimed && this.running) await this.naps.sleep(polls ? this.o.pollMs : Math.max(this.o.pollMs, IDLE_SLOT_MS));
     }
   }
 
-  /** Waits `ms`, or less when woken or stopped. */
-  private sleep(ms: number): Promise<void> {
-    const signal = this.stopping.signal;
-    return new Promise((resolve) => {
-      const timer = setTimeout(done, ms);
-      const sleepers = this.sleepers;
-      function done() {
-        clearTimeout(timer);
-        signal.removeEventListener("abort", done);
-        sleepers.delete(done);
-        resolve();
-      }
-      sleepers.add(done);
-      signal.addEventListener("abort", done, { once: true });
-    });
-  }
 
   /** One attempt of `d`, recorded. */
   async deliver(d: ClaimedDelivery): Promise<AttemptResult> {
