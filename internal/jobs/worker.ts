@@ -188,7 +188,6 @@ export class JobWorker {
     }
   }
 
-
   /** Reads one claimed range and stores it; throws (leaving the range to its lease) when it cannot finish it. */
   async process(range: LeasedRange): Promise<void> {
     const claimedAt = Date.now();
