@@ -18,7 +18,7 @@ import { buildEdgeApp } from "./app.ts";
 import { ExtractionClient } from "../extraction/client.ts";
 import { ConversionClient } from "../conversion/client.ts";
 import { observingClientInterceptor } from "../platform/grpc/index.ts";
-import { jobDocumentStore } from "../jobs/index.ts";
+import { EVENTS_CHANNEL, JobEventWaits, jobDocumentStore } from "../jobs/index.ts";
 import { loadSecretBox } from "../webhooks/index.ts";
 import type { App, EdgeDeps } from "./types.ts";
 
@@ -113,6 +113,7 @@ export async function startEdge({ config, log, database, alsoMetrics = [] }: Sta
       : undefined,
     conversionDeadlineMs: config.FOLIO_CONVERSION_DEADLINE_SECONDS * 1000,
     sseKeepAliveMs: config.FOLIO_SSE_KEEPALIVE_SECONDS * 1000,
+    jobEvents: new JobEventWaits(handle.listen ? (onNotify) => handle.listen!(EVENTS_CHANNEL, onNotify) : undefined),
     documents: {
       fetch: {
         maxBytes: config.FOLIO_MAX_DOCUMENT_BYTES,
@@ -183,6 +184,7 @@ export async function startEdge({ config, log, database, alsoMetrics = [] }: Sta
       clearInterval(sweeper);
       clearInterval(upkeeper);
       await app.close();
+      await deps.jobEvents.close();
       deps.extraction?.close();
       deps.conversion?.close();
       await authenticator.close();

@@ -9,7 +9,7 @@ import type { RateLimiter } from "../ratelimit/index.ts";
 import type { ExtractionClient } from "../extraction/client.ts";
 import type { ConversionClient } from "../conversion/client.ts";
 import type { FetchPolicy } from "../documents/index.ts";
-import type { DocumentStore } from "../jobs/index.ts";
+import type { DocumentStore, JobEventWaits } from "../jobs/index.ts";
 import type { SecretBox } from "../webhooks/index.ts";
 
 export type App = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, FastifyBaseLogger, TypeBoxTypeProvider>;
@@ -33,6 +33,8 @@ export interface EdgeDeps {
   conversion?: ConversionClient;
   /** Longest silence of a streamed chat answer before a keep-alive comment (FOLIO_SSE_KEEPALIVE_SECONDS). */
   sseKeepAliveMs: number;
+  /** Where job event streams wait for their job's next event (woken by the database's notifications). */
+  jobEvents: JobEventWaits;
   /** How long the edge waits for one conversion (prices the conversion's hold). */
   conversionDeadlineMs: number;
   /** How documents are accepted: URL fetch policy, size, page and concurrency limits. */

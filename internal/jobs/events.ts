@@ -7,14 +7,18 @@
  * take numbers one after the other, and a transaction that rolls back gives
  * its number back with everything else.
  */
-import type { Kysely, Selectable, Transaction } from "kysely";
+import { sql, type Kysely, type Selectable, type Transaction } from "kysely";
 import type { Database, OcrJobEventsTable } from "../platform/db/index.ts";
 import { newId } from "../platform/ids/index.ts";
+import { Naps } from "../platform/naps/index.ts";
 import { enqueueEvent } from "../webhooks/index.ts";
 
 /** The job event types of the API (DESIGN.md; webhooks deliver the same). */
 export const JOB_EVENT_TYPES = ["ocr.job.started", "ocr.job.progress", "ocr.job.succeeded", "ocr.job.failed", "ocr.job.cancelled"] as const;
 export type JobEventType = (typeof JOB_EVENT_TYPES)[number];
+
+/** The channel a NOTIFY goes to at each event, with the job's id as payload: the event streams following the job look at once. */
+export const EVENTS_CHANNEL = "folio_job_events";
 
 /** An event as clients read it. */
 export interface JobEvent {
@@ -45,7 +49,51 @@ export async function appendEvent(trx: Transaction<Database>, jobId: string, typ
     .executeTakeFirstOrThrow();
   const event = toEvent(row);
   await enqueueEvent(trx, account_id, jobId, event);
+  await sql`select pg_notify(${EVENTS_CHANNEL}, ${jobId})`.execute(trx);
   return event;
+}
+
+/** How an event stream waits for a job's next event (DatabaseHandle.listen on EVENTS_CHANNEL, when there is one). */
+type Listen = (onNotify: (jobId?: string) => void) => () => Promise<void>;
+
+/**
+ * The waits of the event streams this process serves: each waits for its
+ * job's next event until a notification for that job (or one without a
+ * payload: the listening connection came back, anything may have changed)
+ * or its time is up. The database is listened to from the first wait on,
+ * over one connection for every stream.
+ */
+export class JobEventWaits {
+  private readonly waiting = new Map<string, Naps>();
+  private unlisten: (() => Promise<void>) | undefined;
+
+  constructor(private readonly listen?: Listen) {}
+
+  /** Whether notifications come at all: without them a stream must look often. */
+  get notified(): boolean {
+    return this.listen !== undefined;
+  }
+
+  /** Waits up to `ms` for an event of `jobId`; ends early at a notification for it, or when `signal` aborts. */
+  async wait(jobId: string, ms: number, signal?: AbortSignal): Promise<void> {
+    this.unlisten ??= this.listen?.((id) => this.wake(id));
+    let naps = this.waiting.get(jobId);
+    if (!naps) this.waiting.set(jobId, (naps = new Naps()));
+    await naps.sleep(ms, signal);
+    if (naps.sleeping === 0 && this.waiting.get(jobId) === naps) this.waiting.delete(jobId);
+  }
+
+  /** Ends the waits for `jobId` now; every wait without one. */
+  wake(jobId?: string): void {
+    for (const naps of jobId === undefined ? [...this.waiting.values()] : [this.waiting.get(jobId)]) naps?.wake();
+  }
+
+  /** Stops listening; the waits under way end at their time. */
+  async close(): Promise<void> {
+    const unlisten = this.unlisten;
+    this.unlisten = undefined;
+    await unlisten?.();
+  }
 }
 
 /** The events of a job after `afterSequence` (0: from the first), in order, at most `limit`. */

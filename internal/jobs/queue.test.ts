@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { privateDatabase } from "../../test/harness.ts";
 import { migrateToLatest, openDatabase, type DatabaseHandle, type DB } from "../platform/db/index.ts";
 import { newId } from "../platform/ids/index.ts";
-import { appendEvent, eventsAfter } from "./events.ts";
+import { EVENTS_CHANNEL, JobEventWaits, appendEvent, eventsAfter } from "./events.ts";
 import { addRanges, claimRange, cutRanges, finishRange, openRanges, queuedPages, renewLease } from "./queue.ts";
 
 describe("cutRanges", () => {
@@ -170,4 +170,32 @@ describe.each([
     expect(new Set(events.map((e) => e.id)).size).toBe(12);
     expect((await eventsAfter(db, jobId, 10)).map((e) => e.sequence)).toEqual([11, 12]);
   });
+
+  it("wakes a job's event streams at its event's commit, not another job's, and not for a rolled-back event", async () => {
+    const [{ jobId }, other] = [await queuedJob(1, 1), await queuedJob(1, 1)];
+    const waits = new JobEventWaits((onNotify) => handle.listen!(EVENTS_CHANNEL, onNotify));
+    try {
+      // The first wait starts listening; a notification without a payload (the listener connecting) ends every wait.
+      await waits.wait(jobId, 2_000);
+      const ended: string[] = [];
+      const minute = (id: string, name: string) => waits.wait(id, 60_000).then(() => ended.push(name));
+      const [mine, theirs] = [minute(jobId, "mine"), minute(other.jobId, "theirs")];
+      await db
+        .transaction()
+        .execute(async (trx) => {
+          await appendEvent(trx, jobId, "ocr.job.started", {});
+          throw new Error("rolled back");
+        })
+        .catch(() => undefined);
+      await new Promise((r) => setTimeout(r, 300));
+      expect(ended, "nothing ends for a rolled-back event").toEqual([]);
+      await db.transaction().execute((trx) => appendEvent(trx, jobId, "ocr.job.started", {}));
+      await mine;
+      expect(ended).toEqual(["mine"]);
+      waits.wake(other.jobId);
+      await theirs;
+    } finally {
+      await waits.close();
+    }
+  }, 30_000);
 });

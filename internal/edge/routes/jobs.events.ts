@@ -18,7 +18,13 @@ import { principalOf } from "../types.ts";
 import { JOBS_PATH } from "./jobs.create.ts";
 import { JobParams, ownedJob } from "./jobs.shared.ts";
 
-/** How often a follower looks for new events (progress comes at most once a second). */
+/**
+ * How often a follower looks for new events on its own: with the database's
+ * notifications (an event's NOTIFY wakes the job's followers at its commit),
+ * only in case one was lost; without them (no listener), often (progress
+ * comes at most once a second).
+ */
+const NOTIFIED_POLL_MS = 2_000;
 const POLL_MS = 250;
 const FINAL = new Set(["ocr.job.succeeded", "ocr.job.failed", "ocr.job.cancelled"]);
 
@@ -44,11 +50,12 @@ export default function register(app: App, deps: EdgeDeps): void {
       const job = await ownedJob(deps, principalOf(req).accountId, req.params.id);
       let after = await lastSeen(deps, job.id, req.headers["last-event-id"]);
       const body = openStreamedAnswer(reply, EVENT_STREAM);
-      let closed = false;
-      reply.raw.on("close", () => (closed = true));
+      const closed = new AbortController();
+      reply.raw.on("close", () => closed.abort());
+      const pollMs = deps.jobEvents.notified ? NOTIFIED_POLL_MS : POLL_MS;
       void (async () => {
         let quiet = 0;
-        while (!closed) {
+        while (!closed.signal.aborted) {
           const events = await eventsAfter(deps.db, job.id, after);
           for (const e of events) {
             body.write(sseJobEvent(e));
@@ -56,13 +63,14 @@ export default function register(app: App, deps: EdgeDeps): void {
             if (FINAL.has(e.type)) return;
           }
           if (events.length === 0) {
-            quiet += POLL_MS;
             // Proxies cut idle connections: a comment now and then keeps a long job's stream open.
             if (quiet >= deps.sseKeepAliveMs) {
               body.write(": keep-alive\n\n");
               quiet = 0;
             }
-            await new Promise((r) => setTimeout(r, POLL_MS));
+            const since = Date.now();
+            await deps.jobEvents.wait(job.id, Math.min(pollMs, Math.max(1, deps.sseKeepAliveMs - quiet)), closed.signal);
+            quiet += Date.now() - since;
           } else quiet = 0;
         }
       })().then(

@@ -25,14 +25,15 @@ export interface DatabaseHandle {
   /** Where the data lives, for log lines (never contains a password). */
   description: string;
   /**
-   * Calls `onNotify` at each NOTIFY on `channel` (any process's, at its
-   * commit) over a connection of its own, until the returned stop is called.
-   * A lost connection is made again; notifications sent meanwhile are lost,
-   * so a listener also looks on its own from time to time. On embedded
+   * Calls `onNotify` with its payload at each NOTIFY on `channel` (any
+   * process's, at its commit) over a connection of its own, until the
+   * returned stop is called. A lost connection is made again; notifications
+   * sent meanwhile are lost, so `onNotify` is called without a payload once
+   * it is back, and a listener also looks on its own from time to time. On embedded
    * PGlite (one session, which sends every NOTIFY itself) the notification
    * comes back on the pool's one connection with the commit that sent it.
    */
-  listen?(channel: string, onNotify: () => void): () => Promise<void>;
+  listen?(channel: string, onNotify: (payload?: string) => void): () => Promise<void>;
   close(): Promise<void>;
 }
 
@@ -105,7 +106,7 @@ function plainChannel(channel: string): void {
   if (!/^[a-z_][a-z0-9_]*$/.test(channel)) throw new Error(`not a plain channel name: '${channel}'`);
 }
 
-function listenOn(url: string, channel: string, onNotify: () => void, log: Logger | undefined, connectMs: number | undefined): () => Promise<void> {
+function listenOn(url: string, channel: string, onNotify: (payload?: string) => void, log: Logger | undefined, connectMs: number | undefined): () => Promise<void> {
   plainChannel(channel);
   let stopped = false;
   let client: pg.Client | undefined;
@@ -129,13 +130,13 @@ function listenOn(url: string, channel: string, onNotify: () => void, log: Logge
     };
     c.on("error", lost);
     c.on("end", () => lost());
-    c.on("notification", (n) => n.channel === channel && onNotify());
+    c.on("notification", (n) => n.channel === channel && onNotify(n.payload));
     try {
       await c.connect();
       await c.query(`listen ${channel}`);
       if (warned) log?.info({ channel }, "listening for notifications again");
       warned = false;
-      // Whatever was notified while not listening: look now.
+      // Whatever was notified while not listening: look now (no payload: anything may have changed).
       onNotify();
     } catch (err) {
       lost(err);
@@ -170,9 +171,9 @@ async function openEmbedded(dir: string): Promise<DatabaseHandle> {
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: guardedPool(pool) }) });
   // LISTEN on the pool's connection (again on each new one): PGlite's one session is every writer, and
   // a session's own NOTIFY reaches it with its commit, so the listeners hear every notification at once.
-  const listeners = new Map<string, Set<() => void>>();
+  const listeners = new Map<string, Set<(payload?: string) => void>>();
   pool.on("connect", (client) => {
-    client.on("notification", (n) => listeners.get(n.channel)?.forEach((f) => f()));
+    client.on("notification", (n) => listeners.get(n.channel)?.forEach((f) => f(n.payload)));
     for (const channel of listeners.keys()) client.query(`listen ${channel}`).catch(() => undefined);
   });
   return {

@@ -2,26 +2,32 @@
  * Sleeps of idle polling loops that a notification can cut short: the jobs
  * worker's and the webhook deliverer's slots sleep between looks at their
  * queue, and a NOTIFY at a commit (or a slot that found work) wakes them all,
- * as does the end of the `stop` signal.
+ * as does the `stop` signal; a job's event streams wait so for its next event.
  */
 export class Naps {
   private readonly sleepers = new Set<() => void>();
 
-  constructor(private readonly stop: AbortSignal) {}
+  constructor(private readonly stop?: AbortSignal) {}
 
-  /** Waits `ms`, or less when woken or stopped. */
-  sleep(ms: number): Promise<void> {
-    const { stop, sleepers } = this;
+  /** Sleeps under way. */
+  get sleeping(): number {
+    return this.sleepers.size;
+  }
+
+  /** Waits `ms`, or less when woken, stopped, or `signal` aborts. */
+  sleep(ms: number, signal?: AbortSignal): Promise<void> {
+    const { sleepers } = this;
+    const signals = [this.stop, signal].filter((s) => s !== undefined);
     return new Promise((resolve) => {
       const timer = setTimeout(done, ms);
       function done() {
         clearTimeout(timer);
-        stop.removeEventListener("abort", done);
+        for (const s of signals) s.removeEventListener("abort", done);
         sleepers.delete(done);
         resolve();
       }
       sleepers.add(done);
-      stop.addEventListener("abort", done, { once: true });
+      for (const s of signals) s.addEventListener("abort", done, { once: true });
     });
   }
 
