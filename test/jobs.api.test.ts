@@ -280,6 +280,10 @@ describe("durable OCR jobs over HTTP", () => {
     const { id: accountId, key } = await account();
     const created = await call(edge, "POST", "/v1/ocr/jobs", key, { base64: PDF.toString("base64"), model: "local/tesseract" });
     expect((await money(accountId, created.body.id)).held).toBeGreaterThan(0);
+    // The event stream answers its head at once, before the job has any event (the keep-alive is 15 s away).
+    const following = fetch(`${edge.url}/v1/ocr/jobs/${created.body.id}/events`, { headers: { authorization: `Bearer ${key}` }, signal: AbortSignal.timeout(120_000) });
+    const head = await Promise.race([following, new Promise<"no head">((r) => setTimeout(() => r("no head"), 5_000))]);
+    expect(head === "no head" ? head : head.status).toBe(200);
     const stranger = await account();
     expect((await call(edge, "GET", `/v1/ocr/jobs/${created.body.id}`, stranger.key)).status).toBe(404);
     expect((await call(edge, "POST", `/v1/ocr/jobs/${created.body.id}/cancel`, stranger.key)).status).toBe(404);
@@ -295,6 +299,8 @@ describe("durable OCR jobs over HTTP", () => {
     expect(m.usage[0]).toMatchObject({ status: "error", error_code: "cancelled", pages_processed: 0 });
     const events = await readEvents(`/v1/ocr/jobs/${created.body.id}/events`, key);
     expect(events.map((e) => e.type)).toEqual(["ocr.job.cancelled"]);
+    // The stream opened before the cancel got the final event, and ended with it.
+    expect(await (await following).text()).toContain("event: ocr.job.cancelled");
   });
 
   it("states every job route in the OpenAPI document", async () => {
