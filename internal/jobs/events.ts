@@ -57,14 +57,18 @@ export async function appendEvent(trx: Transaction<Database>, jobId: string, typ
 type Listen = (onNotify: (jobId?: string) => void) => () => Promise<void>;
 
 /**
- * The waits of the event streams this process serves: each waits for its
- * job's next event until a notification for that job (or one without a
- * payload: the listening connection came back, anything may have changed)
- * or its time is up. The database is listened to from the first wait on,
- * over one connection for every stream.
+ * The waits of the event streams this process serves: each stream follows
+ * its job ({@link JobEventWaits.follow}) and waits for the job's next event
+ * until a notification for that job (or one without a payload: the listening
+ * connection came back, anything may have changed) or its time is up. A
+ * notification that comes while the stream is reading rather than waiting is
+ * kept, and its next wait ends at once: an event committed between a read
+ * that found nothing and the wait after it is not left for the next look.
+ * The database is listened to from the first follower on, over one
+ * connection for every stream.
  */
 export class JobEventWaits {
-  private readonly waiting = new Map<string, Naps>();
+  private readonly followers = new Map<string, Set<JobFollower>>();
   private unlisten: (() => Promise<void>) | undefined;
 
   constructor(private readonly listen?: Listen) {}
@@ -74,18 +78,33 @@ export class JobEventWaits {
     return this.listen !== undefined;
   }
 
-  /** Waits up to `ms` for an event of `jobId`; ends early at a notification for it, or when `signal` aborts. */
-  async wait(jobId: string, ms: number, signal?: AbortSignal): Promise<void> {
+  /** Starts following `jobId` (before its first read of events): notifications for it from now on are seen. */
+  follow(jobId: string): JobFollower {
     this.unlisten ??= this.listen?.((id) => this.wake(id));
-    let naps = this.waiting.get(jobId);
-    if (!naps) this.waiting.set(jobId, (naps = new Naps()));
-    await naps.sleep(ms, signal);
-    if (naps.sleeping === 0 && this.waiting.get(jobId) === naps) this.waiting.delete(jobId);
+    let set = this.followers.get(jobId);
+    if (!set) this.followers.set(jobId, (set = new Set()));
+    const follower = new JobFollower(() => {
+      set.delete(follower);
+      if (set.size === 0 && this.followers.get(jobId) === set) this.followers.delete(jobId);
+    });
+    set.add(follower);
+    return follower;
   }
 
-  /** Ends the waits for `jobId` now; every wait without one. */
+  /** Waits up to `ms` for an event of `jobId` (a follower for one wait). */
+  async wait(jobId: string, ms: number, signal?: AbortSignal): Promise<void> {
+    const follower = this.follow(jobId);
+    try {
+      await follower.wait(ms, signal);
+    } finally {
+      follower.close();
+    }
+  }
+
+  /** A notification for `jobId`; for every job without one. */
   wake(jobId?: string): void {
-    for (const naps of jobId === undefined ? [...this.waiting.values()] : [this.waiting.get(jobId)]) naps?.wake();
+    const sets = jobId === undefined ? [...this.followers.values()] : [this.followers.get(jobId)];
+    for (const set of sets) for (const f of set ?? []) f.notify();
   }
 
   /** Stops listening; the waits under way end at their time. */
@@ -93,6 +112,38 @@ export class JobEventWaits {
     const unlisten = this.unlisten;
     this.unlisten = undefined;
     await unlisten?.();
+  }
+}
+
+/** One event stream following a job (see {@link JobEventWaits}). */
+export class JobFollower {
+  private readonly naps = new Naps();
+  private missed = false;
+
+  constructor(private readonly forget: () => void) {}
+
+  /** Whether a notification came while no wait was under way: the next wait ends at once. */
+  get pending(): boolean {
+    return this.missed;
+  }
+
+  /** Waits up to `ms`; ends early at a notification for the job (or one kept from before the wait), or when `signal` aborts. */
+  async wait(ms: number, signal?: AbortSignal): Promise<void> {
+    if (this.missed) {
+      this.missed = false;
+      return;
+    }
+    await this.naps.sleep(ms, signal);
+  }
+
+  notify(): void {
+    if (this.naps.sleeping) this.naps.wake();
+    else this.missed = true;
+  }
+
+  /** Stops following. */
+  close(): void {
+    this.forget();
   }
 }
 

@@ -9,7 +9,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { privateDatabase } from "../../test/harness.ts";
 import { migrateToLatest, openDatabase, type DatabaseHandle, type DB } from "../platform/db/index.ts";
 import { newId } from "../platform/ids/index.ts";
@@ -195,6 +195,35 @@ describe.each([
       waits.wake(other.jobId);
       await theirs;
     } finally {
+      await waits.close();
+    }
+  }, 30_000);
+
+  it("keeps a notification that comes while a stream reads rather than waits: its next wait ends at once", async () => {
+    const { jobId } = await queuedJob(1, 1);
+    const waits = new JobEventWaits((onNotify) => handle.listen!(EVENTS_CHANNEL, onNotify));
+    const follower = waits.follow(jobId);
+    try {
+      // Listening from now on (on Postgres the connection's arrival is itself a notification): nothing kept after.
+      await follower.wait(2_000);
+      while (follower.pending) await follower.wait(1);
+      await db
+        .transaction()
+        .execute(async (trx) => {
+          await appendEvent(trx, jobId, "ocr.job.started", {});
+          throw new Error("rolled back");
+        })
+        .catch(() => undefined);
+      await new Promise((r) => setTimeout(r, 300));
+      expect(follower.pending, "nothing kept for a rolled-back event").toBe(false);
+      // The event commits while nobody waits (the stream is between a read and its wait).
+      await db.transaction().execute((trx) => appendEvent(trx, jobId, "ocr.job.started", {}));
+      await vi.waitFor(() => expect(follower.pending).toBe(true), { timeout: 10_000, interval: 20 });
+      const ended = await Promise.race([follower.wait(60_000).then(() => "at once"), new Promise((r) => setTimeout(() => r("a minute's wait"), 5_000))]);
+      expect(ended).toBe("at once");
+      expect(follower.pending).toBe(false);
+    } finally {
+      follower.close();
       await waits.close();
     }
   }, 30_000);

@@ -53,6 +53,8 @@ export default function register(app: App, deps: EdgeDeps): void {
       const closed = new AbortController();
       reply.raw.on("close", () => closed.abort());
       const pollMs = deps.jobEvents.notified ? NOTIFIED_POLL_MS : POLL_MS;
+      // Followed from before the first read: an event committed while a read finds nothing ends the wait after it.
+      const follower = deps.jobEvents.follow(job.id);
       void (async () => {
         let quiet = 0;
         while (!closed.signal.aborted) {
@@ -69,17 +71,19 @@ export default function register(app: App, deps: EdgeDeps): void {
               quiet = 0;
             }
             const since = Date.now();
-            await deps.jobEvents.wait(job.id, Math.min(pollMs, Math.max(1, deps.sseKeepAliveMs - quiet)), closed.signal);
+            await follower.wait(Math.min(pollMs, Math.max(1, deps.sseKeepAliveMs - quiet)), closed.signal);
             quiet += Date.now() - since;
           } else quiet = 0;
         }
-      })().then(
-        () => body.end(),
-        (err: unknown) => {
-          req.log.warn({ err }, "job event stream broken");
-          body.destroy(err as Error);
-        },
-      );
+      })()
+        .finally(() => follower.close())
+        .then(
+          () => body.end(),
+          (err: unknown) => {
+            req.log.warn({ err }, "job event stream broken");
+            body.destroy(err as Error);
+          },
+        );
       return reply;
     },
   );
