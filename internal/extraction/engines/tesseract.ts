@@ -497,10 +497,25 @@ export class TesseractEngine implements Engine {
    */
   async read(page: PageInput, lang: string, options: ExtractOptions, signal: AbortSignal, rules?: PageRules): Promise<AnalyzedPage> {
     checkImage(page);
-    const ruled = rules ?? (wantsGrids(options) ? await pageRules(page) : undefined);
-    signal.throwIfAborted();
-    const pass = async (p: PageInput, g: PageRules | undefined) => {
-      const r = analyzePage(await this.#read(p, "tsv", lang, this.#psm, signal), {
+    // Tesseract starts on the page at once (in its own process); the page's rules and the size of its letters
+    // are measured here meanwhile, and only the reading's analysis waits for them. A page whose letters turn
+    // out too small is read enlarged instead: that first reading is stopped.
+    const stop = new AbortController();
+    const firstTsv = this.#read(page, "tsv", lang, this.#psm, AbortSignal.any([signal, stop.signal]));
+    firstTsv.catch(() => {});
+    let ruled: PageRules | undefined;
+    let tiny: Awaited<ReturnType<typeof tinyLetters>>;
+    try {
+      ruled = rules ?? (wantsGrids(options) ? await pageRules(page) : undefined);
+      signal.throwIfAborted();
+      tiny = await tinyLetters(page);
+    } catch (err) {
+      stop.abort(err);
+      throw err;
+    }
+    if (tiny) stop.abort();
+    const analyze = (tsv: string, g: PageRules | undefined) => {
+      const r = analyzePage(tsv, {
         words: options.includeLayout === "words",
         order: this.#order,
         ...(g ? { rules: g } : {}),
@@ -508,9 +523,9 @@ export class TesseractEngine implements Engine {
       signal.throwIfAborted();
       return r;
     };
+    const pass = async (p: PageInput, g: PageRules | undefined) => analyze(await this.#read(p, "tsv", lang, this.#psm, signal), g);
     // Letters too small for tesseract are read enlarged at once; text it finds small, enlarged again.
-    const tiny = await tinyLetters(page);
-    const first = tiny ? undefined : await pass(page, ruled);
+    const first = tiny ? undefined : analyze(await firstTsv, ruled);
     if (first && !smallText(first)) return first;
     const big = await enlarged(page, ENLARGEMENT);
     signal.throwIfAborted();
