@@ -171,6 +171,18 @@ describe.each([
     expect((await eventsAfter(db, jobId, 10)).map((e) => e.sequence)).toEqual([11, 12]);
   });
 
+  /** Appends an event to `jobId` in a transaction that rolls back, then gives a notification time to arrive (none should). */
+  async function rolledBackEvent(jobId: string): Promise<void> {
+    await db
+      .transaction()
+      .execute(async (trx) => {
+        await appendEvent(trx, jobId, "ocr.job.started", {});
+        throw new Error("rolled back");
+      })
+      .catch(() => undefined);
+    await new Promise((r) => setTimeout(r, 300));
+  }
+
   it("wakes a job's event streams at its event's commit, not another job's, and not for a rolled-back event", async () => {
     const [{ jobId }, other] = [await queuedJob(1, 1), await queuedJob(1, 1)];
     const waits = new JobEventWaits((onNotify) => handle.listen!(EVENTS_CHANNEL, onNotify));
@@ -180,14 +192,7 @@ describe.each([
       const ended: string[] = [];
       const minute = (id: string, name: string) => waits.wait(id, 60_000).then(() => ended.push(name));
       const [mine, theirs] = [minute(jobId, "mine"), minute(other.jobId, "theirs")];
-      await db
-        .transaction()
-        .execute(async (trx) => {
-          await appendEvent(trx, jobId, "ocr.job.started", {});
-          throw new Error("rolled back");
-        })
-        .catch(() => undefined);
-      await new Promise((r) => setTimeout(r, 300));
+      await rolledBackEvent(jobId);
       expect(ended, "nothing ends for a rolled-back event").toEqual([]);
       await db.transaction().execute((trx) => appendEvent(trx, jobId, "ocr.job.started", {}));
       await mine;
@@ -207,14 +212,7 @@ describe.each([
       // Listening from now on (on Postgres the connection's arrival is itself a notification): nothing kept after.
       await follower.wait(2_000);
       while (follower.pending) await follower.wait(1);
-      await db
-        .transaction()
-        .execute(async (trx) => {
-          await appendEvent(trx, jobId, "ocr.job.started", {});
-          throw new Error("rolled back");
-        })
-        .catch(() => undefined);
-      await new Promise((r) => setTimeout(r, 300));
+      await rolledBackEvent(jobId);
       expect(follower.pending, "nothing kept for a rolled-back event").toBe(false);
       // The event commits while nobody waits (the stream is between a read and its wait).
       await db.transaction().execute((trx) => appendEvent(trx, jobId, "ocr.job.started", {}));
