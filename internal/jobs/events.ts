@@ -91,16 +91,6 @@ export class JobEventWaits {
     return follower;
   }
 
-  /** Waits up to `ms` for an event of `jobId` (a follower for one wait). */
-  async wait(jobId: string, ms: number, signal?: AbortSignal): Promise<void> {
-    const follower = this.follow(jobId);
-    try {
-      await follower.wait(ms, signal);
-    } finally {
-      follower.close();
-    }
-  }
-
   /** A notification for `jobId`; for every job without one. */
   wake(jobId?: string): void {
     const sets = jobId === undefined ? [...this.followers.values()] : [this.followers.get(jobId)];

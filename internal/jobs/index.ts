@@ -3,7 +3,7 @@
  * ranges with leases and fair hand-out, and the jobs' events.
  */
 export { QUEUE_CHANNEL, addRanges, claimRange, cutRanges, finishRange, openRanges, queueState, queuedPages, releaseLease, renewLease, type LeasedRange } from "./queue.ts";
-export { EVENTS_CHANNEL, JOB_EVENT_TYPES, JobEventWaits, JobFollower, appendEvent, eventsAfter, type JobEvent, type JobEventType } from "./events.ts";
+export { EVENTS_CHANNEL, JOB_EVENT_TYPES, JobEventWaits, appendEvent, eventsAfter, type JobEvent, type JobEventType } from "./events.ts";
 export { JOBS_ENDPOINT, cancelJob, deleteExpiredJobs, endJob, insertJob, jobRow, jobView, markStarted, pagesAfter, storeRange, type JobRequest, type JobRow, type JobStatus, type NewJob, type ReadOutcome, type StoreOptions } from "./store.ts";
 export { JobWorker, type JobWorkerOptions, type PageReader } from "./worker.ts";
 export { convertJob, type DocumentConverter } from "./convert.ts";

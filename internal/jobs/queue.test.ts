@@ -188,9 +188,13 @@ describe.each([
     const waits = new JobEventWaits((onNotify) => handle.listen!(EVENTS_CHANNEL, onNotify));
     try {
       // The first wait starts listening; a notification without a payload (the listener connecting) ends every wait.
-      await waits.wait(jobId, 2_000);
+      const wait = async (id: string, ms: number) => {
+        const follower = waits.follow(id);
+        await follower.wait(ms).finally(() => follower.close());
+      };
+      await wait(jobId, 2_000);
       const ended: string[] = [];
-      const minute = (id: string, name: string) => waits.wait(id, 60_000).then(() => ended.push(name));
+      const minute = (id: string, name: string) => wait(id, 60_000).then(() => ended.push(name));
       const [mine, theirs] = [minute(jobId, "mine"), minute(other.jobId, "theirs")];
       await rolledBackEvent(jobId);
       expect(ended, "nothing ends for a rolled-back event").toEqual([]);

@@ -114,7 +114,6 @@ export class WebhookDeliverer {
     }
   }
 
-
   /** One attempt of `d`, recorded. */
   async deliver(d: ClaimedDelivery): Promise<AttemptResult> {
     const endpoint = await this.o.db
