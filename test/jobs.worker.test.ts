@@ -140,6 +140,40 @@ describe("durable jobs read by workers", () => {
     expect(events.at(-1)?.data).toMatchObject({ id: jobId, object: "ocr.job", status: "succeeded", page_count: 10, pages_completed: 10, usage: { total_cost_cents: rule }, metadata: { case: "ten pages" } });
   }, 180_000);
 
+  it("reads a long job's first page alone: the worker's other slots start on the job once page 1 is stored; a shorter job's pages are read side by side", async () => {
+    /** Runs a ten-page job on one worker of two slots, the job counting as long from `minPages`; when each page's reading started and ended. */
+    async function readings(minPages: number): Promise<Map<number, { start: number; end: number }>> {
+      const { jobId } = await tenPageJob(100, 5, 2);
+      const times = new Map<number, { start: number; end: number }>();
+      const reader: PageReader = {
+        async extractPage(model, page, options, signal) {
+          const start = performance.now();
+          // Page 1 takes a while longer, so that a slot not held back would surely start beside it.
+          if (page.pageNumber === 1) await new Promise((r) => setTimeout(r, 1_000));
+          const r = await client.extractPage(model, page, options, signal);
+          times.set(page.pageNumber, { start, end: performance.now() });
+          return r;
+        },
+      };
+      const w = worker(`first-page-${minPages}`, reader, { concurrency: 2, firstPageAloneMinPages: minPages });
+      w.start();
+      try {
+        await finished(jobId);
+      } finally {
+        await w.stop();
+      }
+      expect([...times.keys()].sort((a, b) => a - b)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+      return times;
+    }
+    const long = await readings(10);
+    const first = long.get(1)!;
+    const startedBeside = (times: Map<number, { start: number; end: number }>) => [...times].filter(([n, t]) => n !== 1 && t.start < times.get(1)!.end).map(([n]) => n);
+    expect(startedBeside(long), "pages started while page 1 was read").toEqual([]);
+    expect(first.end - first.start).toBeGreaterThanOrEqual(1_000);
+    const short = await readings(11);
+    expect(startedBeside(short), "pages started while page 1 was read").not.toEqual([]);
+  }, 240_000);
+
   it("reads a dead worker's range again once its lease runs out, and stores and charges each page once", async () => {
     const { accountId, jobId } = await tenPageJob(100, 5, 4);
     // A worker took page 1 (the first range is the first page alone) and died: it never renews nor finishes.
