@@ -207,16 +207,7 @@ export class JobWorker {
   /** Reads one claimed range and stores it; throws (leaving the range to its lease) when it cannot finish it. */
   async process(range: LeasedRange): Promise<void> {
     const claimedAt = Date.now();
-    let firstPageDone: (() => void) | undefined;
-    if (range.firstPage === 1) {
-      const gate = new Promise<void>((r) => (firstPageDone = r));
-      this.firstPages.set(range.jobId, gate);
-      const done = firstPageDone!;
-      firstPageDone = () => {
-        done();
-        if (this.firstPages.get(range.jobId) === gate) this.firstPages.delete(range.jobId);
-      };
-    }
+    const firstPageStored = range.firstPage === 1 ? this.readingFirstPage(range.jobId) : undefined;
     const abort = new AbortController();
     const stop = () => abort.abort();
     this.stopping.signal.addEventListener("abort", stop, { once: true });
@@ -251,18 +242,30 @@ export class JobWorker {
         }
       }
     } finally {
-      firstPageDone?.();
+      firstPageStored?.();
       clearInterval(renewal);
       this.stopping.signal.removeEventListener("abort", stop);
     }
   }
 
+  /** Marks `jobId`'s first page as being read here (see {@link afterFirstPage}); call what it returns once that range ends. */
+  private readingFirstPage(jobId: string): () => void {
+    let stored!: () => void;
+    const gate = new Promise<void>((r) => (stored = r));
+    this.firstPages.set(jobId, gate);
+    return () => {
+      stored();
+      if (this.firstPages.get(jobId) === gate) this.firstPages.delete(jobId);
+    };
+  }
+
   /**
    * A later range of a job whose first page this worker is reading waits
-   * until that page is stored, for at most {@link FIRST_PAGE_ALONE_MS}: on the
+   * until that range ends, for at most {@link FIRST_PAGE_ALONE_MS}: on the
    * cores the slots share, page 1 read beside pages 2 and 3 and their
-   * rendering took 3.8–4.6 s from the 202, alone 2.8–3.1 s (docs/jobs.md
-   * "Workers"), and a client waits for it to see its first result.
+   * rendering was listed 3.8–5.0 s after the 202, alone 2.8–3.1 s
+   * (docs/benchmarks.md "The first page read alone"), and a client waits for
+   * it to see its first result.
    */
   private async afterFirstPage(range: LeasedRange, signal: AbortSignal): Promise<void> {
     const first = range.firstPage === 1 ? undefined : this.firstPages.get(range.jobId);
