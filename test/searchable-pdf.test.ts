@@ -111,6 +111,29 @@ describe("options.searchable_pdf on POST /v1/ocr", () => {
     expect(cer(seen.pages[1]!, text("multipage.page-3.txt")), seen.pages[1]).toBeLessThan(0.05);
   });
 
+  it("meets issue 26's bounds on a scan: each page's pdftotext within CER 0.02 of its text, the pages' count and sizes kept, at most 1.1 × the PDF plus 20 KB a page", async () => {
+    const acc = await createTestAccount({ creditsCents: 100 });
+    const scan = await scannedMultipage();
+    const sent = await poppler(scan);
+    const r = await ocr(acc.adminKey, { base64: scan.toString("base64"), options: { searchable_pdf: true } });
+    expect(r.status, JSON.stringify(r.body).slice(0, 500)).toBe(200);
+    const pdf = Buffer.from(r.body.result.searchable_pdf as string, "base64");
+    const seen = await poppler(pdf);
+    expect(seen.sizes).toEqual(sent.sizes);
+    expect(seen.turns).toEqual(sent.turns);
+    const pages = r.body.result.pages as { page_number: number; text: string }[];
+    expect(pages.map((p) => p.page_number)).toEqual(sent.sizes.map((_, i) => i + 1));
+    const path = join(dir, "bounds.pdf");
+    await writeFile(path, pdf);
+    for (const p of pages) {
+      // The text layer in the order it was written (line after line, as the page's text reads).
+      const layer = (await run("pdftotext", ["-raw", "-f", String(p.page_number), "-l", String(p.page_number), path, "-"])).stdout;
+      expect(p.text.trim().length, `page ${p.page_number} has text`).toBeGreaterThan(100);
+      expect(cer(layer, p.text), `page ${p.page_number}: ${layer.slice(0, 300)}`).toBeLessThanOrEqual(0.02);
+    }
+    expect(pdf.length, `${pdf.length} bytes from ${scan.length}`).toBeLessThanOrEqual(1.1 * scan.length + 20_000 * pages.length);
+  });
+
   it("turned pages (/Rotate 90, 180, 270) and a CropBox away from the origin: the text where the words are, reading as it should", async () => {
     const acc = await createTestAccount({ creditsCents: 100 });
     const turns = [90, 180, 270];
