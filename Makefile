@@ -4,7 +4,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 NPX := npx --no-install
 
-.PHONY: help deps run test lint typecheck build web bench eval eval-variants eval-structure eval-office eval-columns clean generate k8s-validate e2e-kind image
+.PHONY: help deps run test test-fast lint typecheck build web bench eval eval-variants eval-structure eval-office eval-columns clean generate k8s-validate e2e-kind image
 
 # Every target says what it does in a `## ` comment on its line; `make help`
 # lists them all, and names a .PHONY target that has none.
@@ -32,10 +32,18 @@ $(WEB_PAGE): $(WEB_SRC)
 run: deps $(WEB_PAGE) ## install what is missing and start folio dev on http://127.0.0.1:8080
 	$(NPX) tsx --import ./internal/platform/telemetry/register.ts cmd/folio/main.ts dev
 
-test: ## install what is missing, start Postgres and Redis if needed, run every test
+# The tiers and what each takes: docs/testing.md. `make test TIER=sandbox` runs one tier,
+# `make test FILE=test/ocr.test.ts` one file (or several, space-separated).
+TEST_ARGS := $(if $(TIER),--project $(TIER)) $(FILE)
+
+test: ## install what is missing, start Postgres and Redis if needed, run every test (or TIER=…, FILE=…)
 	@scripts/ensure-deps.sh test
 	@$(MAKE) --no-print-directory $(WEB_PAGE)
-	@eval "$$(scripts/test-services.sh)" && scripts/run-tests.sh
+	@eval "$$(scripts/test-services.sh)" && scripts/run-tests.sh $(TEST_ARGS)
+
+test-fast: ## the unit tier only: no process started, a minute or two (docs/testing.md)
+	@scripts/ensure-deps.sh test
+	@eval "$$(scripts/test-services.sh)" && scripts/run-tests.sh --project unit
 
 lint: deps typecheck ## typecheck, eslint (with the boundaries of docs/architecture.md), and every generator's --check
 	$(NPX) eslint . --max-warnings=0
@@ -48,7 +56,7 @@ typecheck: deps ## tsc over the project and the playground page
 	$(NPX) tsc -p tsconfig.json --noEmit
 	$(NPX) tsc -p web/playground/tsconfig.json
 
-build: deps ## compile to dist/ (then: npx folio --help)
+build: deps ## compile to dist/ (the `folio` launcher runs the sources either way: docs/cli.md)
 	rm -rf dist
 	$(NPX) tsc -p tsconfig.build.json
 	cp -r proto dist/proto

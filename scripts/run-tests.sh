@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# Runs vitest, keeps its JSON report, and ends with the line `N passed, N failed`.
+# Runs vitest (arguments pass through: a file, `--project unit`, `-t name`;
+# docs/testing.md), keeps its JSON report, prints the ten slowest files
+# (test/slowest-reporter.ts) and ends with the line `N passed, N failed`.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p test-artifacts
-npx --no-install vitest run --reporter=default --reporter=json --outputFile.json=test-artifacts/vitest.json "$@"
+rm -f test-artifacts/vitest.json
+npx --no-install vitest run --reporter=default --reporter=./test/slowest-reporter.ts --reporter=json --outputFile.json=test-artifacts/vitest.json "$@"
 rc=$?
 node_modules/.bin/node -e '
   const fs = require("fs");

@@ -169,10 +169,19 @@ function loopbackService(): Env {
   };
 }
 
-/** Starts the conversion service on loopback with the given environment (FOLIO_SANDBOX etc.). */
+/**
+ * Starts the conversion service on loopback with the given environment
+ * (FOLIO_SANDBOX etc.). Without warm runsc sandboxes unless `env` asks for
+ * them: a pool per test stack, restored or pre-started, would keep
+ * LibreOffices starting on the run's few cores for documents that mostly
+ * never come (the pools have tests of their own: runsc.prestart and
+ * runsc.restore, and the fault suite's pre-started one).
+ */
 export async function startTestConversion(env: Env = {}): Promise<RunningConversion> {
   const config = parseConfig(conversionSchema, {
     ...loopbackService(),
+    FOLIO_RUNSC_PRESTART: "false",
+    FOLIO_RUNSC_RESTORE: "false",
     ...env,
   });
   return startConversion({ config, log: createLogger(config.LOG_LEVEL) });

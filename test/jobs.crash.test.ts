@@ -24,6 +24,7 @@ import { startFolio, type FolioProcess } from "./folio-processes.ts";
 import { pagedDocx } from "../internal/sandbox/testdocs.ts";
 import { call, privateDatabase } from "./harness.ts";
 import { freePort } from "./support.ts";
+import { sharingAssets } from "./sandbox-assets.ts";
 
 const FIXTURES = join(import.meta.dirname, "fixtures", "ocr");
 const PDF = readFileSync(join(FIXTURES, "ten-pages.pdf"));
@@ -110,7 +111,7 @@ beforeAll(async () => {
   ports.conversion = await freePort();
   ports.conversionMetrics = await freePort();
   ports.workers = [await freePort(), await freePort()];
-  sandboxDir = mkdtempSync(join(tmpdir(), "folio-jobs-crash-"));
+  sandboxDir = sharingAssets(mkdtempSync(join(tmpdir(), "folio-jobs-crash-")));
 }, 60_000);
 afterAll(async () => {
   await Promise.all(running.map((p) => p.stop()));

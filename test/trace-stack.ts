@@ -1,7 +1,8 @@
 /**
  * Run by test/trace.test.ts in a child process started with
  * `--import ./test/trace-register.ts`: starts extraction, conversion (runsc)
- * and the edge in this process (they talk gRPC over loopback, as deployed),
+ * and the edge in this process (they talk gRPC over loopback, as deployed;
+ * one cold sandbox for the one document, no warm pool: test/harness.ts),
  * sends one /v1/ocr request with a DOCX, and prints every finished span as
  * one JSON document on stdout. DATABASE_URL and REDIS_URL come from the test.
  */
@@ -21,7 +22,7 @@ if (!exporter) throw new Error("run with --import ./test/trace-register.ts");
 const log = createLogger("silent");
 const loopback = { FOLIO_GRPC_HOST: "127.0.0.1", FOLIO_GRPC_PORT: "0", FOLIO_METRICS_ENABLED: "false", LOG_LEVEL: "silent" };
 const extraction = await startExtraction({ config: parseConfig(extractionSchema, loopback), log });
-const conversion = await startConversion({ config: parseConfig(conversionSchema, { ...loopback, FOLIO_SANDBOX: "runsc" }), log });
+const conversion = await startConversion({ config: parseConfig(conversionSchema, { ...loopback, FOLIO_SANDBOX: "runsc", FOLIO_RUNSC_PRESTART: "false", FOLIO_RUNSC_RESTORE: "false" }), log });
 const edge = await startEdge({
   config: parseConfig(edgeSchema, {
     DATABASE_URL: process.env.DATABASE_URL,

@@ -26,6 +26,8 @@ FROM ${NODE_IMAGE} AS build
 ARG NODE_EXTRA_CA_CERTS
 WORKDIR /src
 COPY package.json package-lock.json ./
+# The lockfile names bin/ (the checkout's `folio` launcher, a devDependency): npm wants it present.
+COPY bin ./bin
 RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json ./
 COPY proto ./proto

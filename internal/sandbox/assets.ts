@@ -16,7 +16,7 @@
  */
 import { existsSync } from "node:fs";
 import { execFile } from "node:child_process";
-import { access, chmod, cp, mkdir, readFile, rename, rm, stat, symlink, writeFile } from "node:fs/promises";
+import { access, chmod, cp, mkdir, readFile, realpath, rename, rm, stat, symlink, writeFile } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
@@ -125,11 +125,41 @@ export async function resolveNodeBinary(explicit?: string): Promise<string> {
   throw new Error("no Node 24 binary found for the sandbox (install the project's dependencies: npm ci)");
 }
 
+/** Beside a bundle: the files esbuild read to make it, each with its size and modification time. */
+const INPUTS_SUFFIX = ".inputs.json";
+
+interface BundleInput {
+  path: string;
+  size: number;
+  mtimeMs: number;
+}
+
+async function statInput(path: string): Promise<BundleInput | undefined> {
+  const s = await stat(path).catch(() => undefined);
+  return s ? { path, size: s.size, mtimeMs: s.mtimeMs } : undefined;
+}
+
+/** Whether the bundle at `outFile` was made from exactly the files as they are now (same paths, sizes and times). */
+async function bundleIsCurrent(outFile: string): Promise<boolean> {
+  if (!(await stat(outFile).then((s) => s.isFile(), () => false))) return false;
+  const recorded = (await readFile(`${outFile}${INPUTS_SUFFIX}`, "utf8").then(JSON.parse, () => undefined)) as BundleInput[] | undefined;
+  if (!Array.isArray(recorded) || recorded.length === 0) return false;
+  for (const input of recorded) {
+    const now = await statInput(input.path);
+    if (!now || now.size !== input.size || now.mtimeMs !== input.mtimeMs) return false;
+  }
+  return true;
+}
+
 /**
  * Bundles `cmd/sandbox/main.ts` into one ES module at `outFile` with the
- * project's esbuild. Returns `outFile`.
+ * project's esbuild. Returns `outFile`. A bundle made from the same files as
+ * they are now (esbuild's own list of what it read, and esbuild itself) is
+ * kept as it is: every backend's start and every test's work folder would
+ * otherwise bundle the same program again.
  */
 export async function buildSandboxProgram(outFile: string): Promise<string> {
+  if (await bundleIsCurrent(outFile)) return outFile;
   // From the sources (tsx) or from the compiled tree (`make build`: dist/cmd/sandbox/main.js).
   const candidates = ["main.ts", "main.js"].map((f) => join(PROJECT_ROOT, "cmd", "sandbox", f));
   const found = await Promise.all(candidates.map((c) => stat(c).then(() => c, () => undefined)));
@@ -138,9 +168,15 @@ export async function buildSandboxProgram(outFile: string): Promise<string> {
   const esbuild = join(MODULES_ROOT, "node_modules", ".bin", "esbuild");
   await mkdir(dirname(outFile), { recursive: true });
   const building = `${outFile}.building-${process.pid}`;
-  await run(esbuild, [entry, "--bundle", "--platform=node", "--format=esm", "--target=node24", "--log-level=warning", `--outfile=${building}`]);
+  const meta = `${building}.meta.json`;
+  await run(esbuild, [entry, "--bundle", "--platform=node", "--format=esm", "--target=node24", "--log-level=warning", `--outfile=${building}`, `--metafile=${meta}`], { cwd: PROJECT_ROOT });
+  const { inputs } = JSON.parse(await readFile(meta, "utf8")) as { inputs: Record<string, unknown> };
+  const read = await Promise.all([...Object.keys(inputs).map((p) => resolve(PROJECT_ROOT, p)), await realpath(esbuild)].map(statInput));
+  await rm(meta, { force: true });
   await chmod(building, 0o644);
+  await rm(`${outFile}${INPUTS_SUFFIX}`, { force: true });
   await rename(building, outFile);
+  await writeFile(`${outFile}${INPUTS_SUFFIX}`, JSON.stringify(read.filter((i) => i !== undefined)));
   return outFile;
 }
 
@@ -158,10 +194,13 @@ export interface PreparedAssets {
 /**
  * Prepares everything under `dir` (root folder, program bundle, profile)
  * and resolves the Node binary. Safe to call again: finished parts are kept,
- * except the program, which is rebuilt so it always matches the source.
+ * the program as long as the files it was bundled from are unchanged.
  */
-export async function prepareAssets(dir: string, options: { nodeBinary?: string; program?: string } = {}): Promise<PreparedAssets> {
-  await mkdir(dir, { recursive: true, mode: 0o711 });
+export async function prepareAssets(folder: string, options: { nodeBinary?: string; program?: string } = {}): Promise<PreparedAssets> {
+  await mkdir(folder, { recursive: true, mode: 0o711 });
+  // The folder may be a link to assets another work folder prepared (the tests share one set a run):
+  // the sandbox's bundle names the real paths.
+  const dir = await realpath(folder);
   const rootfs = join(dir, "rootfs");
   const profileDir = join(dir, "profile");
   await checkFontSet();

@@ -16,10 +16,11 @@ import { PROJECT_ROOT } from "./assets.ts";
 import { RunscBackend } from "./runsc.ts";
 import { pngInfo } from "./testdocs.ts";
 import { cer } from "../../test/cer.ts";
+import { sharingAssets } from "../../test/sandbox-assets.ts";
 
 const ENCODINGS = join(PROJECT_ROOT, "test", "fixtures", "convert", "encodings");
 const work = mkdtempSync(join(tmpdir(), "folio-runsc-encodings-"));
-const backend = new RunscBackend({ workDir: join(work, "backend") });
+const backend = new RunscBackend({ workDir: sharingAssets(join(work, "backend")) });
 
 beforeAll(async () => {
   await backend.prepare();

@@ -12,11 +12,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FolioError } from "../platform/errors/index.ts";
 import { buildSandboxProgram } from "./assets.ts";
 import { RunscBackend, type RunscBackendOptions } from "./runsc.ts";
+import { SHARED_PROGRAM, sharingAssets } from "../../test/sandbox-assets.ts";
 
 const work = mkdtempSync(join(tmpdir(), "folio-runsc-errors-test-"));
 let program: string;
 beforeAll(async () => {
-  program = await buildSandboxProgram(join(work, "program.mjs"));
+  program = await buildSandboxProgram(SHARED_PROGRAM);
 }, 120_000);
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
@@ -56,7 +57,7 @@ describe("a runsc backend's failures as a client sees them", () => {
 
   it("a runsc that cannot be started: internal_error naming neither the binary nor the work folder", async () => {
     const missing = join(work, "bin", "no-such-runsc");
-    const b = new RunscBackend({ workDir: join(work, "missing"), runsc: missing, program });
+    const b = new RunscBackend({ workDir: sharingAssets(join(work, "missing")), runsc: missing, program });
     const err = await failure(b.convert(input()));
     expect(err.code).toBe("internal_error");
     expectNoHostDetail(err, missing);
@@ -68,7 +69,7 @@ describe("a runsc backend's failures as a client sees them", () => {
     const runsc = join(work, "failing-runsc");
     writeFileSync(runsc, `#!/bin/sh\necho '${said}' >&2\nexit 1\n`);
     chmodSync(runsc, 0o755);
-    const options: RunscBackendOptions = { workDir: join(work, "failing"), runsc, program };
+    const options: RunscBackendOptions = { workDir: sharingAssets(join(work, "failing")), runsc, program };
     const err = await failure(new RunscBackend(options).convert(input()));
     expect(err.code).toBe("internal_error");
     expect(err.message).toMatch(/exit 1/);

@@ -11,9 +11,10 @@ import { join } from "node:path";
 import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RunscBackend } from "./runsc.ts";
+import { sharingAssets } from "../../test/sandbox-assets.ts";
 
 const work = mkdtempSync(join(tmpdir(), "folio-runsc-fonts-"));
-const backend = new RunscBackend({ workDir: join(work, "backend") });
+const backend = new RunscBackend({ workDir: sharingAssets(join(work, "backend")) });
 
 beforeAll(async () => {
   await backend.prepare();

@@ -13,6 +13,7 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { FolioError } from "../platform/errors/index.ts";
 import { RunscBackend } from "./runsc.ts";
+import { sharingAssets } from "../../test/sandbox-assets.ts";
 
 const work = mkdtempSync(join(tmpdir(), "folio-runsc-hostile-test-"));
 const backends: RunscBackend[] = [];
@@ -47,7 +48,7 @@ function hostileProgram(name: string, body: string): string {
 }
 
 async function convertWith(program: string, maxOutputBytes?: number): Promise<unknown> {
-  const backend = new RunscBackend({ workDir: join(work, `work-${backends.length}`), program, ...(maxOutputBytes ? { maxOutputBytes } : {}) });
+  const backend = new RunscBackend({ workDir: sharingAssets(join(work, `work-${backends.length}`)), program, ...(maxOutputBytes ? { maxOutputBytes } : {}) });
   backends.push(backend);
   return backend.convert({ document: Buffer.from("hello\n"), format: "TXT", maxPages: 5, timeoutMs: 60_000 }).then(
     (v) => v,

@@ -13,6 +13,7 @@ import { PROJECT_ROOT, buildSandboxProgram } from "./assets.ts";
 import { JOB_FILES_BYTES } from "./jobfs.ts";
 import { RunscBackend } from "./runsc.ts";
 import { poolHolds } from "./runsc.testkit.ts";
+import { SHARED_PROGRAM, sharingAssets } from "../../test/sandbox-assets.ts";
 
 const work = mkdtempSync(join(tmpdir(), "folio-runsc-jobfolder-test-"));
 let backend: RunscBackend | undefined;
@@ -50,8 +51,8 @@ function fill(file: string, bytes: number): string | undefined {
 
 describe("a runsc sandbox's job folder", () => {
   it("is a tmpfs of the small files' size while it waits, takes no more, is resized for the document, and is unmounted with the sandbox", async () => {
-    const workDir = join(work, "pool");
-    const program = await buildSandboxProgram(join(work, "program.mjs"));
+    const workDir = sharingAssets(join(work, "pool"));
+    const program = await buildSandboxProgram(SHARED_PROGRAM);
     backend = new RunscBackend({ workDir, prestart: true, prestartPool: 1, program });
     await backend.prepare();
     await poolHolds(backend, 1);

@@ -13,9 +13,10 @@ import { PROJECT_ROOT, buildSandboxProgram } from "./assets.ts";
 import { ownerTags, withWorkLock } from "./owners.ts";
 import { RunscBackend } from "./runsc.ts";
 import { containers, poolHolds } from "./runsc.testkit.ts";
+import { SHARED_PROGRAM, sharingAssets } from "../../test/sandbox-assets.ts";
 
 const work = mkdtempSync(join(tmpdir(), "folio-runsc-owners-test-"));
-const workDir = join(work, "shared");
+const workDir = sharingAssets(join(work, "shared"));
 const backends: RunscBackend[] = [];
 afterAll(async () => {
   await Promise.all(backends.map((b) => b.close()));
@@ -26,7 +27,7 @@ const docx = () => readFileSync(join(PROJECT_ROOT, "test", "fixtures", "convert"
 let program: string | undefined;
 async function backend(): Promise<RunscBackend> {
   // One program for all (the tree's sources may change meanwhile).
-  program ??= await buildSandboxProgram(join(work, "program.mjs"));
+  program ??= await buildSandboxProgram(SHARED_PROGRAM);
   const b = new RunscBackend({ workDir, prestart: true, prestartPool: 1, program });
   backends.push(b);
   return b;

@@ -17,6 +17,7 @@ import type { ConversionFormat } from "./interface.ts";
 import { RunscBackend } from "./runsc.ts";
 import { containers as containersOf, onlyThePoolIsLeft as onlyPoolOf, poolHolds } from "./runsc.testkit.ts";
 import { linkedImageDocx, pagedDocx, pngInfo, startCanaryServer, type CanaryServer } from "./testdocs.ts";
+import { sharingAssets } from "../../test/sandbox-assets.ts";
 
 const FIXTURES = join(PROJECT_ROOT, "test", "fixtures", "convert");
 const POOL = 2;
@@ -32,7 +33,7 @@ const logger = {
   warn: () => undefined,
   error: () => undefined,
 };
-const backend = new RunscBackend({ workDir: join(work, "backend"), prestart: true, prestartPool: POOL, logger: logger as never });
+const backend = new RunscBackend({ workDir: sharingAssets(join(work, "backend")), prestart: true, prestartPool: POOL, logger: logger as never });
 const containers = (b: RunscBackend = backend) => containersOf(b);
 /** Waits until the pool holds `size` sandboxes whose LibreOffice listens. */
 const poolReady = (b: RunscBackend = backend, size = POOL) => poolHolds(b, size);
@@ -155,7 +156,7 @@ describe("linked content in a document handed to a pre-started sandbox", () => {
 
 describe("RunscBackend.close with prestart", () => {
   it("kills the idle sandboxes and removes their folders; later documents get a sandbox of their own", async () => {
-    const other = new RunscBackend({ workDir: join(work, "closing"), prestart: true, prestartPool: POOL });
+    const other = new RunscBackend({ workDir: sharingAssets(join(work, "closing")), prestart: true, prestartPool: POOL });
     await other.prepare();
     await poolReady(other);
     expect(containers(other)).toHaveLength(POOL);

@@ -18,6 +18,7 @@ import { fileUrl, SOFFICE_BIN } from "./profile.ts";
 import { RunscBackend } from "./runsc.ts";
 import { canarySvg, linkedImageDocx, linkedImageOdt, pagedDocx, pngInfo, startCanaryServer, type CanaryServer } from "./testdocs.ts";
 import { folioFailure } from "../../test/support.ts";
+import { sharingAssets } from "../../test/sandbox-assets.ts";
 
 const FIXTURES = join(PROJECT_ROOT, "test", "fixtures", "convert");
 const manifest = JSON.parse(readFileSync(join(FIXTURES, "manifest.json"), "utf8")) as { pdfPages: Record<string, number> };
@@ -26,7 +27,7 @@ const PPM_200_DPI = 7874;
 const A4_AT_200_DPI = { width: 1654, height: 2339 };
 
 const work = mkdtempSync(join(tmpdir(), "folio-runsc-test-"));
-const backend = new RunscBackend({ workDir: join(work, "backend") });
+const backend = new RunscBackend({ workDir: sharingAssets(join(work, "backend")) });
 
 function fixture(name: string): Buffer {
   return readFileSync(join(FIXTURES, name));
@@ -113,7 +114,7 @@ describe("RunscBackend refuses", () => {
 
 describe("RunscBackend resource limits", () => {
   it("kills a sandbox that goes over its memory limit: conversion_failed, nothing left behind", async () => {
-    const small = new RunscBackend({ workDir: join(work, "small"), limits: { memoryBytes: 48 * 1024 * 1024 } });
+    const small = new RunscBackend({ workDir: sharingAssets(join(work, "small")), limits: { memoryBytes: 48 * 1024 * 1024 } });
     const err = await folioFailure(small.convert({ document: fixture("one-page.docx"), format: "DOCX", maxPages: 10, timeoutMs: 60_000 }));
     expect(err.code, err.message).toBe("conversion_failed");
     expect(err.message).toMatch(/killed/);

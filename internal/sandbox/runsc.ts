@@ -140,6 +140,11 @@ const CHECKPOINT = {
   maxImageRemakes: 1,
 } as const;
 
+/** The work folder of a backend given none: one per user under the system's temporary folder. */
+export function defaultWorkDir(): string {
+  return join(tmpdir(), `folio-runsc-${process.getuid?.() ?? 0}`);
+}
+
 /** How a sandbox came to be: made for its document, pre-started, or restored from the image. */
 type SandboxStart = "cold" | "prestarted" | "restored";
 
@@ -204,7 +209,7 @@ export class RunscBackend implements SandboxBackend {
   private readonly tag = randomBytes(4).toString("hex");
 
   constructor(private readonly options: RunscBackendOptions = {}) {
-    this.workDir = options.workDir ?? join(tmpdir(), `folio-runsc-${process.getuid?.() ?? 0}`);
+    this.workDir = options.workDir ?? defaultWorkDir();
     this.stateDir = join(this.workDir, "state");
     this.runsc = options.runsc ?? "runsc";
     this.platform = options.platform ?? "ptrace";
