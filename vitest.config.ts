@@ -30,6 +30,9 @@ export default defineConfig({
         include: tier === "unit" ? TEST_FILES : [...TIER_FILES[tier]],
         exclude: ["**/node_modules/**", ...(tier === "unit" ? everyListed : before(tier))],
         globalSetup: setup(tier),
+        // Unit files share a worker's modules (half the tier's time and CPU goes to imports otherwise);
+        // the others, which start services and children, get a fresh process each.
+        isolate: tier !== "unit",
       },
     })),
   },

@@ -44,9 +44,22 @@ export async function startTestEdge(opts: TestEdgeOptions = {}): Promise<Running
 }
 
 let shared: DatabaseHandle | undefined;
-/** One pooled connection set for test bookkeeping (creating accounts, reading rows). */
+/**
+ * One pooled connection set for test bookkeeping (creating accounts, reading
+ * rows). A file that closes it at its end leaves the next file of the same
+ * worker (the unit tier shares modules between files) a new one.
+ */
 export async function testDb(): Promise<DatabaseHandle> {
-  shared ??= await openDatabase({ databaseUrl: databaseUrl(), poolSize: 5 });
+  if (!shared) {
+    const handle = await openDatabase({ databaseUrl: databaseUrl(), poolSize: 5 });
+    shared = {
+      ...handle,
+      close: async () => {
+        if (shared?.db === handle.db) shared = undefined;
+        await handle.close();
+      },
+    };
+  }
   return shared;
 }
 
