@@ -23,7 +23,7 @@ import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
-import sharp from "sharp";
+import { lcg as random, scannedPage } from "./scan.ts";
 
 const run = promisify(execFile);
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -48,12 +48,6 @@ function prose(): string[] {
   return out;
 }
 
-/** A small deterministic generator (a linear congruential one), so the pages are the same on every machine. */
-function random(seed: number): () => number {
-  let s = seed;
-  return () => (s = (s * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
-}
-
 const FONTS = ["'DejaVu Serif', serif", "'Liberation Serif', serif", "'DejaVu Sans', sans-serif", "'Liberation Sans', sans-serif"];
 
 function layouts(next: () => string, rnd: () => number): ((p: () => string) => string)[] {
@@ -74,16 +68,6 @@ function layouts(next: () => string, rnd: () => number): ((p: () => string) => s
       `<h2>${words(5)}</h2><div style="display:flex;gap:6mm"><div style="flex:2">${paras(5)}</div><div style="flex:1;border:1px solid #444;padding:3mm;font-size:0.85em"><h3>${words(2)}</h3><p>${next()}</p><ul>${Array.from({ length: 4 }, () => `<li>${words(5)}</li>`).join("")}</ul></div></div>`,
     () => `<div class="cols" style="column-count:2;font-size:9pt">${paras(12)}</div><hr><p style="font-size:8pt">${words(30)}</p>`,
   ];
-}
-
-/** A "scan" of a rendered page (module comment). */
-async function scanned(png: string, jpg: string, seed: number): Promise<void> {
-  const rnd = random(seed);
-  const { data, info } = await sharp(png).greyscale().blur(0.5 + rnd() * 0.5).raw().toBuffer({ resolveWithObject: true });
-  const paper = 215 + Math.floor(rnd() * 30);
-  const ink = 20 + Math.floor(rnd() * 50);
-  for (let i = 0; i < data.length; i++) data[i] = Math.max(0, Math.min(255, Math.round(ink + (data[i]! / 255) * (paper - ink) + (rnd() + rnd() + rnd() - 1.5) * 24)));
-  await sharp(data, { raw: { width: info.width, height: info.height, channels: 1 } }).jpeg({ quality: 55 }).toFile(jpg);
 }
 
 async function main(): Promise<void> {
@@ -119,7 +103,7 @@ td, th { border: 1px solid #333; padding: 0.6mm 1.5mm; text-align: left; }
       const { stdout: text } = await run("pdftotext", ["-raw", "-f", "1", "-l", "1", "-enc", "UTF-8", `${base}.pdf`, "-"], { maxBuffer: 16 << 20 });
       writeFileSync(`${base}.gt.txt`, text);
       if (scan) {
-        await scanned(`${base}.png`, `${base}_scan.jpg`, 11 + n);
+        writeFileSync(`${base}_scan.jpg`, await scannedPage(`${base}.png`, 11 + n));
         writeFileSync(`${base}_scan.gt.txt`, text);
       }
     }
