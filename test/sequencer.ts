@@ -12,7 +12,7 @@ import { BaseSequencer, type TestSpecification } from "vitest/node";
 import type { Tier } from "./tiers.ts";
 
 /** Seconds a file of each tier takes, about (the medians of a one-worker run, docs/testing.md). */
-const TYPICAL_SECONDS: Record<Tier, number> = { e2e: 40, sandbox: 15, integration: 6, unit: 0.5 };
+const TYPICAL_SECONDS: Record<Tier, number> = { faults: 60, e2e: 40, sandbox: 15, integration: 6, unit: 0.5 };
 
 export default class LongestFirst extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {

@@ -5,18 +5,21 @@
  * a file that starts tesseract, poppler, bubblewrap, an edge or a gRPC service
  * is `integration`; one that opens documents in runsc sandboxes or LibreOffice
  * is `sandbox`; whole processes, images, browsers, Prometheus, fault injection
- * and fuzzing are `e2e`. test/tiers.test.ts holds the unit tier to its rule.
+ * and fuzzing are `e2e`; the fault suite, whose faults have time bounds (a
+ * recovery within seconds), is `faults` and runs alone after the others
+ * (vitest.config.ts): beside a loaded run its bounds fail. test/tiers.test.ts
+ * holds the unit tier to its rule.
  */
-export const TIER_NAMES = ["unit", "integration", "sandbox", "e2e"] as const;
+export const TIER_NAMES = ["unit", "integration", "sandbox", "e2e", "faults"] as const;
 export type Tier = (typeof TIER_NAMES)[number];
 
 /** Where test files are. */
 export const TEST_FILES = ["internal/**/*.test.ts", "test/**/*.test.ts", "cmd/**/*.test.ts"];
 
 export const TIER_FILES: Record<Exclude<Tier, "unit">, readonly string[]> = {
+  faults: ["test/fault-suite.test.ts"],
   e2e: [
     "test/images.podman.test.ts",
-    "test/fault-suite.test.ts",
     "test/jobs.crash.test.ts",
     "test/webhooks.crash.test.ts",
     "test/playground.e2e.test.ts",
