@@ -76,9 +76,11 @@ const FILLER = [
   "spends in port by almost a day, and that the warehouse should be extended.",
 ];
 
-function structure(lines: readonly Line[], ink?: { bold?: (word: string) => boolean; dots?: { x: number; y: number }[] }): { blocks: PageBlock[]; markdown: string } {
+type Ink = { x0: number; y0: number; x1: number; y1: number };
+
+function structure(lines: readonly Line[], ink?: { bold?: (word: string) => boolean; dots?: { x: number; y: number }[]; marks?: Ink[] }): { blocks: PageBlock[]; markdown: string } {
   const page = analyzePage(tsv(lines));
-  const blocks = structurePage(page.sources, ink ? paint(page.sources, ink.bold ?? (() => false), ink.dots ?? []) : undefined);
+  const blocks = structurePage(page.sources, ink ? paint(page.sources, ink.bold ?? (() => false), ink.dots ?? [], ink.marks ?? []) : undefined);
   return { blocks, markdown: renderMarkdown(blocks) };
 }
 
@@ -87,7 +89,7 @@ function structure(lines: readonly Line[], ink?: { bold?: (word: string) => bool
  * 5 px for bold words: an em of 30 px) three stem widths apart, and round
  * dots (bullets tesseract did not read) at the given centres.
  */
-function paint(sources: readonly SourceBlock[], bold: (word: string) => boolean, dots: readonly { x: number; y: number }[]): GreyImage {
+function paint(sources: readonly SourceBlock[], bold: (word: string) => boolean, dots: readonly { x: number; y: number }[], marks: readonly Ink[] = []): GreyImage {
   const width = 1654;
   const height = 2339;
   const pixels = new Uint8Array(width * height).fill(255);
@@ -96,6 +98,8 @@ function paint(sources: readonly SourceBlock[], bold: (word: string) => boolean,
     for (let y = w.y0; y < w.y1; y++) for (let x = w.x0; x < w.x1; x++) if ((x - w.x0) % (3 * stem) < stem) pixels[y * width + x] = 0;
   }
   for (const d of dots) for (let y = d.y - 4; y <= d.y + 4; y++) for (let x = d.x - 4; x <= d.x + 4; x++) if ((x - d.x) ** 2 + (y - d.y) ** 2 <= 16) pixels[y * width + x] = 0;
+  // Marks drawn as stems, like words: digits and the like tesseract did not read.
+  for (const m of marks) for (let y = m.y0; y < m.y1; y++) for (let x = m.x0; x < m.x1; x++) if ((x - m.x0) % 9 < 3) pixels[y * width + x] = 0;
   return { width, height, pixels };
 }
 
@@ -270,6 +274,16 @@ describe("lists", () => {
     const dots = lines.map((l) => ({ x: 245, y: l.y + 14 }));
     expect(structure(lines, { dots }).markdown).toBe("- As required by law\n- In response to a court order\n- To identify a suspect");
     expect(structure(lines, {}).blocks.map((b) => b.type)).toEqual(["paragraph", "paragraph", "paragraph"]);
+  });
+
+  it("finds a numbered list whose every number tesseract dropped by the digits left of its lines, counting from 1; not without them, nor from a wider mark", () => {
+    const lines: Line[] = ["Management endpoints are fuzzed", "The answer carries the text", "Rendering a page"].map((text, i) => ({ text, x: 285, y: 300 + i * PITCH, block: 1 + i }));
+    // A digit and its dot: 0.8 em wide, 0.7 em tall, standing on the line's baseline (y + 0.72 em).
+    const number = (l: Line, width = 24): Ink => ({ x0: 230, y0: Math.round(l.y + 0.02 * BODY), x1: 230 + width, y1: Math.round(l.y + 0.72 * BODY) });
+    expect(structure(lines, { marks: lines.map((l) => number(l)) }).markdown).toBe("1. Management endpoints are fuzzed\n2. The answer carries the text\n3. Rendering a page");
+    expect(structure(lines, {}).blocks.map((b) => b.type)).toEqual(["paragraph", "paragraph", "paragraph"]);
+    // Two ems of ink is a word of a column to the left, not a number.
+    expect(structure(lines, { marks: lines.map((l) => ({ ...number(l, 60), x0: 210, x1: 270 })) }).blocks.map((b) => b.type)).toEqual(["paragraph", "paragraph", "paragraph"]);
   });
 
   it("does not take a number that starts a wrapped line of a paragraph for a list item", () => {

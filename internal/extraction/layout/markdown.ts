@@ -104,6 +104,15 @@ const MIN_BULLET_INK = 0.02;
 const BULLET_REACH = 2.5;
 const BULLET_MAX_EMS = 0.45;
 const BULLET_MIN_EMS = 0.12;
+/**
+ * An unread number ("1." to "99.") is at most this wide in ems (two digits
+ * and a dot are about 1.3 em in the fonts of the generated corpus), and its
+ * pieces (digits, the dot) stand less than this far apart.
+ */
+const MAX_NUMBER_EMS = 1.6;
+const MARKER_PIECE_GAP_EMS = 0.25;
+/** The marker of a number tesseract did not read: counted from the item before (or 1). */
+const UNREAD_NUMBER = "#.";
 
 /** A grey level darker than this is ink (pages are rendered or scanned dark on light). */
 const INK = 128;
@@ -311,7 +320,7 @@ export function structurePage(blocks: readonly SourceBlock[], image?: GreyImage)
   const pitch = pitches.length >= 3 ? median(pitches) * PARAGRAPH_PITCH : DEFAULT_PARAGRAPH_PITCH_EMS;
 
   const out: PageBlock[] = [];
-  let list: { markers: number[] } | undefined;
+  let list: { markers: number[]; numbers: number[] } | undefined;
   /** The last line of the text before, across blocks: whether a block's first line is set apart from it. */
   let above: Line | undefined;
   const apart = (line: Line, before: Line | undefined) =>
@@ -345,7 +354,7 @@ export function structurePage(blocks: readonly SourceBlock[], image?: GreyImage)
       // stands out from the line above (indented, or after a short line).
       const firm =
         !group || resized || spaced || group.kind === "list_item" || line.x0 > prev!.x0 + INDENT_EMS * line.em || prev!.x1 < src.block.bbox[2] - 4 * line.em;
-      let marker = markerOf(line, firm) ?? (image ? unreadBullet(line, image) : undefined);
+      let marker = markerOf(line, firm) ?? (image ? unreadMarker(line, image) : undefined);
       // A line at an item's text indent after an item: a new item when ink stands where the item's bullet
       // stood (tesseract drops small bullets), or, without the pixels, when the line above ended short.
       const m = group?.kind === "list_item" && !marker && !resized && !spaced ? group.marker! : undefined;
@@ -374,11 +383,20 @@ export function structurePage(blocks: readonly SourceBlock[], image?: GreyImage)
       if (g.kind === "list_item" && !boldHeading) {
         const m = g.marker!;
         const em = g.lines[0]!.em;
-        if (!list) list = { markers: [m.x0] };
+        if (!list) list = { markers: [m.x0], numbers: [0] };
         const stack = list.markers;
-        while (stack.length > 1 && m.x0 < stack[stack.length - 1]! - INDENT_EMS * em) stack.pop();
-        if (m.x0 > stack[stack.length - 1]! + INDENT_EMS * em) stack.push(m.x0);
-        else stack[stack.length - 1] = Math.min(stack[stack.length - 1]!, m.x0);
+        while (stack.length > 1 && m.x0 < stack[stack.length - 1]! - INDENT_EMS * em) {
+          stack.pop();
+          list.numbers.pop();
+        }
+        if (m.x0 > stack[stack.length - 1]! + INDENT_EMS * em) {
+          stack.push(m.x0);
+          list.numbers.push(0);
+        } else stack[stack.length - 1] = Math.min(stack[stack.length - 1]!, m.x0);
+        // The number of this depth's last item: an unread number follows it.
+        const read = /^\(?(\d{1,3})[.)]$/.exec(m.text);
+        const number = read ? Number(read[1]) : list.numbers[list.numbers.length - 1]! + 1;
+        list.numbers[list.numbers.length - 1] = number;
         const words = g.lines.flatMap((l, i) => (i === 0 ? l.words.slice(m.words) : l.words));
         out.push({
           type: "list_item",
@@ -386,7 +404,7 @@ export function structurePage(blocks: readonly SourceBlock[], image?: GreyImage)
           bbox: bbox(boundsOf(words.length ? words : g.lines[0]!.words)),
           ordered: m.ordered,
           depth: stack.length - 1,
-          marker: m.text,
+          marker: m.text === UNREAD_NUMBER ? `${number}.` : m.text,
         });
         continue;
       }
@@ -404,17 +422,23 @@ export function structurePage(blocks: readonly SourceBlock[], image?: GreyImage)
 }
 
 /**
- * A bullet tesseract did not read left of a line: within {@link BULLET_REACH}
- * ems of its first word, a blob of ink no larger than {@link BULLET_MAX_EMS}
- * across, at the height of the letters, with nothing else between it and the
- * line nor beyond it (so the end of a word in a column to the left is not
- * one, and neither is a checkbox, which is larger).
+ * A list marker tesseract did not read left of a line: within
+ * {@link BULLET_REACH} ems of its first word, one group of ink (its pieces
+ * less than {@link MARKER_PIECE_GAP_EMS} apart) with nothing else between it
+ * and the line nor beyond it (so the end of a word in a column to the left
+ * is not one). A blob no larger than {@link BULLET_MAX_EMS} across, at the
+ * height of the letters, is a bullet (a checkbox is larger). A group as tall
+ * as a digit standing on the baseline, wider than a bullet and at most
+ * {@link MAX_NUMBER_EMS} across, is a number ("1.", "12.": tesseract drops a
+ * column of them set apart by a tab, as LibreOffice and Word set a numbered
+ * list); its number is not read, {@link structurePage} counts it
+ * ({@link UNREAD_NUMBER}).
  */
-function unreadBullet(line: Line, image: GreyImage): Marker | undefined {
+function unreadMarker(line: Line, image: GreyImage): Marker | undefined {
   const em = line.em;
   const right = Math.round(line.x0 - 0.2 * em);
   const left = Math.max(0, Math.round(line.x0 - BULLET_REACH * em));
-  const y0 = Math.max(0, Math.round(line.baseline - 0.75 * em));
+  const y0 = Math.max(0, Math.round(line.baseline - 0.85 * em));
   const y1 = Math.min(image.height, Math.round(line.baseline + 0.1 * em));
   if (right <= left || y1 <= y0) return undefined;
   const inked = (x: number) => {
@@ -425,9 +449,16 @@ function unreadBullet(line: Line, image: GreyImage): Marker | undefined {
   while (x >= left && !inked(x)) x--;
   if (x < left) return undefined;
   const x1 = x + 1;
-  while (x >= left && inked(x)) x--;
-  const x0 = x + 1;
-  // Nothing further left within reach: a blob on its own.
+  // The group: ink columns with gaps narrower than a piece gap (the dot after a digit).
+  const gapMax = MARKER_PIECE_GAP_EMS * em;
+  let x0 = x1;
+  for (let gap = 0; x >= left; x--) {
+    if (inked(x)) {
+      x0 = x;
+      gap = 0;
+    } else if (++gap > gapMax) break;
+  }
+  // Nothing further left within reach: a marker on its own.
   for (; x >= left; x--) if (inked(x)) return undefined;
   let top = y1;
   let bottom = y0;
@@ -443,9 +474,15 @@ function unreadBullet(line: Line, image: GreyImage): Marker | undefined {
   const w = x1 - x0;
   const h = bottom - top;
   const mid = (top + bottom) / 2;
-  if (w > BULLET_MAX_EMS * em || h > BULLET_MAX_EMS * em || Math.max(w, h) < BULLET_MIN_EMS * em) return undefined;
-  if (mid < line.baseline - 0.65 * em || mid > line.baseline - 0.05 * em) return undefined;
-  return { text: "•", ordered: false, x0, textX: line.x0, words: 0 };
+  if (w <= BULLET_MAX_EMS * em && h <= BULLET_MAX_EMS * em) {
+    if (Math.max(w, h) < BULLET_MIN_EMS * em) return undefined;
+    if (mid < line.baseline - 0.65 * em || mid > line.baseline - 0.05 * em) return undefined;
+    return { text: "•", ordered: false, x0, textX: line.x0, words: 0 };
+  }
+  // A number: a digit's height (0.6–0.8 em in Latin type) on the baseline, wider than a bullet.
+  const onBaseline = Math.abs(bottom - line.baseline) <= 0.12 * em;
+  if (onBaseline && h >= 0.55 * em && h <= 0.85 * em && w <= MAX_NUMBER_EMS * em) return { text: UNREAD_NUMBER, ordered: true, x0, textX: line.x0, words: 0 };
+  return undefined;
 }
 
 /** True when ink stands left of a line where a list's marker stood: a bullet tesseract did not read. */
