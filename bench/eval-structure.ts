@@ -27,6 +27,10 @@
  * - list item recall;
  * - table cell precision, recall and F1: non-empty cells of the truth's
  *   tables (GFM or HTML) against the reading's GFM table cells;
+ * - merged cells: the truth's cells with a rowspan or colspan (HTML
+ *   tables) against the reading's `result.tables` cells that span, a
+ *   match needing the same spans and similar text (span precision, recall,
+ *   F1; read with `extract_tables`, as the issue's goal is measured);
  * - documents without a table that are read without one;
  * - CER of the text with the markdown taken out, whitespace normalised.
  * "Found" is a one-to-one greedy match at a similarity of at least 0.8
@@ -77,7 +81,15 @@ interface Structure {
   headings: string[];
   items: string[];
   cells: string[];
+  /** Merged cells (HTML tables' rowspan/colspan, or the reading's `result.tables` cells): text and spans. */
+  spans: Span[];
   text: string;
+}
+
+interface Span {
+  text: string;
+  rows: number;
+  cols: number;
 }
 
 /** Markup out of a piece of markdown or HTML: tags, emphasis, links, escapes, footnote marks. */
@@ -112,10 +124,14 @@ function parse(md: string): Structure {
   const cells: string[] = [];
   const text: string[] = [];
   // HTML tables (pandoc writes tables GFM cannot hold as HTML).
+  const spans: Span[] = [];
   const noHtml = md.replace(/<table[\s\S]*?<\/table>/g, (t) => {
-    for (const m of t.matchAll(/<t[hd][^>]*>([\s\S]*?)<\/t[hd]>/g)) {
-      const c = plain(m[1]!);
+    for (const m of t.matchAll(/<t[hd]([^>]*)>([\s\S]*?)<\/t[hd]>/g)) {
+      const c = plain(m[2]!);
       if (c) cells.push(c);
+      const rows = Number(/rowspan="(\d+)"/.exec(m[1]!)?.[1] ?? 1);
+      const cols = Number(/colspan="(\d+)"/.exec(m[1]!)?.[1] ?? 1);
+      if (c && (rows > 1 || cols > 1)) spans.push({ text: c, rows, cols });
     }
     text.push(plain(t));
     return "\n";
@@ -161,7 +177,7 @@ function parse(md: string): Structure {
     }
   }
   endItem();
-  return { headings: headings.filter(Boolean), items: items.filter(Boolean), cells, text: text.filter(Boolean).join(" ") };
+  return { headings: headings.filter(Boolean), items: items.filter(Boolean), cells, spans, text: text.filter(Boolean).join(" ") };
 }
 
 /** Edit distance over code points, one row at a time. */
@@ -293,9 +309,32 @@ function entries(): Entry[] {
 }
 
 /** A seed from a file's name, so its scan is the same on every run. */
+/** Merged cells of `reference` with a partner in `found` of similar text and the same spans, one to one. */
+function matchedSpans(reference: readonly Span[], found: readonly Span[]): number {
+  const pool = [...found];
+  let n = 0;
+  for (const r of reference) {
+    const i = pool.findIndex((p) => p.rows === r.rows && p.cols === r.cols && similar(key(r.text), key(p.text)));
+    if (i >= 0) {
+      pool.splice(i, 1);
+      n++;
+    }
+  }
+  return n;
+}
+
+/** A reading: its markdown and the merged cells of its tables (`result.tables[].cells`). */
+interface Reading {
+  markdown: string;
+  spans: Span[];
+}
+
+const spansOf = (tables: readonly { cells?: readonly { text: string; row_span: number; col_span: number }[] }[]): Span[] =>
+  tables.flatMap((t) => (t.cells ?? []).filter((c) => c.text && (c.row_span > 1 || c.col_span > 1)).map((c) => ({ text: plain(c.text), rows: c.row_span, cols: c.col_span })));
+
 const seedOf = (name: string) => [...name].reduce((h, c) => (h * 31 + c.charCodeAt(0)) >>> 0, 7);
 
-async function readLocally(entry: Entry, work: string): Promise<string> {
+async function readLocally(entry: Entry, work: string): Promise<Reading> {
   const engine = localEngines().get(MODEL);
   if (!engine) throw new Error(`no local model ${MODEL}`);
   const rendered = await pages(entry, work);
@@ -308,27 +347,29 @@ async function readLocally(entry: Entry, work: string): Promise<string> {
       )
     : rendered;
   const out = new Array<string>(images.length);
+  const spans: Span[][] = [];
   let next = 0;
   const worker = async () => {
     while (next < images.length) {
       const i = next++;
-      const r = await engine.extractPage({ pageNumber: i + 1, image: images[i]!, mimeType: entry.scanned ? "image/jpeg" : "image/png" }, { extractTables: false, outputFormat: "markdown" }, AbortSignal.timeout(300_000));
+      const r = await engine.extractPage({ pageNumber: i + 1, image: images[i]!, mimeType: entry.scanned ? "image/jpeg" : "image/png" }, { extractTables: true, outputFormat: "markdown" }, AbortSignal.timeout(300_000));
       out[i] = r.text;
+      spans[i] = spansOf(r.tables);
     }
   };
   await Promise.all(Array.from({ length: CONCURRENCY }, worker));
-  return out.join("\n\n");
+  return { markdown: out.join("\n\n"), spans: spans.flat() };
 }
 
-async function readRemotely(file: string): Promise<string> {
+async function readRemotely(file: string): Promise<Reading> {
   const res = await fetch(`${process.env.FOLIO_BASE_URL!.replace(/\/+$/, "")}/v1/ocr`, {
     method: "POST",
     headers: { authorization: `Bearer ${process.env.FOLIO_API_KEY}`, "content-type": "application/json" },
-    body: JSON.stringify({ base64: readFileSync(file).toString("base64"), model: MODEL, options: { output_format: "markdown" } }),
+    body: JSON.stringify({ base64: readFileSync(file).toString("base64"), model: MODEL, options: { output_format: "markdown", extract_tables: true } }),
   });
-  const body = (await res.json()) as { result?: { text: string }; error?: unknown };
+  const body = (await res.json()) as { result?: { text: string; tables: { cells?: { text: string; row_span: number; col_span: number }[] }[] }; error?: unknown };
   if (!res.ok || !body.result) throw new Error(`/v1/ocr answered ${res.status}: ${JSON.stringify(body.error)}`);
-  return body.result.text;
+  return { markdown: body.result.text, spans: spansOf(body.result.tables) };
 }
 
 interface FileScore {
@@ -337,6 +378,7 @@ interface FileScore {
   headings: { matched: number; reference: number; read: number };
   items: [number, number];
   cells: { reference: number; read: number; matched: number };
+  spans: { reference: number; read: number; matched: number };
   /** A document with no table in its truth: whether none was read. */
   noTableKept?: boolean;
   cer: number;
@@ -349,6 +391,9 @@ function totals(scores: readonly FileScore[]) {
   const ratio = (a: number, b: number) => (b === 0 ? null : Number((a / b).toFixed(4)));
   const precision = ratio(sum((s) => s.cells.matched), sum((s) => s.cells.read));
   const recall = ratio(sum((s) => s.cells.matched), sum((s) => s.cells.reference));
+  const spanPrecision = ratio(sum((s) => s.spans.matched), sum((s) => s.spans.read));
+  const spanRecall = ratio(sum((s) => s.spans.matched), sum((s) => s.spans.reference));
+  const f1 = (p: number | null, r: number | null) => (p !== null && r !== null && p + r > 0 ? Number(((2 * p * r) / (p + r)).toFixed(4)) : null);
   const tableFree = scores.filter((s) => s.noTableKept !== undefined);
   return {
     files: scores.length,
@@ -357,7 +402,10 @@ function totals(scores: readonly FileScore[]) {
     list_item_recall: ratio(sum((s) => s.items[0]), sum((s) => s.items[1])),
     table_cell_precision: precision,
     table_cell_recall: recall,
-    table_cell_f1: precision !== null && recall !== null && precision + recall > 0 ? Number(((2 * precision * recall) / (precision + recall)).toFixed(4)) : null,
+    table_cell_f1: f1(precision, recall),
+    span_precision: spanPrecision,
+    span_recall: spanRecall,
+    span_f1: f1(spanPrecision, spanRecall),
     no_table_kept: tableFree.length ? `${tableFree.filter((s) => s.noTableKept).length}/${tableFree.length}` : null,
     cer: ratio(sum((s) => s.edits), sum((s) => s.refChars)),
   };
@@ -372,8 +420,9 @@ async function main(): Promise<void> {
     const work = mkdtempSync(join(tmpdir(), "folio-eval-structure-"));
     try {
       const refMd = entry.truth ?? (await reference(entry.file, work));
-      const readMd = process.env.FOLIO_BASE_URL ? await readRemotely(entry.file) : await readLocally(entry, work);
-      const [ref, read] = [parse(refMd), parse(readMd)];
+      const reading = process.env.FOLIO_BASE_URL ? await readRemotely(entry.file) : await readLocally(entry, work);
+      const readMd = reading.markdown;
+      const [ref, read] = [parse(refMd), { ...parse(readMd), spans: reading.spans }];
       if (DUMP) {
         mkdirSync(DUMP, { recursive: true });
         writeFileSync(join(DUMP, `${entry.name}.read.md`), readMd);
@@ -388,6 +437,7 @@ async function main(): Promise<void> {
         headings: { matched: matched(ref.headings, read.headings), reference: ref.headings.length, read: read.headings.length },
         items: [matched(ref.items, read.items), ref.items.length],
         cells: { reference: ref.cells.length, read: read.cells.length, matched: matched(ref.cells, read.cells) },
+        spans: { reference: ref.spans.length, read: read.spans.length, matched: matchedSpans(ref.spans, read.spans) },
         ...(ref.cells.length === 0 ? { noTableKept: read.cells.length === 0 } : {}),
         cer: refText.length ? edits / [...refText].length : 0,
         refChars: [...refText].length,
@@ -395,7 +445,7 @@ async function main(): Promise<void> {
       };
       scores.push(s);
       console.log(
-        `${entry.name.padEnd(28)} ${entry.set.padEnd(8)}${entry.scanned ? " scan" : "     "} headings ${s.headings.matched}/${s.headings.reference} (read ${s.headings.read})  list items ${s.items[0]}/${s.items[1]}  cells ${s.cells.matched} of ${s.cells.reference} (read ${s.cells.read})  CER ${s.cer.toFixed(3)}`,
+        `${entry.name.padEnd(28)} ${entry.set.padEnd(8)}${entry.scanned ? " scan" : "     "} headings ${s.headings.matched}/${s.headings.reference} (read ${s.headings.read})  list items ${s.items[0]}/${s.items[1]}  cells ${s.cells.matched} of ${s.cells.reference} (read ${s.cells.read})  merged ${s.spans.matched} of ${s.spans.reference} (read ${s.spans.read})  CER ${s.cer.toFixed(3)}`,
       );
     } catch (err) {
       const cause = (err as Error).cause instanceof Error ? ` (${((err as Error).cause as Error).message.split("\n")[0]})` : "";

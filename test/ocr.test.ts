@@ -147,8 +147,14 @@ describe("POST /v1/ocr with an upstream model (fake OpenRouter)", () => {
     expect(r.body.result.tables.length).toBeGreaterThan(0);
     const t = r.body.result.tables[0];
     expect(t.page_number).toBe(1);
+    expect(t.page_numbers).toEqual([1]);
     expect(Array.isArray(t.rows[0])).toBe(true);
     expect(t.markdown).toContain("|");
+    // Every cell once, and the same table as HTML: upstream tables have no spans, but the shape is every model's.
+    expect(t.cells).toHaveLength(t.rows.flat().length);
+    expect(t.cells[0]).toEqual({ row: 0, col: 0, row_span: 1, col_span: 1, text: t.rows[0][0] });
+    expect(t.html).toMatch(/^<table><tr><th>/);
+    expect(t).not.toHaveProperty("closes_page");
   });
 
   it("maps an upstream 429 to a 502 upstream_error, logged as an error with no charge, never retried on another model", async () => {

@@ -83,18 +83,40 @@ export interface PageBlock {
   depth?: number;
   /** List items: the marker as printed ("1.", "a)", "•"). */
   marker?: string;
-  /** Tables: rows of cell strings, the first row as printed first. */
+  /** Tables: rows of cell strings, the first row as printed first (a merged cell's text in the first position it covers). */
   cells?: string[][];
+  /** Tables: each cell with its place and its spans (a merged cell once). */
+  table_cells?: TableCell[];
+}
+
+/** A table's cell where it starts (row and column from 0) and how many rows and columns it covers. */
+export interface TableCell {
+  row: number;
+  col: number;
+  row_span: number;
+  col_span: number;
+  text: string;
 }
 
 /**
  * A table found on a page (docs/ocr.md): rows of cell strings, first row the
- * header when the source had one, and the same table as GitHub markdown.
+ * header when the source had one (a merged cell's text in the first position
+ * it covers), the same table as GitHub markdown, its cells with their spans
+ * and as HTML (`rowspan`, `colspan`: what GFM cannot say). A table continued
+ * on the following pages is one table: `page_number` its first page,
+ * `page_numbers` every page it is on.
  */
 export interface Table {
   page_number: number;
+  /** Set by the edge, which joins a table continued over pages (docs/ocr.md "Tables"). */
+  page_numbers?: number[];
   rows: string[][];
   markdown: string;
+  cells: TableCell[];
+  html: string;
+  /** Between the services only (the edge drops them): nothing of the page's flow stands before (after) the table, so it may continue one of the page before (go on on the next). */
+  opens_page?: boolean;
+  closes_page?: boolean;
 }
 
 export interface EngineUsage {

@@ -45,7 +45,7 @@ import {
   type SearchablePage,
   type Sniffed,
 } from "../documents/index.ts";
-import type { ResolvedModel } from "../extraction/client.ts";
+import { joinPageTables, type ResolvedModel } from "../extraction/client.ts";
 import type { ExtractOptions, PageBlock, PageExtraction, PageInput, PageLayout, Table } from "../contracts/index.ts";
 import { PAGE_DPI } from "../formats/index.ts";
 import { parsePages, planPages, selectionOverLimit, type PageSelection } from "../formats/pages.ts";
@@ -479,7 +479,7 @@ export function formatLabel(sniffed: Sniffed): string {
 export function readingOf(read: ReadResult): {
   text: string;
   pages: { page_number: number; text: string; confidence?: number; rotation?: number; skew_degrees?: number; layout?: PageLayout; blocks?: PageBlock[] }[];
-  tables: Table[];
+  tables: (Table & { page_numbers: number[] })[];
   confidence?: number;
 } {
   const pages = read.pages.map(({ pageNumber, read: r }) => ({
@@ -495,7 +495,7 @@ export function readingOf(read: ReadResult): {
   return {
     text: pages.map((p) => p.text).join("\n\n"),
     pages,
-    tables: read.pages.flatMap(({ pageNumber, read: r }) => r.result.tables.map((t) => ({ ...t, page_number: pageNumber }))),
+    tables: joinPageTables(read.pages.flatMap(({ pageNumber, read: r }) => r.result.tables.map((t) => ({ ...t, page_number: pageNumber })))),
     ...(allScored ? { confidence: (confidences as number[]).reduce((a, b) => a + b, 0) / confidences.length } : {}),
   };
 }

@@ -126,6 +126,15 @@ export const PageLayoutSchema = Type.Object({
   skew_degrees: Type.Optional(SkewDegrees),
 });
 
+/** A table's cell: where it starts and how many rows and columns it covers. */
+export const TableCellSchema = Type.Object({
+  row: Type.Integer({ minimum: 0 }),
+  col: Type.Integer({ minimum: 0 }),
+  row_span: Type.Integer({ minimum: 1 }),
+  col_span: Type.Integer({ minimum: 1 }),
+  text: Type.String(),
+});
+
 /** One block of a page's structure (docs/ocr.md "Output formats"). */
 export const PageBlockSchema = Type.Object(
   {
@@ -140,7 +149,8 @@ export const PageBlockSchema = Type.Object(
     ordered: Type.Optional(Type.Boolean({ description: "List items: numbered or lettered (true) or bulleted (false)." })),
     depth: Type.Optional(Type.Integer({ minimum: 0, description: "List items: nesting depth, 0 at the outermost level." })),
     marker: Type.Optional(Type.String({ description: 'List items: the marker as printed ("1.", "a)", "•").' })),
-    cells: Type.Optional(Type.Array(Type.Array(Type.String()), { description: "Tables: rows of cell strings, empty strings for empty cells." })),
+    cells: Type.Optional(Type.Array(Type.Array(Type.String()), { description: "Tables: rows of cell strings, empty strings for empty cells; a merged cell's text in the first position it covers." })),
+    table_cells: Type.Optional(Type.Array(TableCellSchema, { description: "Tables: each cell once, where it starts and how many rows and columns it covers." })),
   },
   { description: "A block of a page, in reading order." },
 );
@@ -161,7 +171,14 @@ export const PageEntry = Type.Object({
 });
 
 /** One table of `result.tables`. */
-export const TableEntry = Type.Object({ page_number: Type.Integer(), rows: Type.Array(Type.Array(Type.String())), markdown: Type.String() });
+export const TableEntry = Type.Object({
+  page_number: Type.Integer({ description: "The page the table starts on." }),
+  page_numbers: Type.Array(Type.Integer(), { description: "Every page the table is on: a table continued on the next pages is one table (docs/ocr.md, Tables)." }),
+  rows: Type.Array(Type.Array(Type.String()), { description: "Rows of cell strings, the first row the header; a merged cell's text in the first position it covers, the others empty." }),
+  markdown: Type.String({ description: "The rows as a GitHub markdown table (which cannot say a merged cell)." }),
+  cells: Type.Array(TableCellSchema, { description: "Each cell once, where it starts and how many rows and columns it covers." }),
+  html: Type.String({ description: "The table as HTML, with rowspan and colspan for merged cells." }),
+});
 
 /** A charge's three figures (billing/display.ts `chargeFields`). */
 export const ChargeFields = {

@@ -18,9 +18,13 @@ import type { GenerationCostRequest } from "../gen/proto/folio/extraction/v1/Gen
 import type { GenerationCostResponse__Output } from "../gen/proto/folio/extraction/v1/GenerationCostResponse.ts";
 import type { Usage__Output } from "../gen/proto/folio/extraction/v1/Usage.ts";
 import { extractionProto, modelFromProto } from "./grpc.ts";
+
+/** The edge joins the tables its pages' readings found (engines/tables.ts). */
+export { joinPageTables, tableOf } from "./engines/tables.ts";
 import { FolioError } from "../platform/errors/index.ts";
 import type { PageLayout__Output } from "../gen/proto/folio/extraction/v1/PageLayout.ts";
 import type { PageBlock__Output } from "../gen/proto/folio/extraction/v1/PageBlock.ts";
+import type { TableCell__Output } from "../gen/proto/folio/extraction/v1/TableCell.ts";
 import type {
   CatalogModel,
   CatalogView,
@@ -36,6 +40,7 @@ import type {
   PageExtraction,
   PageInput,
   PageLayout,
+  TableCell,
 } from "../contracts/index.ts";
 
 
@@ -107,7 +112,7 @@ export class ExtractionClient {
     return {
       result: {
         text: r.text,
-        tables: r.tables.map((t) => ({ page_number: t.page_number, rows: t.rows.map((row) => row.cells), markdown: t.markdown })),
+        tables: r.tables.map((t) => ({ page_number: t.page_number, rows: t.rows.map((row) => row.cells), markdown: t.markdown, cells: t.cells.map(cellFromProto), html: t.html, ...(t.opens_page ? { opens_page: true } : {}), ...(t.closes_page ? { closes_page: true } : {}) })),
         ...(r.has_confidence ? { confidence: r.confidence } : {}),
         ...(r.layout ? { layout: layoutFromProto(r.layout, r.has_straightening ? r : undefined) } : {}),
         ...(r.has_straightening ? { rotation: turnOf(r.rotation), skewDegrees: r.skew_degrees } : {}),
@@ -249,8 +254,12 @@ function blockFromProto(b: PageBlock__Output): PageBlock {
     bbox: box(b.bbox),
     ...(type === "heading" ? { level: b.level } : {}),
     ...(type === "list_item" ? { ordered: b.ordered, depth: b.depth, marker: b.marker } : {}),
-    ...(type === "table" ? { cells: b.cells.map((r) => r.cells) } : {}),
+    ...(type === "table" ? { cells: b.cells.map((r) => r.cells), table_cells: b.table_cells.map(cellFromProto) } : {}),
   };
+}
+
+function cellFromProto(c: TableCell__Output): TableCell {
+  return { row: c.row, col: c.col, row_span: c.row_span, col_span: c.col_span, text: c.text };
 }
 
 /** The layout of an answer; the page's straightening, when there was one, is repeated in it. */

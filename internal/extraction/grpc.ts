@@ -135,7 +135,7 @@ export function registerExtraction(server: grpc.Server, svc: ExtractionService, 
         )));
         return {
           text: r.result.text,
-          tables: r.result.tables.map((t) => ({ page_number: t.page_number, rows: t.rows.map((cells) => ({ cells })), markdown: t.markdown })),
+          tables: r.result.tables.map((t) => ({ page_number: t.page_number, rows: t.rows.map((cells) => ({ cells })), markdown: t.markdown, cells: t.cells, html: t.html, opens_page: t.opens_page ?? false, closes_page: t.closes_page ?? false })),
           has_confidence: r.result.confidence !== undefined,
           confidence: r.result.confidence ?? 0,
           ...(r.result.layout ? { layout: layoutToProto(r.result.layout) } : {}),
@@ -287,6 +287,7 @@ function blockToProto(b: PageBlock) {
     depth: b.depth ?? 0,
     marker: b.marker ?? "",
     cells: (b.cells ?? []).map((cells) => ({ cells })),
+    table_cells: b.table_cells ?? [],
   };
 }
 

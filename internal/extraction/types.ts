@@ -33,6 +33,7 @@ export type {
   PageInput,
   PageResult,
   Table,
+  TableCell,
 } from "../contracts/index.ts";
 
 /** A model that turns page images into text. */

@@ -8,7 +8,8 @@
  */
 import { sql, type Kysely, type Selectable, type Transaction } from "kysely";
 import { Decimal, chargeJobPages, closeJobBilling, jobCharge, takeHold, type HoldBasis, type IdempotencyClaim, type IdempotencyStore, type StoredAnswer } from "../billing/index.ts";
-import type { ExtractOptions } from "../contracts/index.ts";
+import type { ExtractOptions, Table } from "../contracts/index.ts";
+import { tableOf } from "../extraction/client.ts";
 import type { Database, OcrJobsTable } from "../platform/db/index.ts";
 import { FolioError } from "../platform/errors/index.ts";
 import { newId } from "../platform/ids/index.ts";
@@ -287,7 +288,14 @@ interface StoredPage {
 /** The pages of a job stored so far after page `startingAfter`, in page order, at most `limit` (one more tells `has_more`). */
 export async function pagesAfter(db: Db, jobId: string, startingAfter: number, limit: number): Promise<{ data: unknown[]; has_more: boolean }> {
   const rows = await db.selectFrom("ocr_job_pages").select("page").where("job_id", "=", jobId).where("page_number", ">", startingAfter).orderBy("page_number").limit(limit + 1).execute();
-  return { data: rows.slice(0, limit).map((r) => ({ ...(r.page as StoredPage).page, tables: (r.page as StoredPage).tables })), has_more: rows.length > limit };
+  return { data: rows.slice(0, limit).map((r) => ({ ...(r.page as StoredPage).page, tables: (r.page as StoredPage).tables.map(storedTable) })), has_more: rows.length > limit };
+}
+
+/** A stored table as answered today: one a worker stored before tables had cells, HTML and page numbers gets them from its rows. */
+function storedTable(t: unknown): unknown {
+  const table = t as Partial<Table> & { page_number: number; rows: string[][] };
+  if (table.cells && table.html !== undefined && table.page_numbers) return table;
+  return { ...tableOf(table.page_number, table.rows), page_numbers: [table.page_number] };
 }
 
 /**

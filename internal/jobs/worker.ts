@@ -363,7 +363,8 @@ export class JobWorker {
           ...(result.layout ? { layout: result.layout } : {}),
           ...(result.blocks ? { blocks: result.blocks } : {}),
         },
-        tables: result.tables.map((t) => ({ ...t, page_number: page.pageNumber })),
+        // A job's tables stay with their page (GET …/pages lists pages as they are read): one continued on the next page is not joined.
+        tables: result.tables.map(({ opens_page: _o, closes_page: _c, ...t }) => ({ ...t, page_number: page.pageNumber, page_numbers: [page.pageNumber] })),
         providerCostCents: new Decimal(r.providerCostCents),
         promptTokens: result.usage.promptTokens,
         completionTokens: result.usage.completionTokens,

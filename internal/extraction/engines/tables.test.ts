@@ -3,7 +3,7 @@
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
 import type { ExtractOptions } from "../types.ts";
-import { findMarkdownTables, normalizeRows, parsePageAnswer, renderMarkdownTable, tablesFromJson } from "./tables.ts";
+import { findMarkdownTables, joinPageTables, normalizeRows, parsePageAnswer, renderMarkdownTable, tableOf, tablesFromJson } from "./tables.ts";
 
 const text: ExtractOptions = { extractTables: true, outputFormat: "text" };
 const markdown: ExtractOptions = { extractTables: true, outputFormat: "markdown" };
@@ -18,7 +18,7 @@ describe("parsePageAnswer: text and markdown", () => {
     const answer = `Invoice 42\nItem\tQty\nApple\t2\n\n\`\`\`json\n${JSON.stringify({ tables: [{ rows }], confidence: 0.93 })}\n\`\`\`\n`;
     expect(parsePageAnswer(answer, 3, text)).toEqual({
       text: "Invoice 42\nItem\tQty\nApple\t2",
-      tables: [{ page_number: 3, rows, markdown: "| Item | Qty |\n| --- | --- |\n| Apple | 2 |" }],
+      tables: [{ page_number: 3, rows, markdown: "| Item | Qty |\n| --- | --- |\n| Apple | 2 |", cells: expect.any(Array), html: expect.stringContaining("<th>Qty</th>") }],
       confidence: 0.93,
     });
   });
@@ -32,7 +32,8 @@ describe("parsePageAnswer: text and markdown", () => {
     const answer = "# Fruit\n\n| Item | Qty |\n|:-----|----:|\n| Apple | 2 |\n| Pear | 1 |\n\nAfter the table.";
     const r = parsePageAnswer(answer, 2, markdown);
     expect(r.text).toBe(answer);
-    expect(r.tables).toEqual([{ page_number: 2, rows: [["Item", "Qty"], ["Apple", "2"], ["Pear", "1"]], markdown: "| Item | Qty |\n| --- | --- |\n| Apple | 2 |\n| Pear | 1 |" }]);
+    expect(r.tables).toEqual([{ page_number: 2, rows: [["Item", "Qty"], ["Apple", "2"], ["Pear", "1"]], markdown: "| Item | Qty |\n| --- | --- |\n| Apple | 2 |\n| Pear | 1 |", cells: expect.any(Array), html: "<table><tr><th>Item</th><th>Qty</th></tr><tr><td>Apple</td><td>2</td></tr><tr><td>Pear</td><td>1</td></tr></table>" }]);
+    expect(r.tables[0]!.cells[3]).toEqual({ row: 1, col: 1, row_span: 1, col_span: 1, text: "2" });
     expect(r.confidence).toBeUndefined();
   });
 
@@ -162,5 +163,58 @@ describe("junk never throws", () => {
       }),
       { numRuns: 500 },
     );
+  });
+});
+
+describe("merged cells and tables over pages", () => {
+  const rows = [
+    ["Region", "Sales", ""],
+    ["", "Q1", "Q2"],
+    ["North", "12", "14"],
+  ];
+  const spans = [
+    { row: 0, col: 0, rows: 2, cols: 1 },
+    { row: 0, col: 1, rows: 1, cols: 2 },
+  ];
+
+  it("lists each cell once with its spans, and says them in HTML (GFM cannot)", () => {
+    const t = tableOf(3, rows, spans);
+    expect(t.cells).toEqual([
+      { row: 0, col: 0, row_span: 2, col_span: 1, text: "Region" },
+      { row: 0, col: 1, row_span: 1, col_span: 2, text: "Sales" },
+      { row: 1, col: 1, row_span: 1, col_span: 1, text: "Q1" },
+      { row: 1, col: 2, row_span: 1, col_span: 1, text: "Q2" },
+      { row: 2, col: 0, row_span: 1, col_span: 1, text: "North" },
+      { row: 2, col: 1, row_span: 1, col_span: 1, text: "12" },
+      { row: 2, col: 2, row_span: 1, col_span: 1, text: "14" },
+    ]);
+    expect(t.html).toBe('<table><tr><th rowspan="2">Region</th><th colspan="2">Sales</th></tr><tr><td>Q1</td><td>Q2</td></tr><tr><td>North</td><td>12</td><td>14</td></tr></table>');
+    // The markdown stays GFM: the merged cell's text in its first position.
+    expect(t.markdown.split("\n")[0]).toBe("| Region | Sales |  |");
+  });
+
+  it("escapes HTML in cells and keeps spans inside the table", () => {
+    const t = tableOf(1, [["a<b", "&"], ["x", "y"]], [{ row: 1, col: 1, rows: 5, cols: 5 }]);
+    expect(t.html).toBe("<table><tr><th>a&lt;b</th><th>&amp;</th></tr><tr><td>x</td><td>y</td></tr></table>");
+  });
+
+  it("joins a table that closes its page with one that opens the next, dropping a repeated header", () => {
+    const head = ["Item", "Price"];
+    const a = { ...tableOf(1, [head, ["Paper", "4.50"]], [], { closesPage: true }) };
+    const b = { ...tableOf(2, [head, ["Toner", "68.90"]], [], { opensPage: true }) };
+    const joined = joinPageTables([a, b]);
+    expect(joined).toHaveLength(1);
+    expect(joined[0]!.page_numbers).toEqual([1, 2]);
+    expect(joined[0]!.rows).toEqual([head, ["Paper", "4.50"], ["Toner", "68.90"]]);
+    expect(joined[0]!.cells.at(-1)).toEqual({ row: 2, col: 1, row_span: 1, col_span: 1, text: "68.90" });
+    expect(joined[0]).not.toHaveProperty("closes_page");
+  });
+
+  it("keeps tables apart when text stands between them, their columns differ or a page lies between", () => {
+    const two = (page: number, place: { opensPage?: boolean; closesPage?: boolean }) => tableOf(page, [["a", "b"], ["1", "2"]], [], place);
+    expect(joinPageTables([two(1, {}), two(2, { opensPage: true })])).toHaveLength(2);
+    expect(joinPageTables([two(1, { closesPage: true }), tableOf(2, [["a", "b", "c"]], [], { opensPage: true })])).toHaveLength(2);
+    expect(joinPageTables([two(1, { closesPage: true }), two(3, { opensPage: true })])).toHaveLength(2);
+    expect(joinPageTables([two(1, { closesPage: true }), two(2, { opensPage: true, closesPage: true }), two(3, { opensPage: true })]).map((t) => t.page_numbers)).toEqual([[1, 2, 3]]);
   });
 });

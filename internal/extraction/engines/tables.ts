@@ -21,7 +21,7 @@
  * - Confidence: only a finite number from 0 to 1 in the `confidence` field;
  *   anything else (a percentage, a string) is ignored.
  */
-import type { ExtractOptions, Table } from "../types.ts";
+import type { ExtractOptions, Table, TableCell } from "../types.ts";
 import { isRecord, parseJson } from "../util.ts";
 
 export interface ParsedPageAnswer {
@@ -60,7 +60,7 @@ export function parsePageAnswer(answer: unknown, pageNumber: number, options: Ex
   if (options.extractTables) {
     const fromMeta = meta ? tablesFromJson(meta.tables) : [];
     const rowsList = fromMeta.length > 0 ? fromMeta : findMarkdownTables(text);
-    result.tables = rowsList.slice(0, TABLE_LIMITS.tablesPerPage).map((rows) => ({ page_number: pageNumber, rows, markdown: renderMarkdownTable(rows) }));
+    result.tables = rowsList.slice(0, TABLE_LIMITS.tablesPerPage).map((rows) => tableOf(pageNumber, rows));
   }
   const c = meta?.confidence;
   if (typeof c === "number" && Number.isFinite(c) && c >= 0 && c <= 1) result.confidence = c;
@@ -216,3 +216,109 @@ export function renderMarkdownTable(rows: readonly (readonly string[])[]): strin
 }
 
 
+
+/** A merged cell: where it starts (row and column from 0) and how many rows and columns it covers. */
+export interface CellSpan {
+  row: number;
+  col: number;
+  rows: number;
+  cols: number;
+}
+
+/**
+ * A table of `result.tables` from its rows (a merged cell's text in the
+ * first position it covers, the others empty) and its merged cells: the
+ * rows, their GitHub markdown, every cell once with its spans, and HTML with
+ * `rowspan`/`colspan`.
+ */
+export function tableOf(pageNumber: number, rows: string[][], spans: readonly CellSpan[] = [], place: { opensPage?: boolean; closesPage?: boolean } = {}): Table {
+  const cells = tableCells(rows, spans);
+  return {
+    page_number: pageNumber,
+    rows,
+    markdown: renderMarkdownTable(rows),
+    cells,
+    html: renderHtmlTable(cells),
+    ...(place.opensPage ? { opens_page: true } : {}),
+    ...(place.closesPage ? { closes_page: true } : {}),
+  };
+}
+
+/** Every cell of `rows` once: a merged cell at its first position with its spans, the positions it covers left out. */
+export function tableCells(rows: readonly (readonly string[])[], spans: readonly CellSpan[] = []): TableCell[] {
+  const width = Math.max(0, ...rows.map((r) => r.length));
+  const covered = new Set<string>();
+  const spanAt = new Map<string, CellSpan>();
+  for (const s of spans) {
+    if (s.row < 0 || s.col < 0 || s.row >= rows.length || s.col >= width) continue;
+    const key = `${s.row},${s.col}`;
+    if (covered.has(key) || spanAt.has(key)) continue;
+    const span = { ...s, rows: Math.max(1, Math.min(s.rows, rows.length - s.row)), cols: Math.max(1, Math.min(s.cols, width - s.col)) };
+    spanAt.set(key, span);
+    for (let r = span.row; r < span.row + span.rows; r++) for (let c = span.col; c < span.col + span.cols; c++) if (r !== span.row || c !== span.col) covered.add(`${r},${c}`);
+  }
+  const cells: TableCell[] = [];
+  for (const [r, row] of rows.entries()) {
+    for (let c = 0; c < width; c++) {
+      const key = `${r},${c}`;
+      if (covered.has(key)) continue;
+      const s = spanAt.get(key);
+      cells.push({ row: r, col: c, row_span: s?.rows ?? 1, col_span: s?.cols ?? 1, text: row[c] ?? "" });
+    }
+  }
+  return cells;
+}
+
+/** A `<table>` of cells: the first row as header cells, `rowspan`/`colspan` where a cell covers more than one. */
+export function renderHtmlTable(cells: readonly TableCell[]): string {
+  const esc = (s: string) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;").replace(/\r?\n/g, "<br>");
+  // Every row gets its <tr>, also one whose every position a cell above covers.
+  const count = cells.reduce((n, c) => Math.max(n, c.row + c.row_span), 0);
+  const byRow: TableCell[][] = Array.from({ length: count }, () => []);
+  for (const c of cells) byRow[c.row]!.push(c);
+  const body = byRow.map((cs, r) => {
+    const tag = r === 0 ? "th" : "td";
+    const html = cs
+      .sort((a, b) => a.col - b.col)
+      .map((c) => `<${tag}${c.row_span > 1 ? ` rowspan="${c.row_span}"` : ""}${c.col_span > 1 ? ` colspan="${c.col_span}"` : ""}>${esc(c.text)}</${tag}>`)
+      .join("");
+    return `<tr>${html}</tr>`;
+  });
+  return `<table>${body.join("")}</table>`;
+}
+
+/**
+ * Tables continued over pages joined into one: a table that closes its page
+ * (nothing of the page's flow after it) and one that opens the next (nothing
+ * before it but a header) with as many columns are one table, its first
+ * page's number first in `page_numbers`; the continuation's first row is
+ * dropped where it repeats the header (a table's header printed again on
+ * each page). `opens_page` and `closes_page` are dropped: they are between
+ * the services only.
+ */
+export function joinPageTables(tables: readonly Table[]): (Table & { page_numbers: number[] })[] {
+  const out: (Table & { page_numbers: number[] })[] = [];
+  const same = (a: readonly string[] | undefined, b: readonly string[] | undefined) =>
+    !!a && !!b && a.length === b.length && a.every((s, i) => s.replace(/\s+/g, " ").trim().toLowerCase() === b[i]!.replace(/\s+/g, " ").trim().toLowerCase());
+  let open: { table: Table & { page_numbers: number[] }; closes: boolean } | undefined;
+  for (const t of tables) {
+    const { opens_page, closes_page, ...table } = t;
+    const pages = table.page_numbers ?? [table.page_number];
+    const last = open?.table;
+    const width = (x: Table) => x.rows[0]?.length ?? 0;
+    if (last && open!.closes && opens_page && pages[0] === last.page_numbers.at(-1)! + 1 && width(last) === width(table)) {
+      const skip = same(table.rows[0], last.rows[0]) ? 1 : 0;
+      const rows = [...last.rows, ...table.rows.slice(skip)];
+      const offset = last.rows.length - skip;
+      const cells = [...last.cells, ...table.cells.filter((c) => c.row >= skip).map((c) => ({ ...c, row: c.row + offset }))];
+      const joined = { ...last, page_numbers: [...last.page_numbers, ...pages], rows, markdown: renderMarkdownTable(rows), cells, html: renderHtmlTable(cells) };
+      out[out.length - 1] = joined;
+      open = { table: joined, closes: closes_page ?? false };
+      continue;
+    }
+    const own = { ...table, page_numbers: pages };
+    out.push(own);
+    open = { table: own, closes: closes_page ?? false };
+  }
+  return out;
+}

@@ -57,7 +57,7 @@ import { decodeGrey, encodePgm, viewGrey } from "../layout/image.ts";
 import { letterHeight } from "../layout/letters.ts";
 import { renderMarkdown, structurePage, type SourceBlock } from "../layout/markdown.ts";
 import { analyzePage, type AnalyzedPage, type OrderChoice } from "../layout/page.ts";
-import { renderMarkdownTable } from "./tables.ts";
+import { tableOf } from "./tables.ts";
 import { guessLanguage } from "./language.ts";
 import { builtResidentProgram, ResidentTesseract, tesseractEnv, type RawPage } from "./tesseract-server.ts";
 
@@ -333,7 +333,7 @@ function checkImage(page: PageInput): void {
 
 /** A reading as the engine answers it: text in the output format, tables only when asked for, layout only when asked for. */
 export async function pageResult(page: PageInput, read: AnalyzedPage, options: ExtractOptions): Promise<PageResult> {
-  const tables: Table[] = options.extractTables ? read.tables.map((rows) => ({ page_number: page.pageNumber, rows, markdown: renderMarkdownTable(rows) })) : [];
+  const tables: Table[] = options.extractTables ? read.tables.map((t) => tableOf(page.pageNumber, t.rows, t.spans, t)) : [];
   return {
     ...(await formatted(page, read.text, read.sources, options)),
     tables,

@@ -255,7 +255,9 @@ describe("UpstreamEngine", () => {
   it("parses a JSON-block table answer with confidence", async () => {
     fakeUpstream().script(MODEL, { kind: "table", format: "json" });
     const r = await new UpstreamEngine(MODEL, client()).extractPage({ pageNumber: 4, image: PNG, mimeType: "image/png" }, { extractTables: true, outputFormat: "text" }, signal());
-    expect(r.tables).toEqual([{ page_number: 4, rows: FAKE_TABLE_ROWS, markdown: "| Item | Qty | Price |\n| --- | --- | --- |\n| Apple | 2 | 1.20 |\n| Pear | 1 | 0.80 |" }]);
+    expect(r.tables).toEqual([
+      { page_number: 4, rows: FAKE_TABLE_ROWS, markdown: "| Item | Qty | Price |\n| --- | --- | --- |\n| Apple | 2 | 1.20 |\n| Pear | 1 | 0.80 |", cells: expect.any(Array), html: expect.stringContaining("<td>Pear</td>") },
+    ]);
     expect(r.confidence).toBe(0.87);
     expect(r.text).not.toContain("```");
     const body = fakeUpstream().chatRequests()[0]?.body as Record<string, unknown>;

@@ -77,6 +77,60 @@ describe("ruled tables: the grid of lines", () => {
     expect(xs.length).toBe(3);
   });
 
+  it("says the spans of merged cells: a group header over two columns, a label down two rows", () => {
+    // | Region | Sales (2 cols)  |      row 0: the line at x 1000 stops under it
+    // |        | Q1     | Q2     |
+    // | North  | 12     | 14     |      rows 2–3: the line at y 540 stops at x 600, so "North" spans them
+    // |        | 13     | 15     |
+    const img = page();
+    hline(img, 300, 200, 1400);
+    hline(img, 380, 600, 1400); // under the group header only
+    hline(img, 460, 200, 1400);
+    hline(img, 540, 600, 1400); // not under "North"
+    hline(img, 620, 200, 1400);
+    vline(img, 200, 300, 620);
+    vline(img, 1400, 300, 620);
+    vline(img, 600, 300, 620);
+    vline(img, 1000, 380, 620); // not in the group header's row
+    const [g] = findPageRules(img).grids;
+    const t = gridTable(g!, [
+      word("Region", 400, 380),
+      word("Sales", 1000, 340),
+      word("Q1", 800, 420),
+      word("Q2", 1200, 420),
+      word("North", 400, 540),
+      word("12", 800, 500),
+      word("14", 1200, 500),
+      word("13", 800, 580),
+      word("15", 1200, 580),
+    ]);
+    expect(cellText(t)).toEqual([
+      ["Region", "Sales", ""],
+      ["", "Q1", "Q2"],
+      ["North", "12", "14"],
+      ["", "13", "15"],
+    ]);
+    expect(t!.spans).toEqual([
+      { row: 0, col: 0, rows: 2, cols: 1 },
+      { row: 0, col: 1, rows: 1, cols: 2 },
+      { row: 2, col: 0, rows: 2, cols: 1 },
+    ]);
+  });
+
+  it("takes no span from a line a scan broke in one row only (the merge would not be a rectangle)", () => {
+    const img = page();
+    for (const y of [300, 380, 460]) hline(img, y, 200, 1400);
+    vline(img, 200, 300, 460);
+    vline(img, 1400, 300, 460);
+    vline(img, 600, 300, 460);
+    vline(img, 1000, 300, 380); // missing in the second row only: columns 1 and 2 of row 1 merge…
+    hline(img, 380, 200, 1400);
+    const [g] = findPageRules(img).grids;
+    const t = gridTable(g!, [word("a", 400, 340), word("b", 800, 340), word("c", 1200, 340), word("d", 400, 420), word("e", 800, 420)]);
+    // …which is a rectangle (one row, two columns), so it is a span; nothing reaches across rows.
+    expect(t!.spans).toEqual([{ row: 1, col: 1, rows: 1, cols: 2 }]);
+  });
+
   it("takes a row's own separator, too short to be a line by itself, as a column edge (a form's row of one text line)", () => {
     // Two rows "Name | …" ruled at x 600 over both (160 px), then a row 70 px high split at x 900 only, as in a
     // LibreOffice form: the 70-px separator is under the length of a line (1/15 of the page's width, 110 px).
@@ -207,7 +261,7 @@ describe("ruled tables in the page's reading", () => {
       ]),
       { rules },
     );
-    expect(read.tables).toEqual([
+    expect(read.tables.map((t) => t.rows)).toEqual([
       [
         ["Name", "Score"],
         ["Alice", "17"],
@@ -270,7 +324,7 @@ describe("blanks: lines to fill in", () => {
     hline(img, 540, 200, 1200);
     const rules = findPageRules(img);
     expect(rules.blanks).toHaveLength(1);
-    expect(analyzePage(tsv(lines), { rules }).tables).toEqual([
+    expect(analyzePage(tsv(lines), { rules }).tables.map((t) => t.rows)).toEqual([
       [
         ["Item", "Quantity", "Price"],
         ["Toner", "3", "12.00"],

@@ -21,13 +21,16 @@
  *    are not the rows' above: {@link shortSeparators}) is a column edge too.
  * 4. Cells: the bands between consecutive lines. A cell whose left line is
  *    missing in its row is joined to the cell before it (a heading spanning
- *    columns); its text stands in the first column it spans.
+ *    columns), one whose top line is missing in its column to the cell
+ *    above it (a label down several rows); a merged cell's text stands in
+ *    the first position it covers, and the table says its spans.
  * Words are placed in the cell that holds their centre.
  * 5. Blanks: horizontal lines in no grid (a form's lines to fill in, an
  *    underline) are handed to the reading order, where a gap between two
  *    words of a line that such a line fills is part of the sentence, not a
  *    column gap ("Konto Nr. ________ bei der").
  */
+import type { CellSpan } from "../engines/tables.ts";
 import type { LayoutNode, TextLine } from "./reading-order.ts";
 import { forEachRun, otsuThreshold, type GreyImage } from "./rules.ts";
 import { boundsOf, type Box, type OcrWord } from "./words.ts";
@@ -40,6 +43,8 @@ export interface RuledGrid {
   xs: number[];
   /** `open[r][c]`: in row r, the line between column c − 1 and c is missing (c from 1): the two are one cell. */
   open: boolean[][];
+  /** `joined[r][c]`: in column c, the line between row r − 1 and r is missing (r from 1): the two are one cell. */
+  joined: boolean[][];
 }
 
 /** What ruling lines say about a page: its ruled tables, and its horizontal lines in none of them (module comment, 5). */
@@ -64,7 +69,7 @@ const MAX_TILT = 0.015;
 const MIN_SIDE = 500;
 /** Lines at most this share of the image's shorter side apart (and at least 6 pixels) are one edge of the grid: a double border, a line a scan bent or broke into pieces side by side. */
 const SAME_EDGE_SHARE = 1 / 100;
-/** A line between two columns counts in a row when its pieces cover at least this share of the row's height (a scan breaks lines). */
+/** A line between two columns (rows) counts in a row (column) when its pieces cover at least this share of the row's height (column's width): a scan breaks lines. */
 const MIN_SEPARATOR_COVER = 0.3;
 /**
  * A column of pixels is a short separator when it is dark over at least this
@@ -155,11 +160,11 @@ function gridOf(h: Line[], v: Line[], page: PageMask): RuledGrid | null {
   const short = shortSeparators(columns, height, ys, xs[0]!, xs[xs.length - 1]!, maxThickness);
   const all = [...v, ...short];
   if (short.length) xs.splice(0, xs.length, ...edges([...xs, ...short.map((l) => (l.a0 + l.a1) / 2)], sameEdge));
-  return grid(ys, xs, all, sameEdge);
+  return grid(ys, xs, all, h, sameEdge);
 }
 
-/** A grid of rows `ys` and columns `xs`, a cell open to the one before it where `verticals` do not separate them. */
-function grid(ys: number[], xs: number[], verticals: readonly Line[], sameEdge: number): RuledGrid {
+/** A grid of rows `ys` and columns `xs`, a cell open to the one before it where `verticals` do not separate them, joined to the one above where `horizontals` do not. */
+function grid(ys: number[], xs: number[], verticals: readonly Line[], horizontals: readonly Line[], sameEdge: number): RuledGrid {
   const open = ys.slice(0, -1).map((y0, r) => {
     const y1 = ys[r + 1]!;
     return xs.map((x, c) => {
@@ -169,7 +174,16 @@ function grid(ys: number[], xs: number[], verticals: readonly Line[], sameEdge: 
       return cover < MIN_SEPARATOR_COVER * (y1 - y0);
     });
   });
-  return { box: { x0: xs[0]!, y0: ys[0]!, x1: xs[xs.length - 1]!, y1: ys[ys.length - 1]! }, ys, xs, open };
+  const joined = ys.slice(0, -1).map((y, r) =>
+    xs.slice(0, -1).map((x0, c) => {
+      // The top edge is no line between two cells.
+      if (r === 0) return false;
+      const x1 = xs[c + 1]!;
+      const cover = horizontals.filter((l) => Math.abs(middle(l) - y) <= sameEdge).reduce((sum, l) => sum + Math.max(0, Math.min(l.b1, x1) - Math.max(l.b0, x0)), 0);
+      return cover < MIN_SEPARATOR_COVER * (x1 - x0);
+    }),
+  );
+  return { box: { x0: xs[0]!, y0: ys[0]!, x1: xs[xs.length - 1]!, y1: ys[ys.length - 1]! }, ys, xs, open, joined };
 }
 
 /**
@@ -208,7 +222,7 @@ function shortGrids(lines: readonly Line[], page: PageMask): { grids: RuledGrid[
       const xs = edges([x0, x1, ...v.map(middle)], sameEdge);
       if (r - start >= 2 && xs.length >= 3) {
         const rows = ys.slice(start, r + 1);
-        grids.push(grid(rows, xs, v, sameEdge));
+        grids.push(grid(rows, xs, v, stack, sameEdge));
         for (const l of stack) if (middle(l) >= rows[0]! - sameEdge && middle(l) <= rows[rows.length - 1]! + sameEdge) used.add(l);
       }
       start = r + 1;
@@ -312,26 +326,81 @@ export function inGrid(grid: RuledGrid, w: Box): boolean {
 
 /**
  * The grid as a table node of the layout, its words (those {@link inGrid})
- * in their cells; null when fewer than two cells hold words (a frame around
- * a paragraph, a form left blank).
+ * in their cells, a merged cell's in the first position it covers, with
+ * its spans; null when fewer than two cells hold words (a frame around a
+ * paragraph, a form left blank).
  */
 export function gridTable(grid: RuledGrid, words: readonly OcrWord[]): Extract<LayoutNode, { kind: "table" }> | null {
   const cols = grid.xs.length - 1;
+  const origins = mergedCells(grid);
   const bands: OcrWord[][][] = Array.from({ length: grid.ys.length - 1 }, () => Array.from({ length: cols }, () => []));
   for (const w of words) {
-    const r = band(grid.ys, (w.y0 + w.y1) / 2);
-    let c = band(grid.xs, (w.x0 + w.x1) / 2);
-    // A cell spanning columns holds its words in the first column it spans.
-    while (c > 0 && grid.open[r]![c]) c--;
+    const [r, c] = origins[band(grid.ys, (w.y0 + w.y1) / 2)]![band(grid.xs, (w.x0 + w.x1) / 2)]!;
     bands[r]![c]!.push(w);
   }
-  const cells = bands.flatMap(splitRows);
-  if (cells.flat().filter((c) => c.length > 0).length < 2) return null;
-  const table = cells
-    .map((row) => row.map((ws) => (ws.length ? leaf(ws) : null)))
-    // Rows with no word (a ruled space, a row of empty cells) say nothing.
-    .filter((row) => row.some((c) => c));
-  return { kind: "table", box: boundsOf(words), rows: table };
+  // A band is split into a row per line of text only where no merged cell reaches across its top or bottom.
+  const crossed = (r: number) => origins[r]!.some(([or], c) => or !== r || origins[r + 1]?.[c]?.[0] === r);
+  const rows: OcrWord[][][] = [];
+  const first: number[] = [];
+  for (const [r, b] of bands.entries()) {
+    first.push(rows.length);
+    rows.push(...(crossed(r) ? [b] : splitRows(b)));
+  }
+  first.push(rows.length);
+  if (rows.flat().filter((c) => c.length > 0).length < 2) return null;
+  // Rows with no word (a ruled space, a row of empty cells) say nothing.
+  const kept = rows.map((row) => row.some((c) => c.length > 0));
+  const index = kept.map((_, i) => kept.slice(0, i).filter(Boolean).length);
+  const spans: CellSpan[] = [];
+  for (const [r, row] of origins.entries()) {
+    for (const [c, [or, oc]] of row.entries()) {
+      if (or !== r || oc !== c) continue;
+      let end = r + 1;
+      while (end < origins.length && origins[end]![c]![0] === r && origins[end]![c]![1] === c) end++;
+      let right = c + 1;
+      while (right < cols && origins[r]![right]![0] === r && origins[r]![right]![1] === c) right++;
+      if (end - r === 1 && right - c === 1) continue;
+      // Each row the band was split into keeps the cell's columns; its rows are the kept rows it covers.
+      for (let k = first[r]!; k < first[r + 1]!; k++) {
+        if (!kept[k]) continue;
+        const below = end - r > 1 ? kept.slice(k, first[end]!).filter(Boolean).length : 1;
+        if (below > 1 || right - c > 1) spans.push({ row: index[k]!, col: c, rows: below, cols: right - c });
+      }
+    }
+  }
+  const table = rows.filter((_, i) => kept[i]).map((row) => row.map((ws) => (ws.length ? leaf(ws) : null)));
+  return { kind: "table", box: boundsOf(words), rows: table, ...(spans.length ? { spans } : {}) };
+}
+
+/**
+ * Each position's merged cell, as the position it starts at: left while the
+ * line before it is missing, up while the line above it is. A merge that is
+ * not a rectangle (a line a scan broke in one row only) is no merge: its
+ * positions are cells of their own.
+ */
+function mergedCells(grid: RuledGrid): [number, number][][] {
+  const rows = grid.ys.length - 1;
+  const cols = grid.xs.length - 1;
+  const origins = Array.from({ length: rows }, (_, r) =>
+    Array.from({ length: cols }, (_, c): [number, number] => {
+      let [or, oc] = [r, c];
+      for (;;) {
+        if (oc > 0 && grid.open[or]![oc]) oc--;
+        else if (or > 0 && grid.joined[or]![oc]) or--;
+        else return [or, oc];
+      }
+    }),
+  );
+  for (let r = 0; r < rows; r++) {
+    for (let c = 0; c < cols; c++) {
+      const [or, oc] = origins[r]![c]!;
+      if (or === r && oc === c) continue;
+      // The rectangle from the origin to this position must all be the origin's.
+      const whole = origins.slice(or, r + 1).every((row) => row.slice(oc, c + 1).every(([a, b]) => a === or && b === oc));
+      if (!whole) origins[r]![c] = [r, c];
+    }
+  }
+  return origins;
 }
 
 /** A row band holds rows of its own when at least this many lines of text… */
@@ -399,7 +468,7 @@ export function scaleRules(rules: PageRules, factor: number): PageRules {
   const s = (v: number) => Math.round(v * factor);
   const box = (b: Box): Box => ({ x0: s(b.x0), y0: s(b.y0), x1: s(b.x1), y1: s(b.y1) });
   return {
-    grids: rules.grids.map((g) => ({ box: box(g.box), ys: g.ys.map(s), xs: g.xs.map(s), open: g.open })),
+    grids: rules.grids.map((g) => ({ box: box(g.box), ys: g.ys.map(s), xs: g.xs.map(s), open: g.open, joined: g.joined })),
     blanks: rules.blanks.map(box),
   };
 }

@@ -90,7 +90,7 @@ describe("reading order", () => {
     const words = xs.flatMap((x, c) => rows.map((r, i) => ({ text: r[c]!, x, y: 300 + i * LEADING, block: c + 1, line: i + 1 })));
     const r = analyzePage(tsv(words));
     expect(r.text).toBe(rows.map((row) => row.join("\t")).join("\n"));
-    expect(r.tables).toEqual([rows]);
+    expect(r.tables.map((t) => t.rows)).toEqual([rows]);
     expect(r.layout.blocks.map((b) => b.type)).toEqual(["table"]);
   });
 
@@ -107,7 +107,7 @@ describe("reading order", () => {
     expect(two.tables).toEqual([]);
     expect(two.layout.blocks.map((b) => b.type)).toEqual(["text"]);
     const three = [...rows, ["erhalten", "Ja", "Nein", "Betrag:"]];
-    expect(analyzePage(tsv(place(three))).tables).toEqual([three]);
+    expect(analyzePage(tsv(place(three))).tables.map((t) => t.rows)).toEqual([three]);
   });
 
   it("keeps tesseract's order where narrow columns of prose line up like a table and the page's text reads on that way", () => {
@@ -137,7 +137,7 @@ describe("reading order", () => {
     const xs = [200, 700, 1000, 1300];
     const words = xs.flatMap((x, c) => rows.map((r, i) => ({ text: r[c]!, x, y: 300 + i * LEADING, block: c + 1, line: i + 1 })));
     const r = analyzePage(tsv(words));
-    expect(r.tables).toEqual([rows]);
+    expect(r.tables.map((t) => t.rows)).toEqual([rows]);
     expect(r.orders.map((d) => d.chosen)).toEqual(["layout"]);
   });
 

@@ -309,7 +309,8 @@ describe("tables, headers, footers and figures", () => {
 
   it("writes a table as a GFM table, its first row the header and | escaped in cells; json keeps the cells", () => {
     const blocks = structurePage([table]);
-    expect(blocks).toEqual([{ type: "table", text: table.block.text, bbox: table.block.bbox, cells: table.rows }]);
+    expect(blocks).toEqual([{ type: "table", text: table.block.text, bbox: table.block.bbox, cells: table.rows, table_cells: expect.any(Array) }]);
+    expect(blocks[0]!.table_cells![0]).toEqual({ row: 0, col: 0, row_span: 1, col_span: 1, text: table.rows![0]![0] });
     expect(renderMarkdown(blocks)).toBe("| Item | Price |\n| --- | --- |\n| Pipe \\| elbow | 4.50 |");
   });
 

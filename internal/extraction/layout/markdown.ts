@@ -35,7 +35,7 @@
  * and dropped bullets are not seen, and the rest works from the boxes.
  */
 import type { LayoutBlock, PageBlock } from "../../contracts/index.ts";
-import { renderMarkdownTable } from "../engines/tables.ts";
+import { renderMarkdownTable, tableCells, type CellSpan } from "../engines/tables.ts";
 import type { GreyImage } from "./rules.ts";
 import { boundsOf, median, type Box } from "./words.ts";
 
@@ -53,8 +53,9 @@ export interface SourceWord extends Box {
 export interface SourceBlock {
   block: LayoutBlock;
   words: readonly SourceWord[];
-  /** A table's rows of cell strings; absent for anything else. */
+  /** A table's rows of cell strings and its merged cells; absent for anything else. */
   rows?: string[][];
+  spans?: CellSpan[];
 }
 
 /**
@@ -328,7 +329,7 @@ export function structurePage(blocks: readonly SourceBlock[], image?: GreyImage)
   for (const src of blocks) {
     const b = src.block;
     if (b.type === "table" && src.rows && !isMarkerColumn(src.rows)) {
-      out.push({ type: "table", text: b.text, bbox: b.bbox, cells: src.rows.map((r) => [...r]) });
+      out.push({ type: "table", text: b.text, bbox: b.bbox, cells: src.rows.map((r) => [...r]), table_cells: tableCells(src.rows, src.spans) });
       list = undefined;
       continue;
     }

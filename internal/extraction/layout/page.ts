@@ -14,6 +14,7 @@
  * docs/benchmarks.md.
  */
 import type { LayoutBlock, LayoutBlockType as BlockType, PageLayout } from "../../contracts/index.ts";
+import type { CellSpan } from "../engines/tables.ts";
 import { splitBulletColumns } from "./bullets.ts";
 import { gridTable, inGrid, type PageRules } from "./grid.ts";
 import { isMarkerText, type SourceBlock } from "./markdown.ts";
@@ -21,12 +22,21 @@ import { CharModel, orderEvidence } from "./joins.ts";
 import { readingOrder, type LayoutNode } from "./reading-order.ts";
 import { boundsOf, parseTsv, type Box, type OcrWord } from "./words.ts";
 
+/** A table's rows of cell strings (a merged cell's text in the first position it covers) and its merged cells. */
+export interface FoundTable {
+  rows: string[][];
+  spans: CellSpan[];
+  /** Nothing of the page's flow stands before (after) it: only a header (footer) or a figure, so it may continue a table of the page before (go on on the next). */
+  opensPage?: boolean;
+  closesPage?: boolean;
+}
+
 export interface AnalyzedPage {
   text: string;
   /** Mean word confidence, 0–1; absent when no word was recognised. */
   confidence?: number;
-  /** Tables as rows of cell strings (empty string: an empty cell). */
-  tables: string[][][];
+  /** Tables as rows of cell strings (empty string: an empty cell, or a position a merged cell covers) and their merged cells. */
+  tables: FoundTable[];
   layout: PageLayout;
   /** The layout's blocks (the same objects) with their words and a table's cells: what `markdown.ts` reads. */
   sources: SourceBlock[];
@@ -74,7 +84,7 @@ export function analyzePage(
   const read = parseTsv(tsv);
   // A column of round bullets read as one tall word becomes a bullet at the start of each item (bullets.ts).
   const page = { ...read, words: splitBulletColumns(read.words) };
-  type Found = { node: Extract<LayoutNode, { kind: "table" }>; members: Set<number>; rows: string[][] | null; at: number };
+  type Found = { node: Extract<LayoutNode, { kind: "table" }>; members: Set<number>; rows: FoundTable | null; at: number };
   const ruled: Found[] = [];
   const taken = new Set<number>();
   for (const grid of opts.rules?.grids ?? []) {
@@ -148,7 +158,7 @@ export function analyzePage(
       texts.push(text);
       const words = wordsOf(u.table.node);
       blocks.push(block(u.table.rows ? "table" : "text", boundsOf(words), text, words, opts.words));
-      sources.push({ block: blocks[blocks.length - 1]!, words, ...(u.table.rows ? { rows: u.table.rows } : {}) });
+      sources.push({ block: blocks[blocks.length - 1]!, words, ...(u.table.rows ? { rows: u.table.rows.rows, spans: u.table.rows.spans } : {}) });
     } else {
       const text = paragraphText(u.words);
       texts.push(text);
@@ -157,6 +167,13 @@ export function analyzePage(
     }
   }
   markMargins(blocks, page.height, h);
+  const flow = blocks.filter((b) => b.type === "text" || b.type === "table");
+  for (const [i, u] of units.entries()) {
+    if (u.kind !== "table" || !u.table.rows) continue;
+    const at = flow.indexOf(blocks[i]!);
+    u.table.rows.opensPage = at === 0;
+    u.table.rows.closesPage = at === flow.length - 1;
+  }
   for (const f of page.blankBlocks) {
     if (f.x1 - f.x0 < MIN_FIGURE_SIDE * h || f.y1 - f.y0 < MIN_FIGURE_SIDE * h) continue;
     // A figure stands before the first block that starts below its top.
@@ -294,22 +311,24 @@ function tableText(t: Extract<LayoutNode, { kind: "table" }>): string {
  * lines set with tabs, a chart's tick labels over its axis title). Its text
  * is still read row by row. Columns that are empty in every row are dropped.
  */
-function tableRows(t: Extract<LayoutNode, { kind: "table" }>, _h: number): string[][] | null {
-  const rows = t.rows.map((r) => r.map((c) => (c ? flatText(c) : "")));
-  const width = Math.max(...rows.map((r) => r.length));
-  const used = Array.from({ length: width }, (_, i) => rows.some((r) => (r[i] ?? "") !== ""));
-  const cells = rows.map((r) => Array.from({ length: width }, (_, i) => r[i] ?? "").filter((_, i) => used[i]));
-  const full = cells.filter((r) => r.filter((c) => c !== "").length >= 2).length;
-  if (used.filter(Boolean).length < 2 || full < MIN_TABLE_ROWS) return null;
-  return cells;
+function tableRows(t: Extract<LayoutNode, { kind: "table" }>, _h: number): FoundTable | null {
+  const found = gridRows(t);
+  const full = found.rows.filter((r) => r.filter((c) => c !== "").length >= 2).length;
+  if ((found.rows[0]?.length ?? 0) < 2 || full < MIN_TABLE_ROWS) return null;
+  return found;
 }
 
-/** A ruled table's rows as cell strings: every grid with words is a table (its lines say so); columns empty in every row are dropped. */
-function gridRows(t: Extract<LayoutNode, { kind: "table" }>): string[][] {
+/** A table's rows as cell strings, the columns empty in every row dropped and its merged cells' columns counted without them. */
+function gridRows(t: Extract<LayoutNode, { kind: "table" }>): FoundTable {
   const rows = t.rows.map((r) => r.map((c) => (c ? flatText(c) : "")));
   const width = Math.max(...rows.map((r) => r.length));
   const used = Array.from({ length: width }, (_, i) => rows.some((r) => (r[i] ?? "") !== ""));
-  return rows.map((r) => Array.from({ length: width }, (_, i) => r[i] ?? "").filter((_, i) => used[i]));
+  const before = (c: number) => used.slice(0, c).filter(Boolean).length;
+  const spans = (t.spans ?? [])
+    .filter((s) => used[s.col])
+    .map((s) => ({ ...s, col: before(s.col), cols: used.slice(s.col, s.col + s.cols).filter(Boolean).length }))
+    .filter((s) => s.rows > 1 || s.cols > 1);
+  return { rows: rows.map((r) => Array.from({ length: width }, (_, i) => r[i] ?? "").filter((_, i) => used[i])), spans };
 }
 
 /**

@@ -29,6 +29,7 @@
  *   at any resolution; their values were chosen on the corpus described in
  *   docs/benchmarks.md and are the same for every page.
  */
+import type { CellSpan } from "../engines/tables.ts";
 import { boundsOf, isSymbolOnly, median, type Box, type OcrWord } from "./words.ts";
 
 /** A vertical gap narrower than this many word heights is a space between words, not a column gap. */
@@ -57,8 +58,8 @@ export type LayoutNode =
   | { kind: "leaf"; box: Box; lines: TextLine[] }
   | { kind: "stack"; box: Box; children: LayoutNode[] }
   | { kind: "columns"; box: Box; children: LayoutNode[] }
-  /** Rows of a table, top to bottom; each row's cells left to right, one per column (null: an empty cell). */
-  | { kind: "table"; box: Box; rows: (LayoutNode | null)[][] };
+  /** Rows of a table, top to bottom; each row's cells left to right, one per column (null: an empty cell, or a position a merged cell covers); `spans`: its merged cells. */
+  | { kind: "table"; box: Box; rows: (LayoutNode | null)[][]; spans?: CellSpan[] };
 
 export interface ReadingOrder {
   root: LayoutNode | null;

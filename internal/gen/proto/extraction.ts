@@ -30,6 +30,7 @@ import type { ResolveModelResponse as _folio_extraction_v1_ResolveModelResponse,
 import type { Row as _folio_extraction_v1_Row, Row__Output as _folio_extraction_v1_Row__Output } from './folio/extraction/v1/Row.ts';
 import type { StrategyResolution as _folio_extraction_v1_StrategyResolution, StrategyResolution__Output as _folio_extraction_v1_StrategyResolution__Output } from './folio/extraction/v1/StrategyResolution.ts';
 import type { Table as _folio_extraction_v1_Table, Table__Output as _folio_extraction_v1_Table__Output } from './folio/extraction/v1/Table.ts';
+import type { TableCell as _folio_extraction_v1_TableCell, TableCell__Output as _folio_extraction_v1_TableCell__Output } from './folio/extraction/v1/TableCell.ts';
 import type { Usage as _folio_extraction_v1_Usage, Usage__Output as _folio_extraction_v1_Usage__Output } from './folio/extraction/v1/Usage.ts';
 
 type SubtypeConstructor<Constructor extends new (...args: any) => any, Subtype> = {
@@ -69,6 +70,7 @@ export interface ProtoGrpcType {
         Row: MessageTypeDefinition<_folio_extraction_v1_Row, _folio_extraction_v1_Row__Output>
         StrategyResolution: MessageTypeDefinition<_folio_extraction_v1_StrategyResolution, _folio_extraction_v1_StrategyResolution__Output>
         Table: MessageTypeDefinition<_folio_extraction_v1_Table, _folio_extraction_v1_Table__Output>
+        TableCell: MessageTypeDefinition<_folio_extraction_v1_TableCell, _folio_extraction_v1_TableCell__Output>
         Usage: MessageTypeDefinition<_folio_extraction_v1_Usage, _folio_extraction_v1_Usage__Output>
       }
     }

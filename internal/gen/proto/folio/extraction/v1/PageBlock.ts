@@ -1,6 +1,7 @@
 // Original file: proto/folio/extraction/v1/extraction.proto
 
 import type { Row as _folio_extraction_v1_Row, Row__Output as _folio_extraction_v1_Row__Output } from '../../../folio/extraction/v1/Row.ts';
+import type { TableCell as _folio_extraction_v1_TableCell, TableCell__Output as _folio_extraction_v1_TableCell__Output } from '../../../folio/extraction/v1/TableCell.ts';
 
 /**
  * One block of a page's structure (output_format json, local engines; docs/ocr.md "Output formats").
@@ -32,6 +33,10 @@ export interface PageBlock {
    * tables
    */
   'cells'?: (_folio_extraction_v1_Row)[];
+  /**
+   * tables: each cell once, with its spans
+   */
+  'table_cells'?: (_folio_extraction_v1_TableCell)[];
 }
 
 /**
@@ -64,4 +69,8 @@ export interface PageBlock__Output {
    * tables
    */
   'cells': (_folio_extraction_v1_Row__Output)[];
+  /**
+   * tables: each cell once, with its spans
+   */
+  'table_cells': (_folio_extraction_v1_TableCell__Output)[];
 }
