@@ -32,11 +32,13 @@ interface Line {
   charEms?: number;
   /** Height of each word's box in ems, overriding its letters (an underline, a bullet drawn small). */
   heights?: Record<number, number>;
+  /** How far each word's foot stands above the baseline, in ems (a bullet centred on the x-height). */
+  raised?: Record<number, number>;
 }
 
 /** A word's ink box as a font draws it: ascenders and descenders beyond the x-height by its letters. */
-function inkBox(text: string, x: number, y: number, size: number, width: number, height?: number) {
-  const baseline = y + 0.72 * size;
+function inkBox(text: string, x: number, y: number, size: number, width: number, height?: number, raised = 0) {
+  const baseline = y + (0.72 - raised) * size;
   if (height !== undefined) return { x0: x, y0: Math.round(baseline - height * size), x1: x + width, y1: Math.round(baseline) };
   const up = /[A-Z0-9bdfhijklt]/.test(text);
   const down = /[gjpqy]/.test(text);
@@ -56,7 +58,7 @@ function tsv(lines: readonly Line[], page = { width: 1654, height: 2339 }): stri
     l.text.split(" ").forEach((word, i) => {
       x += Math.round((l.gaps?.[i] ?? (i === 0 ? 0 : 0.25)) * size);
       const width = Math.round(word.length * (l.charEms ?? 0.5) * size);
-      const b = inkBox(word, x, l.y, size, width, l.heights?.[i]);
+      const b = inkBox(word, x, l.y, size, width, l.heights?.[i], l.raised?.[i]);
       rows.push(`5\t1\t${l.block}\t${l.par ?? 1}\t${n}\t${i + 1}\t${b.x0}\t${b.y0}\t${b.x1 - b.x0}\t${b.y1 - b.y0}\t95\t${word}`);
       x += width;
     });
@@ -253,6 +255,18 @@ describe("lists", () => {
     ]);
     const prose = structure([{ text: "e depois o navio partiu para o norte", x: 200, y: 300, block: 1 }]);
     expect(prose.blocks.map((b) => b.type)).toEqual(["paragraph"]);
+  });
+
+  it("takes such a blob for a bullet nearer its text (a tab, under an em) when its foot stands clear of the baseline, as a bullet's does and a letter's never", () => {
+    const item = (text: string, y: number, raised: number) => ({ text, x: 240, y, block: 1, par: y, gaps: { 1: 0.9 }, heights: { 0: 0.37 }, raised: { 0: raised } });
+    const bullets = structure([item("e the address is complete", 300, 0.2), item("¢ the parcel is sealed", 300 + 2 * PITCH, 0.2)]);
+    expect(bullets.blocks.map((b) => [b.type, b.text])).toEqual([
+      ["list_item", "the address is complete"],
+      ["list_item", "the parcel is sealed"],
+    ]);
+    // The same gap with the blob on the baseline: a letter (Portuguese "e") after a wide space, not a bullet.
+    const letters = structure([item("e the address is complete", 300, 0), item("e the parcel is sealed", 300 + 2 * PITCH, 0)]);
+    expect(letters.blocks.map((b) => b.type)).toEqual(["paragraph", "paragraph"]);
   });
 
   it("starts a new item at a line at the items' text indent where ink stands in the bullet's place (a bullet tesseract did not read)", () => {
