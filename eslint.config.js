@@ -88,7 +88,7 @@ const boundaryConfigs = [
 ];
 
 export default tseslint.config(
-  { ignores: ["dist/", "node_modules/", ".folio/", ".tools/", "web/dist/", "internal/gen/"] },
+  { ignores: ["dist/", "node_modules/", ".folio/", ".tools/", "web/dist/", "internal/gen/", "test-artifacts/"] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -131,6 +131,30 @@ describe("ruled tables: the grid of lines", () => {
     expect(t!.spans).toEqual([{ row: 1, col: 1, rows: 1, cols: 2 }]);
   });
 
+  it("finds a grid a scan tilted by up to 1.2°, its rules grey and broken, with the same rows, columns and no spans", () => {
+    for (const degrees of [0.6, 1.2]) {
+      const img = page();
+      const t = Math.tan((degrees * Math.PI) / 180);
+      const xs = [200, 600, 1000, 1400];
+      const ys = [300, 380, 460, 540, 620];
+      // Paper at 235 with a scan's noise (±12), rules at 150 (a scan's blur), a gap of 5 pixels every 90 (a scan's dropouts).
+      let seed = 7;
+      for (let i = 0; i < img.pixels.length; i++) img.pixels[i] = 223 + ((seed = (seed * 1103515245 + 12345) >>> 0) >>> 24) % 25;
+      const put = (x: number, y: number) => {
+        const [a, b] = [Math.round(x - (y - 300) * t), Math.round(y + (x - 200) * t)];
+        if ((a + b) % 90 >= 5) img.pixels[b * img.width + a] = 150;
+      };
+      for (const y of ys) for (let x = 200; x <= 1400; x += 0.5) for (const k of [0, 1]) put(x, y + k);
+      for (const x of xs) for (let y = 300; y <= 620; y += 0.5) for (const k of [0, 1]) put(x + k, y);
+      // Text, darker than the rules, inside the cells.
+      for (const [x, y] of [[250, 330], [650, 410], [1050, 490]] as const) for (let k = 0; k < 20; k++) hline(img, y + k, x, x + 120, 1);
+      const grids = findPageRules(img).grids;
+      expect(grids.map((g) => [g.ys.length - 1, g.xs.length - 1]), `${degrees}°`).toEqual([[4, 3]]);
+      expect(grids[0]!.joined.flat().some(Boolean), `${degrees}°`).toBe(false);
+      expect(grids[0]!.open.flat().some(Boolean), `${degrees}°`).toBe(false);
+    }
+  });
+
   it("takes a row's own separator, too short to be a line by itself, as a column edge (a form's row of one text line)", () => {
     // Two rows "Name | …" ruled at x 600 over both (160 px), then a row 70 px high split at x 900 only, as in a
     // LibreOffice form: the 70-px separator is under the length of a line (1/15 of the page's width, 110 px).

@@ -8,8 +8,11 @@
  * lines say it all (docs/ocr.md "Tables").
  *
  * 1. Lines: long thin runs of dark pixels along rows and along columns (as in
- *    `rules.ts`, with light on both sides), runs on adjacent rows merged into
- *    one line of some thickness.
+ *    `rules.ts`, with light on both sides; dark by a threshold nearer the
+ *    paper's grey than Otsu's, {@link ruleThreshold}, as a scan's blurred
+ *    rules are grey), runs on adjacent rows that overlap or continue one
+ *    another (the steps of a line a scan tilted) merged into one line of some
+ *    thickness.
  * 2. Grids: horizontal and vertical lines that cross or touch belong together;
  *    a group with at least two distinct rows of cells and two of columns is a
  *    grid (its outer edges where its lines end, for a table ruled only between
@@ -23,7 +26,9 @@
  *    missing in its row is joined to the cell before it (a heading spanning
  *    columns), one whose top line is missing in its column to the cell
  *    above it (a label down several rows); a merged cell's text stands in
- *    the first position it covers, and the table says its spans.
+ *    the first position it covers, and the table says its spans. Whether a
+ *    line parts two cells is measured on every piece of rule ink, also those
+ *    too short to be lines (a scan breaks its rules).
  * Words are placed in the cell that holds their centre.
  * 5. Blanks: horizontal lines in no grid (a form's lines to fill in, an
  *    underline) are handed to the reading order, where a gap between two
@@ -53,6 +58,9 @@ export interface PageRules {
   blanks: Box[];
 }
 
+/** Paper whose grey spreads this much (a standard deviation, in grey levels) is a scan's; rule ink there is this many of them darker ({@link ruleThreshold}). */
+const NOISY_PAPER = 2;
+const RULE_CONTRAST_NOISE = 6;
 /** Breaks in a line up to this many pixels (a scan's dropouts; dotted borders are `rules.ts`'s). */
 const MAX_BREAK = 6;
 /** A line is at least this share of the image's shorter side long (at 200 DPI on A4: 110 px, about half an inch). */
@@ -64,7 +72,15 @@ const MAX_NEIGHBOUR_INK = 0.35;
 const MEET = 5;
 /** A line is at most this share of the image's shorter side thick (and at least 5 pixels may be), or this share of its length (a long line a scan tilted spans more rows): runs of text merged row over row are thicker. */
 const MAX_THICKNESS_SHARE = 1 / 250;
-const MAX_TILT = 0.015;
+const MAX_TILT = 0.025;
+/**
+ * A line a scan tilted crosses a row of pixels for (its thickness / the
+ * tilt) pixels: at 1.2° a 2-pixel rule is a staircase of steps about 100
+ * pixels long, each under a line's length. Steps down to this many pixels
+ * (or a sixth of a line's length) are gathered, and steps on adjacent rows
+ * that continue one another are one line ({@link merge}).
+ */
+const MIN_STEP = 20;
 /** Images with a shorter side under this many pixels (a line of text, a snippet, a thumbnail) hold no ruled table worth finding. */
 const MIN_SIDE = 500;
 /** Lines at most this share of the image's shorter side apart (and at least 6 pixels) are one edge of the grid: a double border, a line a scan bent or broke into pieces side by side. */
@@ -93,7 +109,7 @@ interface Line {
 export function findPageRules(img: GreyImage): PageRules {
   const { width, height, pixels } = img;
   if (Math.min(width, height) < MIN_SIDE) return { grids: [], blanks: [] };
-  const t = otsuThreshold(pixels);
+  const t = ruleThreshold(pixels);
   const minLength = Math.max(30, Math.round(Math.min(width, height) * MIN_LENGTH_SHARE));
   const sameEdge = Math.max(6, Math.round(Math.min(width, height) * SAME_EDGE_SHARE));
   // Dark pixels row by row, and the same column by column (transposed once: scanning columns of the
@@ -104,8 +120,13 @@ export function findPageRules(img: GreyImage): PageRules {
   for (let y = 0; y < height; y++) for (let x = 0, i = y * width; x < width; x++, i++) columns[x * height + y] = rows[i]!;
   const maxThickness = Math.max(5, Math.round(Math.min(width, height) * MAX_THICKNESS_SHARE));
   const thin = (l: Line) => l.a1 - l.a0 + 1 <= Math.max(maxThickness, MAX_TILT * (l.b1 - l.b0 + 1));
-  const horizontal = merge(runs(rows, height, width, minLength)).filter(thin);
-  const vertical = merge(runs(columns, width, height, minLength)).filter(thin);
+  // Runs shorter than a line are gathered too: a line a scan tilted is a staircase of them, one per row.
+  const minRun = Math.max(MIN_STEP, Math.round(minLength / 6));
+  const long = (l: Line) => l.b1 - l.b0 + 1 >= minLength;
+  const hPieces = merge(runs(rows, height, width, minRun)).filter(thin);
+  const vPieces = merge(runs(columns, width, height, minRun)).filter(thin);
+  const horizontal = hPieces.filter(long);
+  const vertical = vPieces.filter(long);
   if (!horizontal.length) return { grids: [], blanks: [] };
 
   // Union of lines that meet: horizontal i is i, vertical j is horizontal.length + j.
@@ -128,7 +149,7 @@ export function findPageRules(img: GreyImage): PageRules {
 
   const grids: RuledGrid[] = [];
   const loose: Line[] = [];
-  const page = { columns, height, sameEdge, maxThickness };
+  const page = { columns, height, sameEdge, maxThickness, pieces: { h: hPieces, v: vPieces.filter((l) => !long(l)) } };
   for (const { h, v } of groups.values()) {
     const grid = v.length ? gridOf(h, v, page) : null;
     if (grid) grids.push(grid);
@@ -139,6 +160,8 @@ export function findPageRules(img: GreyImage): PageRules {
 }
 
 interface PageMask {
+  /** Thin runs of rule ink: every horizontal one, lines and pieces a scan broke off them, and the vertical ones too short to be lines; with a grid's own lines they say whether two cells are parted. */
+  pieces: { h: readonly Line[]; v: readonly Line[] };
   /** The page's dark mask column by column (`height` pixels each). */
   columns: Uint8Array;
   height: number;
@@ -160,7 +183,7 @@ function gridOf(h: Line[], v: Line[], page: PageMask): RuledGrid | null {
   const short = shortSeparators(columns, height, ys, xs[0]!, xs[xs.length - 1]!, maxThickness);
   const all = [...v, ...short];
   if (short.length) xs.splice(0, xs.length, ...edges([...xs, ...short.map((l) => (l.a0 + l.a1) / 2)], sameEdge));
-  return grid(ys, xs, all, h, sameEdge);
+  return grid(ys, xs, [...all, ...page.pieces.v], page.pieces.h, sameEdge);
 }
 
 /** A grid of rows `ys` and columns `xs`, a cell open to the one before it where `verticals` do not separate them, joined to the one above where `horizontals` do not. */
@@ -222,7 +245,7 @@ function shortGrids(lines: readonly Line[], page: PageMask): { grids: RuledGrid[
       const xs = edges([x0, x1, ...v.map(middle)], sameEdge);
       if (r - start >= 2 && xs.length >= 3) {
         const rows = ys.slice(start, r + 1);
-        grids.push(grid(rows, xs, v, stack, sameEdge));
+        grids.push(grid(rows, xs, [...v, ...page.pieces.v], page.pieces.h, sameEdge));
         for (const l of stack) if (middle(l) >= rows[0]! - sameEdge && middle(l) <= rows[rows.length - 1]! + sameEdge) used.add(l);
       }
       start = r + 1;
@@ -278,6 +301,30 @@ function runs(mask: Uint8Array, lines: number, length: number, minLength: number
   return out;
 }
 
+/**
+ * Darker than this is ink of a rule. On clean paper, Otsu's threshold (ink
+ * against paper). On a scan's noisy paper, six times the paper's noise
+ * below its grey (the median pixel): a thin rule a scan
+ * blurred is mid-grey, 140–150 against paper at 234 with noise of about 9
+ * and blurred text on the generated corpus's dev scan gen_012 (Otsu 159,
+ * this 181); by Otsu alone half of its pixels are paper, and its breaks cut
+ * it into pieces too short to be a line. A table's shading (200 and
+ * lighter) stays paper.
+ */
+function ruleThreshold(pixels: Uint8Array): number {
+  const counts = new Uint32Array(256);
+  for (const v of pixels) counts[v]!++;
+  const quantile = (q: number) => {
+    let v = 0;
+    for (let seen = counts[0]!; v < 255 && seen < q * pixels.length; seen += counts[++v]!);
+    return v;
+  };
+  const paper = quantile(0.5);
+  // The spread of the paper's grey from its upper half, median to upper quartile (the white a straightened page's corners add lies beyond it).
+  const noise = (quantile(0.75) - paper) / 0.674;
+  return noise >= NOISY_PAPER ? Math.round(paper - RULE_CONTRAST_NOISE * noise) : otsuThreshold(pixels);
+}
+
 /** Runs on adjacent rows (columns) that overlap along their length become one line; `found` is in row order. */
 function merge(found: Line[]): Line[] {
   const lines: Line[] = [];
@@ -291,7 +338,13 @@ function merge(found: Line[]): Line[] {
       next = [];
       row = r.a0;
     }
-    const into = active.find((l) => Math.min(l.b1, r.b1) - Math.max(l.b0, r.b0) > 0.5 * Math.min(l.b1 - l.b0, r.b1 - r.b0));
+    const into = active.find((l) => {
+      const overlap = Math.min(l.b1, r.b1) - Math.max(l.b0, r.b0);
+      if (overlap > 0.5 * Math.min(l.b1 - l.b0, r.b1 - r.b0)) return true;
+      // The next step of a tilted line: it starts where the line ends (or ends where it starts), give or take a break.
+      const slack = Math.max(MAX_BREAK, 0.5 * Math.min(l.b1 - l.b0, r.b1 - r.b0));
+      return (r.b1 > l.b1 && r.b0 >= l.b1 - slack && r.b0 <= l.b1 + MAX_BREAK) || (r.b0 < l.b0 && r.b1 <= l.b0 + slack && r.b1 >= l.b0 - MAX_BREAK);
+    });
     if (into) {
       into.a1 = Math.max(into.a1, r.a1);
       into.b0 = Math.min(into.b0, r.b0);

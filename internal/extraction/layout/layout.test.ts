@@ -141,6 +141,29 @@ describe("reading order", () => {
     expect(r.orders.map((d) => d.chosen)).toEqual(["layout"]);
   });
 
+  it("finds a column of right-aligned numbers beside a left-aligned one though their union leaves only a narrow valley", () => {
+    // | As          | Rate      | Count   |   "Rate" left-aligned over right-aligned numbers; "Count" left-aligned
+    // Each row's gap is wide (over a word height), the valley down the union 0.6 of a line high.
+    const rows = [
+      ["As", "Rate", "Count"],
+      ["Share", "For", "2009"],
+      ["One", "263.82", "596.79"],
+      ["Logs", "Pages", "-158.95"],
+      ["Tables", "396.23", "$3487.74"],
+    ];
+    const right = 500; // the second column's right edge
+    const words = rows.flatMap((r, i) => [
+      { text: r[0]!, x: 200, y: 300 + i * LEADING, block: 1, line: i + 1 },
+      // Left-aligned text in the second column, numbers right-aligned to `right`.
+      { text: r[1]!, x: /\d/.test(r[1]!) ? right - r[1]!.length * CHAR : 380, y: 300 + i * LEADING, block: 1, line: i + 1 },
+      // The third column starts 20 px (0.6 line) right of the second's right edge in the header, its numbers right-aligned further right.
+      { text: r[2]!, x: i === 0 ? right + 20 : right + 20 + 10 * CHAR - r[2]!.length * CHAR, y: 300 + i * LEADING, block: 1, line: i + 1 },
+    ]);
+    expect(analyzePage(tsv(words)).tables.map((t) => t.rows)).toEqual([rows]);
+    // Two lines are no evidence: the narrow valley stays a space.
+    expect(analyzePage(tsv(words.filter((w) => w.line <= 2))).tables).toEqual([]);
+  });
+
   it("reads bullets set apart from their items as a list, not as a table of two columns", () => {
     const items = ["Integrate planning with the investment programmes.", "Consider the social effects of public projects.", "Make infrastructure spending efficient.", "Share the public space of the streets."];
     // Tesseract's order: each line its bullet, read as "e" (as tesseract reads a Word list's round bullets), then its text.

@@ -143,6 +143,18 @@ describe("headings", () => {
     expect(markdown).toBe(`## Shipping season\n\n${FILLER.join(" ")}`);
   });
 
+  it("takes no formula or stray glyph set large for a heading: a heading is words", () => {
+    const { blocks } = structure([
+      { text: "x + 1.96y/var (x)", x: 200, y: 300, size: BODY * 1.6, block: 1 },
+      ...paragraph(2, 400, FILLER),
+      { text: "Be", x: 200, y: 600, size: BODY * 1.6, block: 3 },
+      ...paragraph(4, 700, FILLER),
+      { text: "2.3 Results", x: 200, y: 900, size: BODY * 1.6, block: 5 },
+      ...paragraph(6, 1000, FILLER),
+    ]);
+    expect(blocks.map((b) => b.type)).toEqual(["paragraph", "paragraph", "paragraph", "paragraph", "heading", "paragraph"]);
+  });
+
   it("keeps a line of body size as text however short it is", () => {
     const { blocks } = structure([{ text: "Introduction", x: 200, y: 300, block: 1 }, ...paragraph(2, 380, FILLER)]);
     expect(blocks.map((b) => b.type)).toEqual(["paragraph", "paragraph"]);

@@ -427,11 +427,24 @@ export function structurePage(blocks: readonly SourceBlock[], image?: GreyImage)
       const box = bbox(boundsOf(g.lines));
       // A sentence over several lines is a paragraph in large print (a lead paragraph), not a heading.
       const sentence = g.lines.length > 1 && /[.!?]$/.test(g.lines[g.lines.length - 1]!.words.at(-1)!.text);
-      if (level && g.lines.length <= MAX_HEADING_LINES && words <= MAX_HEADING_WORDS && !sentence) out.push({ type: "heading", text: joinLines(g.lines, 0), bbox: box, level });
+      if (level && g.lines.length <= MAX_HEADING_LINES && words <= MAX_HEADING_WORDS && !sentence && wordy(joinLines(g.lines, 0))) out.push({ type: "heading", text: joinLines(g.lines, 0), bbox: box, level });
       else out.push({ type: "paragraph", text: joinLines(g.lines, 0), bbox: box });
     }
   }
   return out;
+}
+
+/**
+ * Whether a heading's text is words: at least half of its characters
+ * letters and one word of three letters or more. A formula set large
+ * ("x + 1.96y/var (x)", "FG, -x0)") or a stray large glyph ("„am", "Be")
+ * is not a heading (they were 8 of the 21 headings read on the public file
+ * Bug50936_1.doc).
+ */
+function wordy(text: string): boolean {
+  const chars = [...text.replace(/\s+/g, "")];
+  const letters = chars.filter((c) => /\p{L}/u.test(c)).length;
+  return letters * 2 >= chars.length && /\p{L}{3}/u.test(text);
 }
 
 /**

@@ -34,6 +34,16 @@ import { boundsOf, isSymbolOnly, median, type Box, type OcrWord } from "./words.
 
 /** A vertical gap narrower than this many word heights is a space between words, not a column gap. */
 const MIN_COLUMN_GAP = 1.0;
+/**
+ * …unless it is at least this many word heights and runs between two
+ * columns, by the evidence of at least {@link MIN_COLUMN_LINES} lines each
+ * with a run of words ending left of it and another starting right of it
+ * (each line's own gap being a column gap): right-aligned numbers beside a
+ * left-aligned column leave a narrow valley in their union though every
+ * row's gap is wide. On the generated corpus's dev pages such valleys are
+ * 0.6–0.9 word heights (gen_005: 19 px at a word height of 30).
+ */
+const MIN_ALIGNED_COLUMN_GAP = 0.4;
 /** A column at least this many word heights wide can hold prose (about 25 characters). */
 const MIN_PROSE_COLUMN = 12;
 /** Share of a narrow column's lines that must line up with the next column's for the region to be a table. */
@@ -244,8 +254,8 @@ function cut(items: Item[], h: number, region?: Box): LayoutNode {
   const box = boundsOf(items);
   if (items.length === 1) return leaf(items, box);
   const minGap = MIN_COLUMN_GAP * h;
-  const down = gaps(items, "x", minGap);
   const across = gaps(items, "y", 1);
+  const down = across.length ? columnGaps(items, h) : gaps(items, "x", minGap);
   if (across.length > 0) {
     // Blocks one above the other first: neighbouring bands that share column gaps (a
     // gutter, a table's column gaps) are one section, cut again as a whole, so columns
@@ -258,7 +268,7 @@ function cut(items: Item[], h: number, region?: Box): LayoutNode {
       for (const section of sections) {
         const union = section.flat();
         // A section is cut again only when a column gap runs through its words; otherwise its bands stand alone.
-        if (section.length > 1 && gaps(union, "x", minGap).length > 0) children.push(cut(union, h, within));
+        if (section.length > 1 && columnGaps(union, h).length > 0) children.push(cut(union, h, within));
         else children.push(...section.map((b) => cut(b, h, within)));
       }
       return stack(children, box);
@@ -287,6 +297,18 @@ function cut(items: Item[], h: number, region?: Box): LayoutNode {
   return { kind: "table", box, rows: [cells] };
 }
 
+/** Column gaps down a region of several lines: the wide ones, and narrower ones two columns' lines bear out ({@link MIN_ALIGNED_COLUMN_GAP}). */
+function columnGaps(items: readonly Item[], h: number): Gap[] {
+  const minGap = MIN_COLUMN_GAP * h;
+  const all = gaps(items, "x", MIN_ALIGNED_COLUMN_GAP * h);
+  return all.filter((g) => {
+    if (g.to - g.from >= minGap) return true;
+    const left = new Set(items.filter((it) => it.x1 <= g.from).map((it) => it.line));
+    const both = new Set(items.filter((it) => it.x0 >= g.to && left.has(it.line)).map((it) => it.line));
+    return both.size >= MIN_COLUMN_LINES;
+  });
+}
+
 /**
  * Consecutive bands grouped into sections: a band joins the section above
  * it when it is near (a page number far below a table starts its own) and
@@ -305,7 +327,8 @@ function sectionsOf(bands: readonly Item[][], within: Box, h: number): Item[][][
     const b = boundsOf(band);
     if (current.length) {
       const union = { x0: Math.min(extent.x0, b.x0), x1: Math.max(extent.x1, b.x1) };
-      const shared = intersect(free, f, minGap);
+      // Each band's own gaps are wide; where they overlap it may be narrower (right-aligned numbers beside a left-aligned column).
+      const shared = intersect(free, f, MIN_ALIGNED_COLUMN_GAP * h);
       // A gap kept is one both sides agree on: where it lies between ink on one side, it is
       // not a sliver of a much wider gap there (a table's label column ending far left of the gutter).
       const fits = (g: Gap, spans: readonly Gap[], ext: { x0: number; x1: number }) => {
