@@ -1,6 +1,6 @@
 /**
  * eval-structure: how much of a document's structure a local model's
- * `output_format: "markdown"` keeps (docs/ocr.md "Output formats"), on two
+ * `output_format: "markdown"` keeps (docs/structure.md "Output formats"), on two
  * corpora (or the folders of FOLIO_STRUCTURE_CORPUS, comma-separated):
  * - the development corpus's office files (`../shared/corpus/office`), whose
  *   truth is `pandoc -t gfm` of the file (a DOC converted to DOCX by

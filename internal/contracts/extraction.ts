@@ -51,7 +51,7 @@ export interface LayoutBlock {
   words?: LayoutWord[];
 }
 
-/** A page's layout (docs/ocr.md "Layout"): blocks in reading order, boxes in pixels of the page image. */
+/** A page's layout (docs/structure.md "Layout"): blocks in reading order, boxes in pixels of the page image. */
 export interface PageLayout {
   width: number;
   height: number;
@@ -108,7 +108,7 @@ export interface TableCell {
  */
 export interface Table {
   page_number: number;
-  /** Set by the edge, which joins a table continued over pages (docs/ocr.md "Tables"). */
+  /** Set by the edge, which joins a table continued over pages (docs/structure.md "Tables"). */
   page_numbers?: number[];
   rows: string[][];
   markdown: string;
@@ -136,7 +136,7 @@ export interface PageResult {
   confidence?: number;
   /** Only when `includeLayout` asked for it. */
   layout?: PageLayout;
-  /** Local engines with `outputFormat` json: the page's structure in reading order (docs/ocr.md "Output formats"). */
+  /** Local engines with `outputFormat` json: the page's structure in reading order (docs/structure.md "Output formats"). */
   blocks?: PageBlock[];
   /**
    * Local engines (docs/ocr.md "Turned and skewed pages"): the page as sent

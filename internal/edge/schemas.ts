@@ -110,7 +110,7 @@ const SkewDegrees = Type.Number({
   description: "Local models: the page as sent was found skewed clockwise by this many degrees beyond `rotation` (negative: counter-clockwise) and was deskewed before it was read; 0 when it was read as sent (skews under 1° are left alone). Boxes stay in pixels of the page as sent.",
 });
 
-/** `layout` of a page (docs/ocr.md "Layout"). */
+/** `layout` of a page (docs/structure.md "Layout"). */
 export const PageLayoutSchema = Type.Object({
   width: Type.Integer({ description: "The page image's width in pixels." }),
   height: Type.Integer({ description: "The page image's height in pixels." }),
@@ -135,7 +135,7 @@ export const TableCellSchema = Type.Object({
   text: Type.String(),
 });
 
-/** One block of a page's structure (docs/ocr.md "Output formats"). */
+/** One block of a page's structure (docs/structure.md "Output formats"). */
 export const PageBlockSchema = Type.Object(
   {
     type: StringEnum(["heading", "paragraph", "list_item", "table", "figure", "header", "footer"], {

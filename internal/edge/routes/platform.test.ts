@@ -1,7 +1,10 @@
 /**
  * Health, readiness, OpenAPI, docs, metrics and logging hygiene of the edge.
  */
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import { Writable } from "node:stream";
+import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startEdge, type RunningEdge } from "../index.ts";
 import { edgeSchema, parseConfig } from "../../platform/config/index.ts";
@@ -63,6 +66,23 @@ describe("edge platform routes", () => {
     const logged = lines.filter((l) => l.includes("not ready: a dependency is down"));
     expect(logged, lines.join("")).toHaveLength(1);
     expect(JSON.parse(logged[0]!).down.ratelimit, "the error is in the log").toEqual(expect.any(String));
+  });
+
+  it("serves every route the docs name (docs/*.md, README), as its OpenAPI document lists them", async () => {
+    const doc = await call(edge, "GET", "/v1/openapi.json");
+    const served = new Set(Object.entries(doc.body.paths as Record<string, Record<string, unknown>>).flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${path.replace(/\{\w+\}/g, "{}")}`)));
+    const root = fileURLToPath(new URL("../../../", import.meta.url));
+    const files = ["README.md", ...readdirSync(join(root, "docs"), { recursive: true, encoding: "utf8" }).filter((f) => f.endsWith(".md")).map((f) => `docs/${f}`)];
+    const unknown: string[] = [];
+    for (const f of files) {
+      for (const m of readFileSync(join(root, f), "utf8").matchAll(/`(GET|POST|DELETE|PATCH|PUT) (\/v1\/[^`?\s]*)/g)) {
+        // Docs write a path parameter as {id} or :id.
+        const route = `${m[1]!} ${m[2]!.replace(/\/$/, "").replace(/\{\w+\}|:\w+/g, "{}")}`;
+        if (!served.has(route)) unknown.push(`${f}: ${m[1]} ${m[2]}`);
+      }
+    }
+    expect(served.size).toBeGreaterThan(20);
+    expect([...new Set(unknown)]).toEqual([]);
   });
 
   it("serves an OpenAPI 3.1 document covering every management route, and /docs", async () => {

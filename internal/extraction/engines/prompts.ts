@@ -1,5 +1,5 @@
 /**
- * Prompts for page OCR with an upstream vision model (docs/ocr.md "Prompts").
+ * Prompts for page OCR with an upstream vision model (docs/structure.md "Output formats": what each format asks of the model).
  *
  * One system prompt (the OCR role and rules) and one user prompt (what to
  * return for this page) per page. Options guide the model; they do not

@@ -1,6 +1,6 @@
 /**
  * Defensive parsing of a vision model's page answer into text, tables and an
- * optional confidence (the contract is in `prompts.ts`; docs/ocr.md "Tables").
+ * optional confidence (the contract is in `prompts.ts`; docs/structure.md "Tables").
  * Nothing here throws on model output: junk becomes plain text.
  *
  * - `text`/`markdown`: a wrapping code fence around the whole answer is

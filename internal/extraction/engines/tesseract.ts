@@ -9,7 +9,7 @@
  * mean confidence of the recognised words, scaled from 0–100 to 0–1.
  *
  * `output_format` shapes the answer from the layout (`layout/markdown.ts`,
- * docs/ocr.md "Output formats"): `text` is the text in reading order,
+ * docs/structure.md "Output formats"): `text` is the text in reading order,
  * `markdown` the same page as GitHub-flavoured markdown (headings, lists,
  * tables; headers and footers left out), `json` the text in reading order
  * plus the page's blocks. Tables found on the page come back in `tables`

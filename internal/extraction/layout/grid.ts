@@ -5,7 +5,7 @@
  * whose columns line up and are wide apart; a ruled table's cells often hold
  * wrapped text, a heading spanning columns or a single label beside a value,
  * and its columns can be narrow, so the words say little there while the
- * lines say it all (docs/ocr.md "Tables").
+ * lines say it all (docs/structure.md "Tables").
  *
  * 1. Lines: long thin runs of dark pixels along rows and along columns (as in
  *    `rules.ts`, with light on both sides; dark by a threshold nearer the

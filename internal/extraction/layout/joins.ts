@@ -1,6 +1,6 @@
 /**
  * Which of two orders of the same pieces of text reads on, judged by the page
- * itself (issue 26 part 5, docs/ocr.md "Reading order").
+ * itself (issue 26 part 5, docs/structure.md "Reading order").
  *
  * Two orders of a region's words (tesseract's and the geometry's) keep most
  * words next to the same neighbours; they differ in where one piece of text

@@ -1,6 +1,6 @@
 /**
  * One page read by tesseract, put in order: the text, the tables and the
- * layout blocks (docs/ocr.md "Layout").
+ * layout blocks (docs/structure.md "Layout").
  *
  * The text follows tesseract's own page layout analysis, which orders
  * columns of prose well, except where the geometry of the words
@@ -65,7 +65,7 @@ const MIN_ORDER_EVIDENCE = Math.log(20);
  * Rows of two filled cells or more that a table found by the words' geometry
  * alone needs to be reported as one: two rows are one coincidence of
  * alignment, three a pattern. A ruled grid's lines say it is a table at any
- * size (docs/ocr.md "Tables").
+ * size (docs/structure.md "Tables").
  */
 const MIN_TABLE_ROWS = 3;
 /** A picture tesseract left without text counts as a figure when both sides are at least this many line heights. */

@@ -4,7 +4,7 @@ import type { Row as _folio_extraction_v1_Row, Row__Output as _folio_extraction_
 import type { TableCell as _folio_extraction_v1_TableCell, TableCell__Output as _folio_extraction_v1_TableCell__Output } from '../../../folio/extraction/v1/TableCell.ts';
 
 /**
- * One block of a page's structure (output_format json, local engines; docs/ocr.md "Output formats").
+ * One block of a page's structure (output_format json, local engines; docs/structure.md "Output formats").
  */
 export interface PageBlock {
   /**
@@ -40,7 +40,7 @@ export interface PageBlock {
 }
 
 /**
- * One block of a page's structure (output_format json, local engines; docs/ocr.md "Output formats").
+ * One block of a page's structure (output_format json, local engines; docs/structure.md "Output formats").
  */
 export interface PageBlock__Output {
   /**
