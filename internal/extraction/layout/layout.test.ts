@@ -143,7 +143,7 @@ describe("reading order", () => {
 
   it("finds a column of right-aligned numbers beside a left-aligned one though their union leaves only a narrow valley", () => {
     // | As          | Rate      | Count   |   "Rate" left-aligned over right-aligned numbers; "Count" left-aligned
-    // Each row's gap is wide (over a word height), the valley down the union 0.6 of a line high.
+    // Each row's gap is wide (over a word height), the valley down the union 0.75 of a line high.
     const rows = [
       ["As", "Rate", "Count"],
       ["Share", "For", "2009"],
@@ -156,12 +156,32 @@ describe("reading order", () => {
       { text: r[0]!, x: 200, y: 300 + i * LEADING, block: 1, line: i + 1 },
       // Left-aligned text in the second column, numbers right-aligned to `right`.
       { text: r[1]!, x: /\d/.test(r[1]!) ? right - r[1]!.length * CHAR : 380, y: 300 + i * LEADING, block: 1, line: i + 1 },
-      // The third column starts 20 px (0.6 line) right of the second's right edge in the header, its numbers right-aligned further right.
-      { text: r[2]!, x: i === 0 ? right + 20 : right + 20 + 10 * CHAR - r[2]!.length * CHAR, y: 300 + i * LEADING, block: 1, line: i + 1 },
+      // The third column starts 26 px (0.75 of a line) right of the second's right edge in the header, its numbers right-aligned further right.
+      { text: r[2]!, x: i === 0 ? right + 26 : right + 26 + 10 * CHAR - r[2]!.length * CHAR, y: 300 + i * LEADING, block: 1, line: i + 1 },
     ]);
     expect(analyzePage(tsv(words)).tables.map((t) => t.rows)).toEqual([rows]);
     // Two lines are no evidence: the narrow valley stays a space.
     expect(analyzePage(tsv(words.filter((w) => w.line <= 2))).tables).toEqual([]);
+  });
+
+  it("cuts a tight table's row where the rows above part their columns, and leaves a running header above the table out of it", () => {
+    // "Then is read" (a running header), then a table whose number columns are right-aligned (to x 674 and
+    // 770): its rows' last two cells stand 40 and 54 px apart, the last row's only 26 (0.75 of a line, under
+    // a column gap by itself), as gen_104's last row does.
+    const header = line("Then is read", 150, 200, 1, 1);
+    const rows = [
+      ["For", "92.35", "1990"],
+      ["And", "5.20", "220"],
+      ["Down", "3.8%", "49.4%"],
+    ];
+    const right = [0, 674, 770];
+    const words = [
+      ...header,
+      ...rows.flatMap((r, i) => r.map((text, c) => ({ text, x: c === 0 ? 200 : right[c]! - text.length * CHAR, y: 300 + i * LEADING, block: 2, line: i + 1 }))),
+    ];
+    const r = analyzePage(tsv(words));
+    expect(r.tables.map((t) => t.rows), r.text).toEqual([rows]);
+    expect(r.text.split("\n")[0]).toBe("Then is read");
   });
 
   it("reads bullets set apart from their items as a list, not as a table of two columns", () => {

@@ -41,9 +41,10 @@ const MIN_COLUMN_GAP = 1.0;
  * (each line's own gap being a column gap): right-aligned numbers beside a
  * left-aligned column leave a narrow valley in their union though every
  * row's gap is wide. On the generated corpus's dev pages such valleys are
- * 0.6–0.9 word heights (gen_005: 19 px at a word height of 30).
+ * 0.75–0.95 word heights (gen_005: 19–21 px, gen_104: 23 px, at a word
+ * height of 25), and the spaces between words 0.4–0.45 (11 px).
  */
-const MIN_ALIGNED_COLUMN_GAP = 0.4;
+const MIN_ALIGNED_COLUMN_GAP = 0.6;
 /** A column at least this many word heights wide can hold prose (about 25 characters). */
 const MIN_PROSE_COLUMN = 12;
 /** Share of a narrow column's lines that must line up with the next column's for the region to be a table. */
@@ -322,7 +323,9 @@ function sectionsOf(bands: readonly Item[][], within: Box, h: number): Item[][][
   let free: Gap[] = [];
   let extent = { x0: 0, x1: 0 };
   let bottom = 0;
-  for (const band of bands) {
+  for (const whole of bands) {
+    // A row whose cells a tight table set closer than a column gap: its runs are cut where the section's columns part.
+    const band = current.length >= 2 ? splitAtGaps(whole, free.filter((g) => g.from > extent.x0 && g.to < extent.x1), h) : whole;
     const f = freeSpans(band, within, minGap);
     const b = boundsOf(band);
     if (current.length) {
@@ -346,7 +349,9 @@ function sectionsOf(bands: readonly Item[][], within: Box, h: number): Item[][][
       // the band's gaps (a title does not swallow the table under it).
       const needed = mine > 0 && theirs >= mine ? Math.ceil(mine / 2) : Math.ceil(Math.max(mine, theirs) / 2);
       const near = b.y0 - bottom <= MAX_SECTION_GAP * h;
-      if (near && kept > 0 && kept >= needed) {
+      // A single run alone so far (a title, a running header, a line of prose) evidences no column: it starts no table.
+      const alone = current.length === 1 && current[0]!.length === 1 && mine === 0;
+      if (near && !alone && kept > 0 && kept >= needed) {
         current.push(band);
         free = agreed;
         extent = union;
@@ -362,6 +367,31 @@ function sectionsOf(bands: readonly Item[][], within: Box, h: number): Item[][][
   }
   sections.push(current);
   return sections;
+}
+
+/**
+ * A band's runs cut where they cross one of `gaps` (the column gaps of the
+ * rows above) at a space between two words that reaches into the gap and is
+ * at least
+ * {@link MIN_ALIGNED_COLUMN_GAP} word heights wide: a tight table's cells
+ * ("30.8% 49.4%", 0.9 word heights apart on the generated corpus's dev page
+ * gen_104) are one run by the width of their space alone.
+ */
+function splitAtGaps(band: Item[], gaps: readonly Gap[], h: number): Item[] {
+  if (!gaps.length) return band;
+  return band.flatMap((it) => {
+    const words = [...it.words].sort((a, b) => a.x0 - b.x0);
+    const parts: OcrWord[][] = [[words[0]!]];
+    for (let i = 1; i < words.length; i++) {
+      const [a, b] = [words[i - 1]!, words[i]!];
+      // The space between the two words reaches into the column gap (a right-aligned number ends in it, a left-aligned one starts in it).
+      const cuts = b.x0 - a.x1 >= MIN_ALIGNED_COLUMN_GAP * h && gaps.some((g) => a.x1 <= g.to && b.x0 >= g.from);
+      if (cuts) parts.push([b]);
+      else parts[parts.length - 1]!.push(b);
+    }
+    if (parts.length === 1) return [it];
+    return parts.map((ws) => ({ x0: ws[0]!.x0, x1: Math.max(...ws.map((w) => w.x1)), y0: it.y0, y1: it.y1, words: ws, line: it.line }));
+  });
 }
 
 function lineCount(n: LayoutNode): number {
