@@ -58,12 +58,13 @@ describe("POST /v1/convert with pages", () => {
     expect(rows.map((u) => ({ id: u.id, status: u.status, pages: u.pages_processed, cost: u.cost_cents }))).toEqual([{ id: r.body.id, status: "success", pages: 3, cost: "1" }]);
   });
 
-  it("a document over the page limit without pages: conversion_failed naming the limit and the option, not charged", async () => {
+  it("a document over the page limit without pages: 400 invalid_request naming the limit and the option (as a PDF's), not charged", async () => {
     const acc = await createTestAccount({ creditsCents: 50 });
     const r = await convert(acc.adminKey, {});
-    expect(r.status, JSON.stringify(r.body)).toBe(500);
-    expect(r.body.error).toEqual({
-      code: "conversion_failed",
+    expect(r.status, JSON.stringify(r.body)).toBe(400);
+    expect(r.body.error).toMatchObject({
+      code: "invalid_request",
+      max_pages: MAX_PAGES,
       message: `the document has 5 pages; at most ${MAX_PAGES} are processed per request: choose which with the "pages" option of /v1/ocr and /v1/convert (for example "pages": "1-${MAX_PAGES}")`,
     });
     expect(await balanceOf(stack.edge, acc.adminKey)).toEqual({ balance_cents: 50, held_cents: 0 });

@@ -90,6 +90,12 @@ export class ConversionService {
           span.setAttributes({ "folio.compute_ms": r.computeMillis, "folio.pages": r.pageCount });
           return r;
         });
+      } catch (err) {
+        // More pages than the limit (the sandbox counted them): the limit named, as a PDF's refusal names it.
+        if (err instanceof FolioError && err.code === "invalid_request" && err.param === undefined) {
+          throw new FolioError("invalid_request", err.message, { extra: { ...err.extra, max_pages: maxPages } });
+        }
+        throw err;
       } finally {
         metrics?.sandboxesRunning.dec({ backend: this.o.backendName });
         release();

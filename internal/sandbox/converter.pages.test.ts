@@ -132,10 +132,10 @@ describe("the page step", () => {
     got.forEach((p, i) => expect(Buffer.compare(p, single[wanted[i]! - 1] as Buffer), `page-${i + 1}.png is page ${wanted[i]}`).toBe(0));
   }, 60_000);
 
-  it("a document over the limit without a selection: conversion_failed naming the limit and the option", async () => {
+  it("a document over the limit without a selection: over_limit naming the limit and the option", async () => {
     const { result } = await convert({ maxPages: 4 });
     expect(result.error).toEqual({
-      code: "conversion_failed",
+      code: "over_limit",
       message: 'the document has 5 pages; at most 4 are processed per request: choose which with the "pages" option of /v1/ocr and /v1/convert (for example "pages": "1-4")',
     });
   }, 60_000);

@@ -421,7 +421,7 @@ async function convertJob(jobDir: string, spec: JobSpec, options: ConverterOptio
     if (selection && !selection.ok) throw new JobError("invalid_pages", selection.problem);
     const plan = planPages(counted.pages, selection?.selection, spec.maxPages);
     // Too many pages without a selection is the document's problem; a selection it cannot meet is the caller's.
-    if (!plan.ok) throw new JobError(plan.problem === "over_limit" ? "conversion_failed" : "invalid_pages", plan.message);
+    if (!plan.ok) throw new JobError(plan.problem === "over_limit" ? "over_limit" : "invalid_pages", plan.message);
 
     if (spec.output === "pdf") {
       // The PDF itself is the answer (a durable job renders it a few pages at a time, outside), within the output limit; copied, since the scratch folder may be another file system.

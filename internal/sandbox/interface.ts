@@ -68,9 +68,11 @@ export interface SandboxBackend {
 /**
  * Codes the sandbox program reports in `result.json`; `invalid_pages`: the
  * selection asks for pages the document does not have, or more than the
- * limit (the caller's mistake, a 400 naming `pages`).
+ * limit (the caller's mistake, a 400 naming `pages`); `over_limit`: the
+ * document has more pages than the limit and no selection was sent (a 400,
+ * as for a PDF: docs/errors.md).
  */
-export type JobErrorCode = "conversion_failed" | "timeout" | "invalid_pages";
+export type JobErrorCode = "conversion_failed" | "timeout" | "invalid_pages" | "over_limit";
 
 /**
  * `job.json`: what the host asks of the sandbox program. Paths are as the

@@ -195,6 +195,8 @@ export function resultError(result: JobResult): FolioError {
 export function jobError(code: string | undefined, message: string | undefined): FolioError {
   const text = message ? message.slice(0, 500) : "the conversion failed";
   if (code === "invalid_pages") return new FolioError("invalid_request", text, { param: "pages" });
+  // More pages than the limit is the same 400 whatever the document (a PDF's: documents/pdf.ts).
+  if (code === "over_limit") return new FolioError("invalid_request", text);
   return new FolioError(code === "timeout" ? "timeout" : "conversion_failed", text);
 }
 

@@ -105,9 +105,9 @@ describe("RunscBackend refuses", () => {
     expect(containers()).toEqual([]);
   }, 90_000);
 
-  it("a document with more pages than maxPages, with conversion_failed", async () => {
+  it("a document with more pages than maxPages, with invalid_request (over the limit, as a PDF)", async () => {
     const err = await folioFailure(backend.convert({ document: fixture("two-pages.docx"), format: "DOCX", maxPages: 1, timeoutMs: 60_000 }));
-    expect(err.code).toBe("conversion_failed");
+    expect(err.code).toBe("invalid_request");
     expect(err.message).toMatch(/2 pages; at most 1/);
   }, 60_000);
 });
