@@ -243,6 +243,14 @@ describe("options.include_layout on POST /v1/ocr", () => {
     expect(page.layout.blocks.every((b: { words?: unknown }) => b.words === undefined)).toBe(true);
     expect(r.body.result.tables).toHaveLength(1);
     expect(r.body.result.tables[0]).toMatchObject({ page_number: 1, rows: expect.arrayContaining([["Desk lamp", "2", "24.95", "49.90"]]) });
+    // Each filled cell has its words' box, inside the table's block.
+    const table = page.layout.blocks.find((b: { type: string }) => b.type === "table");
+    const filled = r.body.result.tables[0].cells.filter((c: { text: string }) => c.text);
+    expect(filled.length).toBeGreaterThan(8);
+    for (const c of filled) {
+      expect(c.bbox, c.text).toHaveLength(4);
+      expect(c.bbox[0] >= table.bbox[0] - 2 && c.bbox[1] >= table.bbox[1] - 2 && c.bbox[2] <= table.bbox[2] + 2 && c.bbox[3] <= table.bbox[3] + 2, `${c.text} ${c.bbox} in ${table.bbox}`).toBe(true);
+    }
     expect(cer(r.body.result.text, text("columns.txt")), r.body.result.text).toBeLessThan(0.02);
   });
 

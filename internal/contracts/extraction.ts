@@ -96,6 +96,10 @@ export interface TableCell {
   row_span: number;
   col_span: number;
   text: string;
+  /** Local models: the box of the cell's words, [x0, y0, x1, y1] in pixels of the page image as sent; absent for an empty cell. */
+  bbox?: [number, number, number, number];
+  /** A table continued over pages (set by the edge when it joins them): the page this cell is on. */
+  page_number?: number;
 }
 
 /**

@@ -133,6 +133,8 @@ export const TableCellSchema = Type.Object({
   row_span: Type.Integer({ minimum: 1 }),
   col_span: Type.Integer({ minimum: 1 }),
   text: Type.String(),
+  bbox: Type.Optional(Type.Array(Type.Integer(), { minItems: 4, maxItems: 4, description: "Local models: the box of the cell's words, [x0, y0, x1, y1] in pixels of its page's image; absent for an empty cell." })),
+  page_number: Type.Optional(Type.Integer({ description: "A table continued over pages: the page this cell is on (its bbox is in that page's pixels)." })),
 });
 
 /** One block of a page's structure (docs/structure.md "Output formats"). */

@@ -259,7 +259,7 @@ function blockFromProto(b: PageBlock__Output): PageBlock {
 }
 
 function cellFromProto(c: TableCell__Output): TableCell {
-  return { row: c.row, col: c.col, row_span: c.row_span, col_span: c.col_span, text: c.text };
+  return { row: c.row, col: c.col, row_span: c.row_span, col_span: c.col_span, text: c.text, ...(c.bbox.length === 4 ? { bbox: box(c.bbox) } : {}) };
 }
 
 /** The layout of an answer; the page's straightening, when there was one, is repeated in it. */

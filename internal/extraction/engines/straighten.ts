@@ -59,7 +59,7 @@ import { measureAngles, type Turn } from "../layout/orientation.ts";
 import { FolioError } from "../../platform/errors/index.ts";
 import type { TrialReading } from "./tesseract.ts";
 import { otsuThreshold, type GreyImage } from "../layout/rules.ts";
-import type { Engine, ExtractOptions, LayoutBlock, PageInput, PageLayout, PageResult } from "../types.ts";
+import type { Engine, ExtractOptions, LayoutBlock, PageInput, PageLayout, PageResult, TableCell } from "../types.ts";
 
 /** Skews smaller than this are read as they are (module comment). */
 export const MIN_SKEW_DEGREES = 1;
@@ -176,9 +176,13 @@ export class StraightenedEngine implements Engine {
     const r = await this.inner.extractPage(straight, options, signal);
     const back = r.layout ? mapLayout(r.layout, plan.how, plan.sent) : undefined;
     // The structure's boxes (output_format json) go back into the page as sent like the layout's.
-    const map = r.blocks ? boxMapper(plan.how, await straightSize(straight, r.layout), plan.sent) : undefined;
-    const blocks = map && r.blocks?.map((b) => ({ ...b, bbox: map(b.bbox) }));
-    return withStraightening({ ...r, ...(back ? { layout: back } : {}), ...(blocks ? { blocks } : {}) }, plan.how);
+    // So do its tables' cells (result.tables, and a json table block's table_cells).
+    const hasCells = r.tables.some((t) => t.cells.some((c) => c.bbox));
+    const map = r.blocks || hasCells ? boxMapper(plan.how, await straightSize(straight, r.layout), plan.sent) : undefined;
+    const cells = (cs: readonly TableCell[]) => cs.map((c) => (c.bbox && map ? { ...c, bbox: map(c.bbox) } : c));
+    const blocks = map && r.blocks?.map((b) => ({ ...b, bbox: map(b.bbox), ...(b.table_cells ? { table_cells: cells(b.table_cells) } : {}) }));
+    const tables = hasCells ? r.tables.map((t) => ({ ...t, cells: cells(t.cells) })) : r.tables;
+    return withStraightening({ ...r, tables, ...(back ? { layout: back } : {}), ...(blocks ? { blocks } : {}) }, plan.how);
   }
 
   /**

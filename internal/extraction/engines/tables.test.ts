@@ -206,7 +206,9 @@ describe("merged cells and tables over pages", () => {
     expect(joined).toHaveLength(1);
     expect(joined[0]!.page_numbers).toEqual([1, 2]);
     expect(joined[0]!.rows).toEqual([head, ["Paper", "4.50"], ["Toner", "68.90"]]);
-    expect(joined[0]!.cells.at(-1)).toEqual({ row: 2, col: 1, row_span: 1, col_span: 1, text: "68.90" });
+    // Each cell of a table over pages says its page (its box is in that page's pixels).
+    expect(joined[0]!.cells.at(-1)).toEqual({ row: 2, col: 1, row_span: 1, col_span: 1, text: "68.90", page_number: 2 });
+    expect(joined[0]!.cells[0]!.page_number).toBe(1);
     expect(joined[0]).not.toHaveProperty("closes_page");
   });
 

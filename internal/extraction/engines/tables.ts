@@ -231,8 +231,13 @@ export interface CellSpan {
  * rows, their GitHub markdown, every cell once with its spans, and HTML with
  * `rowspan`/`colspan`.
  */
-export function tableOf(pageNumber: number, rows: string[][], spans: readonly CellSpan[] = [], place: { opensPage?: boolean; closesPage?: boolean } = {}): Table {
-  const cells = tableCells(rows, spans);
+export function tableOf(
+  pageNumber: number,
+  rows: string[][],
+  spans: readonly CellSpan[] = [],
+  place: { opensPage?: boolean; closesPage?: boolean; boxes?: readonly (readonly (CellBox | null)[])[] } = {},
+): Table {
+  const cells = tableCells(rows, spans, place.boxes);
   return {
     page_number: pageNumber,
     rows,
@@ -244,8 +249,11 @@ export function tableOf(pageNumber: number, rows: string[][], spans: readonly Ce
   };
 }
 
-/** Every cell of `rows` once: a merged cell at its first position with its spans, the positions it covers left out. */
-export function tableCells(rows: readonly (readonly string[])[], spans: readonly CellSpan[] = []): TableCell[] {
+/** A cell's box, [x0, y0, x1, y1] in pixels. */
+export type CellBox = [number, number, number, number];
+
+/** Every cell of `rows` once: a merged cell at its first position with its spans, the positions it covers left out; `boxes` (by position, as `rows`) gives each its box. */
+export function tableCells(rows: readonly (readonly string[])[], spans: readonly CellSpan[] = [], boxes?: readonly (readonly (CellBox | null)[])[]): TableCell[] {
   const width = Math.max(0, ...rows.map((r) => r.length));
   const covered = new Set<string>();
   const spanAt = new Map<string, CellSpan>();
@@ -263,7 +271,8 @@ export function tableCells(rows: readonly (readonly string[])[], spans: readonly
       const key = `${r},${c}`;
       if (covered.has(key)) continue;
       const s = spanAt.get(key);
-      cells.push({ row: r, col: c, row_span: s?.rows ?? 1, col_span: s?.cols ?? 1, text: row[c] ?? "" });
+      const box = boxes?.[r]?.[c];
+      cells.push({ row: r, col: c, row_span: s?.rows ?? 1, col_span: s?.cols ?? 1, text: row[c] ?? "", ...(box ? { bbox: box } : {}) });
     }
   }
   return cells;
@@ -310,7 +319,9 @@ export function joinPageTables(tables: readonly Table[]): (Table & { page_number
       const skip = same(table.rows[0], last.rows[0]) ? 1 : 0;
       const rows = [...last.rows, ...table.rows.slice(skip)];
       const offset = last.rows.length - skip;
-      const cells = [...last.cells, ...table.cells.filter((c) => c.row >= skip).map((c) => ({ ...c, row: c.row + offset }))];
+      // Each cell says its page: its box is in that page's pixels.
+      const onPage = (c: TableCell, page: number) => ({ ...c, page_number: c.page_number ?? page });
+      const cells = [...last.cells.map((c) => onPage(c, last.page_number)), ...table.cells.filter((c) => c.row >= skip).map((c) => ({ ...onPage(c, table.page_number), row: c.row + offset }))];
       const joined = { ...last, page_numbers: [...last.page_numbers, ...pages], rows, markdown: renderMarkdownTable(rows), cells, html: renderHtmlTable(cells) };
       out[out.length - 1] = joined;
       open = { table: joined, closes: closes_page ?? false };

@@ -117,6 +117,21 @@ describe("ruled tables: the grid of lines", () => {
     ]);
   });
 
+  it("parts two tables set one right under the other, sharing a border, by the column lines that end at it and start below it", () => {
+    const img = page();
+    // Above: 3 columns (x 200, 600, 1000, 1400), rows at 300, 380, 460. Below: 2 columns (x 200, 800, 1400), rows at 460, 540, 620.
+    for (const y of [300, 380, 460, 540, 620]) hline(img, y, 200, 1400);
+    vline(img, 200, 300, 620);
+    vline(img, 1400, 300, 620);
+    for (const x of [600, 1000]) vline(img, x, 300, 460);
+    vline(img, 800, 460, 620);
+    const grids = findPageRules(img).grids;
+    expect(grids.map((g) => ({ ys: g.ys, columns: g.xs.length - 1, open: g.open.flat().some(Boolean) }))).toEqual([
+      { ys: [300, 381, 461], columns: 3, open: false },
+      { ys: [461, 541, 621], columns: 2, open: false },
+    ]);
+  });
+
   it("takes no span from a line a scan broke in one row only (the merge would not be a rectangle)", () => {
     const img = page();
     for (const y of [300, 380, 460]) hline(img, y, 200, 1400);
@@ -285,6 +300,8 @@ describe("ruled tables in the page's reading", () => {
       ]),
       { rules },
     );
+    // Each cell's box is its words' ("17": at (900, 603), two letters of 14 px, 34 high).
+    expect(read.tables[0]!.boxes[1]![1]).toEqual([900, 603, 928, 637]);
     expect(read.tables.map((t) => t.rows)).toEqual([
       [
         ["Name", "Score"],

@@ -151,8 +151,8 @@ export function findPageRules(img: GreyImage): PageRules {
   const loose: Line[] = [];
   const page = { columns, height, sameEdge, maxThickness, pieces: { h: hPieces, v: vPieces.filter((l) => !long(l)) } };
   for (const { h, v } of groups.values()) {
-    const grid = v.length ? gridOf(h, v, page) : null;
-    if (grid) grids.push(grid);
+    const found = v.length ? stackedGrids(h, v, page) : [];
+    if (found.length) grids.push(...found);
     else loose.push(...h);
   }
   const short = shortGrids(loose, page);
@@ -170,6 +170,37 @@ interface PageMask {
 }
 
 const middle = (l: Line) => (l.a0 + l.a1) / 2;
+
+/**
+ * The grids a group of lines that meet makes: one, or (two tables set one
+ * right under the other, sharing a border) one above and one below the
+ * horizontal line that no column line runs through, where column lines end
+ * above it and others start below it (gen_064, a dev page: its tables of 3
+ * and 6 columns were one grid of 9 whose cells spanned the other's columns).
+ */
+function stackedGrids(h: Line[], v: Line[], page: PageMask): RuledGrid[] {
+  const grid = gridOf(h, v, page);
+  if (!grid) return [];
+  const { sameEdge } = page;
+  const [left, right] = [grid.xs[0]!, grid.xs[grid.xs.length - 1]!];
+  const inner = v.filter((l) => middle(l) > left + sameEdge && middle(l) < right - sameEdge);
+  const at = grid.ys.slice(1, -1).find(
+    (y) =>
+      !inner.some((l) => l.b0 < y - sameEdge && l.b1 > y + sameEdge) &&
+      inner.some((l) => Math.abs(l.b1 - y) <= sameEdge) &&
+      inner.some((l) => Math.abs(l.b0 - y) <= sameEdge),
+  );
+  if (at === undefined) return [grid];
+  // Each part keeps the shared line and the pieces of the lines on its side (the outer borders run through both).
+  const clip = (l: Line, b0: number, b1: number): Line | null => (Math.min(l.b1, b1) - Math.max(l.b0, b0) > sameEdge ? { ...l, b0: Math.max(l.b0, b0), b1: Math.min(l.b1, b1) } : null);
+  const part = (b0: number, b1: number) =>
+    stackedGrids(
+      h.filter((l) => middle(l) >= b0 - sameEdge && middle(l) <= b1 + sameEdge),
+      v.map((l) => clip(l, b0, b1)).filter((l): l is Line => l !== null),
+      page,
+    );
+  return [...part(-Infinity, at), ...part(at, Infinity)];
+}
 
 /** The grid a group of lines that meet makes (module comment, 2–4), or null when it is not one. */
 function gridOf(h: Line[], v: Line[], page: PageMask): RuledGrid | null {

@@ -35,7 +35,7 @@
  * and dropped bullets are not seen, and the rest works from the boxes.
  */
 import type { LayoutBlock, PageBlock } from "../../contracts/index.ts";
-import { renderMarkdownTable, tableCells, type CellSpan } from "../engines/tables.ts";
+import { renderMarkdownTable, tableCells, type CellBox, type CellSpan } from "../engines/tables.ts";
 import type { GreyImage } from "./rules.ts";
 import { boundsOf, median, type Box } from "./words.ts";
 
@@ -56,6 +56,7 @@ export interface SourceBlock {
   /** A table's rows of cell strings and its merged cells; absent for anything else. */
   rows?: string[][];
   spans?: CellSpan[];
+  boxes?: (CellBox | null)[][];
 }
 
 /**
@@ -341,7 +342,7 @@ export function structurePage(blocks: readonly SourceBlock[], image?: GreyImage)
   for (const src of blocks) {
     const b = src.block;
     if (b.type === "table" && src.rows && !isMarkerColumn(src.rows)) {
-      out.push({ type: "table", text: b.text, bbox: b.bbox, cells: src.rows.map((r) => [...r]), table_cells: tableCells(src.rows, src.spans) });
+      out.push({ type: "table", text: b.text, bbox: b.bbox, cells: src.rows.map((r) => [...r]), table_cells: tableCells(src.rows, src.spans, src.boxes) });
       list = undefined;
       continue;
     }

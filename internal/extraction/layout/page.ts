@@ -14,7 +14,7 @@
  * docs/benchmarks.md.
  */
 import type { LayoutBlock, LayoutBlockType as BlockType, PageLayout } from "../../contracts/index.ts";
-import type { CellSpan } from "../engines/tables.ts";
+import type { CellBox, CellSpan } from "../engines/tables.ts";
 import { splitBulletColumns } from "./bullets.ts";
 import { gridTable, inGrid, type PageRules } from "./grid.ts";
 import { isMarkerText, type SourceBlock } from "./markdown.ts";
@@ -26,6 +26,8 @@ import { boundsOf, parseTsv, type Box, type OcrWord } from "./words.ts";
 export interface FoundTable {
   rows: string[][];
   spans: CellSpan[];
+  /** Each position's box (its words'), as `rows`; null for an empty one. */
+  boxes: (CellBox | null)[][];
   /** Nothing of the page's flow stands before (after) it: only a header (footer) or a figure, so it may continue a table of the page before (go on on the next). */
   opensPage?: boolean;
   closesPage?: boolean;
@@ -158,7 +160,7 @@ export function analyzePage(
       texts.push(text);
       const words = wordsOf(u.table.node);
       blocks.push(block(u.table.rows ? "table" : "text", boundsOf(words), text, words, opts.words));
-      sources.push({ block: blocks[blocks.length - 1]!, words, ...(u.table.rows ? { rows: u.table.rows.rows, spans: u.table.rows.spans } : {}) });
+      sources.push({ block: blocks[blocks.length - 1]!, words, ...(u.table.rows ? { rows: u.table.rows.rows, spans: u.table.rows.spans, boxes: u.table.rows.boxes } : {}) });
     } else {
       const text = paragraphText(u.words);
       texts.push(text);
@@ -324,11 +326,18 @@ function gridRows(t: Extract<LayoutNode, { kind: "table" }>): FoundTable {
   const width = Math.max(...rows.map((r) => r.length));
   const used = Array.from({ length: width }, (_, i) => rows.some((r) => (r[i] ?? "") !== ""));
   const before = (c: number) => used.slice(0, c).filter(Boolean).length;
+  const boxOf = (c: LayoutNode | null | undefined): CellBox | null => {
+    const ws = c ? wordsOf(c) : [];
+    if (!ws.length) return null;
+    const b = boundsOf(ws);
+    return [Math.round(b.x0), Math.round(b.y0), Math.round(b.x1), Math.round(b.y1)];
+  };
+  const boxes = t.rows.map((r) => Array.from({ length: width }, (_, i) => boxOf(r[i])).filter((_, i) => used[i]));
   const spans = (t.spans ?? [])
     .filter((s) => used[s.col])
     .map((s) => ({ ...s, col: before(s.col), cols: used.slice(s.col, s.col + s.cols).filter(Boolean).length }))
     .filter((s) => s.rows > 1 || s.cols > 1);
-  return { rows: rows.map((r) => Array.from({ length: width }, (_, i) => r[i] ?? "").filter((_, i) => used[i])), spans };
+  return { rows: rows.map((r) => Array.from({ length: width }, (_, i) => r[i] ?? "").filter((_, i) => used[i])), spans, boxes };
 }
 
 /**

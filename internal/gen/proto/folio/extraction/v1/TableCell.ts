@@ -10,6 +10,10 @@ export interface TableCell {
   'row_span'?: (number);
   'col_span'?: (number);
   'text'?: (string);
+  /**
+   * local models: the cell's words' box; empty when none
+   */
+  'bbox'?: (number)[];
 }
 
 /**
@@ -21,4 +25,8 @@ export interface TableCell__Output {
   'row_span': (number);
   'col_span': (number);
   'text': (string);
+  /**
+   * local models: the cell's words' box; empty when none
+   */
+  'bbox': (number)[];
 }
