@@ -37,16 +37,17 @@ describe("docs that are true", () => {
     const missing: string[] = [];
     for (const f of citing) {
       const text = read(f);
-      for (const m of text.matchAll(/\bdocs\/([\w./-]+\.md)(?:(?:\s+|\s*\(\s*)"([^"\n]{3,80})")?/g)) {
+      // Cited as `docs/ocr.md "Searchable PDF"`, `docs/ocr.md ("Pages")` or, in the API's descriptions, `(docs/ocr.md, Searchable PDF)`.
+      for (const m of text.matchAll(/\bdocs\/([\w./-]+\.md)(?:(?:\s+|\s*\(\s*)"([^"\n]{3,80})"|, ([A-Z][\w ,'-]{2,60}?)\))?/g)) {
         const doc = `docs/${m[1]!}`;
         if (!existsSync(join(ROOT, doc))) {
           missing.push(`${f}: ${doc} does not exist`);
           continue;
         }
-        const section = m[2]?.replace(/[`*_]/g, "").toLowerCase().trim();
+        const section = (m[2] ?? m[3])?.replace(/[`*_]/g, "").toLowerCase().trim();
         // A quoted text after a doc's name is a section title when it reads like one (no sentence inside).
         if (section && !/[.;:]\s/.test(section) && !headings(doc).some((h) => h.includes(section) || section.includes(h))) {
-          missing.push(`${f}: ${doc} has no section "${m[2]}"`);
+          missing.push(`${f}: ${doc} has no section "${m[2] ?? m[3]}"`);
         }
       }
     }

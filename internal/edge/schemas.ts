@@ -72,14 +72,14 @@ export const OcrOptions = Type.Object(
         description:
           "text (default): the text in reading order. Local models: markdown writes each page's text as GitHub-flavoured markdown from the layout " +
           "(headings, paragraphs, lists, tables; page headers and footers left out); json keeps the text and adds each page's `blocks`. " +
-          "Upstream models: a request to the model, which answers in the format asked for (docs/ocr.md, Output formats).",
+          "Upstream models: a request to the model, which answers in the format asked for (docs/structure.md, Output formats).",
       }),
     ),
     include_layout: Type.Optional(
       Type.Union([Type.Boolean(), StringEnum(["blocks", "words"])], {
         description:
           "Adds `layout` to every page: blocks in reading order (text, table, figure, header, footer) with boxes in pixels of the page image; " +
-          "\"words\" adds each block's words with their confidence; true is \"blocks\". Local models only (docs/ocr.md, Layout).",
+          "\"words\" adds each block's words with their confidence; true is \"blocks\". Local models only (docs/structure.md, Layout).",
       }),
     ),
   },
@@ -160,7 +160,7 @@ export const PageBlockSchema = Type.Object(
 /** One entry of `result.pages`. */
 export const PageEntry = Type.Object({
   page_number: Type.Integer(),
-  text: Type.String({ description: "The page's text in the output format (docs/ocr.md, Output formats)." }),
+  text: Type.String({ description: "The page's text in the output format (docs/structure.md, Output formats)." }),
   confidence: Type.Optional(Type.Number()),
   rotation: Type.Optional(Rotation),
   skew_degrees: Type.Optional(SkewDegrees),
@@ -175,7 +175,7 @@ export const PageEntry = Type.Object({
 /** One table of `result.tables`. */
 export const TableEntry = Type.Object({
   page_number: Type.Integer({ description: "The page the table starts on." }),
-  page_numbers: Type.Array(Type.Integer(), { description: "Every page the table is on: a table continued on the next pages is one table (docs/ocr.md, Tables)." }),
+  page_numbers: Type.Array(Type.Integer(), { description: "Every page the table is on: a table continued on the next pages is one table (docs/structure.md, Tables)." }),
   rows: Type.Array(Type.Array(Type.String()), { description: "Rows of cell strings, the first row the header; a merged cell's text in the first position it covers, the others empty." }),
   markdown: Type.String({ description: "The rows as a GitHub markdown table (which cannot say a merged cell)." }),
   cells: Type.Array(TableCellSchema, { description: "Each cell once, where it starts and how many rows and columns it covers." }),

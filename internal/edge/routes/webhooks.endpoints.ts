@@ -18,7 +18,7 @@ import {
   secretBoxOf,
 } from "./webhooks.shared.ts";
 
-const Secret = Type.String({ description: "whsec_… : the signing secret, shown this once (docs/webhooks.md, Verifying)." });
+const Secret = Type.String({ description: "whsec_… : the signing secret, shown this once (docs/webhooks-signing.md)." });
 
 const CreateBody = Type.Object(
   { url: EndpointUrl, events: Type.Optional(EndpointEvents), description: Type.Optional(EndpointDescription) },
