@@ -23,6 +23,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { chromium, type Browser, type BrowserContext, type Page, type Request } from "playwright-core";
+import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { adminCreateAccount } from "../internal/cli/admin/index.ts";
 import type { RunningEdge } from "../internal/edge/index.ts";
@@ -220,6 +221,67 @@ describe("the playground page (/playground on folio dev)", { timeout: 180_000 },
       expect(await o.page.evaluate<number>("localStorage.length")).toBe(0);
       expect(o.console.filter((l) => l.includes(devKey) || l.startsWith("pageerror"))).toEqual([]);
       await shot(o.page, "png-result");
+    });
+  });
+
+  it("draws the layout over the page: blocks by type numbered in reading order, the table's cells, each word's confidence; a click shows a block's text or table; the boxes land on the page's words in a screenshot", async () => {
+    await withPage(1280, async (o) => {
+      const { page } = o;
+      await page.getByLabel("Key", { exact: true }).fill(devKey);
+      await page.getByLabel(/Choose a file/).setInputFiles(fixture("ocr/columns.png"));
+      await page.locator('#model option[value="model:local/tesseract"]').waitFor({ state: "attached", timeout: 15_000 });
+      await page.getByLabel("Model or strategy").selectOption("model:local/tesseract");
+      await page.getByLabel("Output format").selectOption("json");
+      await page.getByLabel("Extract tables", { exact: true }).check();
+      expect(await page.getByLabel("Show the layout over each page").isChecked()).toBe(true);
+      await page.getByRole("button", { name: "Run" }).click();
+      await waitShown(o, page.getByRole("heading", { name: "Result" }), 90_000);
+      const overlay = page.locator(".layout-overlay");
+      await overlay.waitFor({ timeout: 10_000 });
+      // Blocks numbered 1..n in reading order, typed; the table's cells and the words drawn too.
+      const numbers = await page.locator(".layout-overlay .block-group").evaluateAll((gs) => gs.map((g) => Number((g as unknown as { dataset: { block: string } }).dataset.block)));
+      expect(numbers.length).toBeGreaterThan(3);
+      expect(numbers).toEqual(numbers.map((_, i) => i + 1));
+      const kinds = await page.locator(".layout-overlay .block").evaluateAll((bs) => bs.map((b) => (b as unknown as { getAttribute(n: string): string }).getAttribute("class")));
+      expect(kinds).toContain("block block-table");
+      expect(kinds).toContain("block block-paragraph");
+      expect(await page.locator(".layout-overlay .cell").count()).toBeGreaterThan(8);
+      const words = page.locator(".layout-overlay .word");
+      expect(await words.count()).toBeGreaterThan(50);
+      expect(await words.first().locator("title").textContent()).toMatch(/: \d+% confident$/);
+      expect(await text(page, ".layout-legend")).toMatch(/table/);
+      // A click on the table's block shows its cells as a table; on a paragraph, its text.
+      await page.locator(".layout-overlay .block-group:has(.block-table)").first().click({ force: true });
+      await page.locator(".block-detail table").waitFor({ timeout: 5_000 });
+      expect(await text(page, ".block-detail")).toMatch(/Desk lamp/);
+      // The screenshot: inside the words' boxes the page is ink, as it is not around them.
+      const canvas = page.locator(".page-canvas").first();
+      const png = await canvas.screenshot();
+      const { data, info } = await sharp(png).greyscale().raw().toBuffer({ resolveWithObject: true });
+      const origin = await canvas.evaluate((c) => (c as unknown as { getBoundingClientRect(): { x: number; y: number } }).getBoundingClientRect());
+      const boxes = await words.evaluateAll((ws) =>
+        ws.map((w) => {
+          const r = (w as unknown as { getBoundingClientRect(): { x: number; y: number; width: number; height: number } }).getBoundingClientRect();
+          return { x: r.x, y: r.y, width: r.width, height: r.height };
+        }),
+      );
+      const mean = (x0: number, y0: number, x1: number, y1: number) => {
+        let sum = 0;
+        let n = 0;
+        for (let y = Math.max(0, Math.ceil(y0)); y < Math.min(info.height, Math.floor(y1)); y++) {
+          for (let x = Math.max(0, Math.ceil(x0)); x < Math.min(info.width, Math.floor(x1)); x++) {
+            sum += data[y * info.width + x]!;
+            n++;
+          }
+        }
+        return n ? sum / n : 255;
+      };
+      const inside = boxes.map((b) => mean(b.x - origin.x + 1, b.y - origin.y + 1, b.x - origin.x + b.width - 1, b.y - origin.y + b.height - 1));
+      // The same boxes moved half a word's height up and a word's width left land on less ink (between lines, in the margins).
+      const beside = boxes.map((b) => mean(b.x - origin.x - b.width, b.y - origin.y - b.height * 1.5, b.x - origin.x, b.y - origin.y - b.height * 0.5));
+      const avg = (v: number[]) => v.reduce((a, b) => a + b, 0) / v.length;
+      expect(avg(inside), `inside ${avg(inside)}, beside ${avg(beside)}`).toBeLessThan(avg(beside) - 25);
+      await shot(page, "layout-overlay");
     });
   });
 

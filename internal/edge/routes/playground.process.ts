@@ -30,7 +30,7 @@ import {
   type PipelineEvent,
   type ReadResult,
 } from "../pipeline.ts";
-import { ChargeFields, PageLayoutSchema, ReadingUsage, StringEnum, TableEntry, paid } from "../schemas.ts";
+import { ChargeFields, PageBlockSchema, PageLayoutSchema, ReadingUsage, StringEnum, TableEntry, paid } from "../schemas.ts";
 import { idempotent } from "../idempotency.ts";
 import { extractionOf } from "../services.ts";
 import type { App, EdgeDeps } from "../types.ts";
@@ -70,6 +70,7 @@ export const PlaygroundResult = Type.Object({
         text: Type.String(),
         confidence: Type.Optional(Type.Number()),
         layout: Type.Optional(PageLayoutSchema),
+        blocks: Type.Optional(Type.Array(PageBlockSchema, { description: "Local models with output_format json: the page's structure in reading order (docs/structure.md)." })),
         tables: Type.Array(TableEntry),
         image: Type.Union([
           Type.Object({

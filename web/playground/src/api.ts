@@ -18,6 +18,8 @@ export interface ProcessRequest {
   /** Only these pages (`"1-3,5"`, docs/conversion.md "Pages"); all when absent. */
   pages?: string;
   outputFormat: "text" | "json" | "markdown";
+  /** The page's layout with its words (a local model's), drawn over each page image. */
+  includeLayout?: boolean;
 }
 
 /** A failed request, from the API (status > 0) or the network (status 0). */
@@ -101,7 +103,7 @@ export function processDocument(req: ProcessRequest, on: Handlers): Running<Play
     });
     xhr.addEventListener("error", () => fail(new RequestFailed(0, { code: "network_error", message: "the server could not be reached" })));
     xhr.addEventListener("abort", () => fail(new RequestFailed(0, { code: "cancelled", message: "cancelled" })));
-    const payload = requestBody(req);
+    const payload = requestBody(req, undefined, req.includeLayout);
     if (typeof payload === "string") xhr.setRequestHeader("content-type", "application/json");
     xhr.send(payload);
   });
@@ -113,7 +115,7 @@ export function processDocument(req: ProcessRequest, on: Handlers): Running<Play
  * /v1/ocr/jobs takes the same fields in both forms (docs/jobs.md), plus
  * `metadata`.
  */
-export function requestBody(req: ProcessRequest, metadata?: Record<string, string>): FormData | string {
+export function requestBody(req: ProcessRequest, metadata?: Record<string, string>, layout = false): FormData | string {
   if (req.file) {
     const form = new FormData();
     form.append("file", req.file, req.file.name);
@@ -123,6 +125,7 @@ export function requestBody(req: ProcessRequest, metadata?: Record<string, strin
     if (req.language) form.append("language", req.language);
     if (req.pages) form.append("pages", req.pages);
     form.append("output_format", req.outputFormat);
+    if (layout) form.append("include_layout", "words");
     if (metadata) form.append("metadata", JSON.stringify(metadata));
     return form;
   }
@@ -131,7 +134,7 @@ export function requestBody(req: ProcessRequest, metadata?: Record<string, strin
     ...(req.model ? { model: req.model } : {}),
     ...(req.strategy ? { strategy: req.strategy } : {}),
     ...(req.pages ? { pages: req.pages } : {}),
-    options: { extract_tables: req.extractTables, output_format: req.outputFormat, ...(req.language ? { language: req.language } : {}) },
+    options: { extract_tables: req.extractTables, output_format: req.outputFormat, ...(req.language ? { language: req.language } : {}), ...(layout ? { include_layout: "words" } : {}) },
     ...(metadata ? { metadata } : {}),
   });
 }

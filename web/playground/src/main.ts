@@ -34,6 +34,7 @@ const tablesInput = $<HTMLInputElement>("tables");
 const languageInput = $<HTMLInputElement>("language");
 const pagesInput = $<HTMLInputElement>("page-selection");
 const formatSelect = $<HTMLSelectElement>("format");
+const layoutInput = $<HTMLInputElement>("show-layout");
 const runButton = $<HTMLButtonElement>("run");
 const cancelButton = $<HTMLButtonElement>("cancel");
 const progress = $<HTMLElement>("progress");
@@ -180,6 +181,8 @@ form.addEventListener("submit", (e) => {
       ...(languageInput.value.trim() ? { language: languageInput.value.trim() } : {}),
       ...(pagesInput.value.trim() ? { pages: pagesInput.value.trim() } : {}),
       outputFormat: formatSelect.value as "text" | "json" | "markdown",
+      // Only a local model has a layout (an upstream one is refused for it): docs/playground.md.
+      includeLayout: layoutInput.checked && kind === "model" && id.startsWith("local/"),
     },
     {
       progress: setProgress,

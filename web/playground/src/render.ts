@@ -4,7 +4,7 @@
  */
 import { formatCents as cents } from "../../../internal/billing/format.ts";
 import type { Outcome } from "./run.ts";
-import type { JobPage, PlaygroundResult, ResultPage, Table } from "./types.ts";
+import type { Box, JobPage, PlaygroundResult, ResultPage, Table } from "./types.ts";
 
 type JobOutcome = Extract<Outcome, { kind: "job" }>;
 
@@ -108,16 +108,106 @@ function renderPage(p: ShownPage, name: string, withImage: boolean): HTMLLIEleme
 function renderImage(p: ShownPage, name: string): HTMLElement {
   const figure = el("figure", { className: "page-image" });
   if (p.image && SAFE_IMAGE.test(p.image.url)) {
-    figure.append(el("img", { src: p.image.url, alt: `${name}, as the model read it`, loading: "lazy", decoding: "async" }));
+    const img = el("img", { src: p.image.url, alt: `${name}, as the model read it`, loading: "lazy", decoding: "async" });
+    const overlay = p.layout ? renderOverlay(p, name) : undefined;
+    if (overlay) figure.append(el("div", { className: "page-canvas" }, img, overlay.svg), overlay.legend, overlay.detail);
+    else figure.append(img);
   } else {
     figure.append(el("p", { className: "help", textContent: p.image_omitted === "response_image_limit" ? "Image left out: the response reached its image size limit." : "No image." }));
   }
   return figure;
 }
 
+const SVG = "http://www.w3.org/2000/svg";
+
+function svg<K extends keyof SVGElementTagNameMap>(tag: K, attrs: Record<string, string | number>, ...children: (Node | string)[]): SVGElementTagNameMap[K] {
+  const node = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, String(v));
+  node.append(...children);
+  return node;
+}
+
+/** What a block is called in the legend and on hover. */
+const BLOCK_NAMES: Record<string, string> = {
+  heading: "heading",
+  paragraph: "paragraph",
+  list_item: "list item",
+  text: "text",
+  table: "table",
+  figure: "figure",
+  header: "header",
+  footer: "footer",
+};
+
+/**
+ * The page's layout drawn over its image (docs/playground.md "Layout"): the
+ * structure's blocks when the answer has them (output_format json), else the
+ * layout's, each a box coloured by its type and numbered in reading order;
+ * a table's cells (with Extract tables) as its grid; each word a faint box
+ * whose hover tells its confidence. A block is a button: clicking it (or
+ * Enter) shows its text, a table's cells as a table, below the image.
+ */
+function renderOverlay(p: ShownPage, name: string): { svg: SVGSVGElement; legend: HTMLElement; detail: HTMLElement } | undefined {
+  const layout = p.layout!;
+  if (!(layout.width > 0 && layout.height > 0)) return undefined;
+  const blocks: { type: string; bbox: Box; text: string; cells?: string[][] }[] = p.blocks?.length ? p.blocks : layout.blocks;
+  const root = svg("svg", { viewBox: `0 0 ${layout.width} ${layout.height}`, preserveAspectRatio: "none", class: "layout-overlay", role: "group", "aria-label": `Layout of ${name}` });
+  const rect = (b: Box, cls: string) => svg("rect", { x: b[0], y: b[1], width: Math.max(1, b[2] - b[0]), height: Math.max(1, b[3] - b[1]), class: cls });
+  const shows: (() => void)[] = [];
+  const detail = el("div", { className: "block-detail", hidden: true });
+  detail.setAttribute("aria-live", "polite");
+  const fontSize = Math.max(12, Math.round(layout.width / 60));
+  blocks.forEach((b, i) => {
+    const n = i + 1;
+    const kind = BLOCK_NAMES[b.type] ?? b.type;
+    const box = rect(b.bbox, `block block-${b.type}`);
+    const label = svg("text", { x: b.bbox[0] + 3, y: b.bbox[1] + fontSize, class: `block-number block-${b.type}`, "font-size": fontSize }, String(n));
+    const group = svg("g", { class: "block-group", tabindex: 0, role: "button", "aria-label": `Block ${n}: ${kind}`, "data-block": n }, box, label);
+    group.append(svg("title", {}, `${n}. ${kind}${b.text ? `: ${b.text.slice(0, 120)}` : ""}`));
+    const show = () => {
+      detail.hidden = false;
+      detail.replaceChildren(el("h4", { textContent: `Block ${n}: ${kind}` }));
+      const table = b.type === "table" ? (b.cells ? { page_number: p.page_number, rows: b.cells, markdown: "" } : tableIn(p.tables, b.bbox, p.page_number)) : undefined;
+      if (table) detail.append(renderTable(table, n, `The table of block ${n}`));
+      else detail.append(el("pre", { textContent: b.text || "(no text)" }));
+    };
+    shows.push(show);
+    group.addEventListener("click", show);
+    group.addEventListener("keydown", (e) => {
+      if (e.key === "Enter" || e.key === " ") {
+        e.preventDefault();
+        show();
+      }
+    });
+    root.append(group);
+  });
+  // A table's cells as its grid, then the words on top: hover tells a word and its confidence, a click its block.
+  for (const t of p.tables) {
+    for (const c of t.cells ?? []) if (c.bbox && (c.page_number ?? p.page_number) === p.page_number) root.append(rect(c.bbox, "cell"));
+  }
+  for (const w of layout.blocks.flatMap((b) => b.words ?? [])) {
+    const r = rect(w.bbox, "word");
+    r.append(svg("title", {}, `${w.text}: ${percent(w.confidence)} confident`));
+    const [cx, cy] = [(w.bbox[0] + w.bbox[2]) / 2, (w.bbox[1] + w.bbox[3]) / 2];
+    const at = blocks.findIndex((b) => cx >= b.bbox[0] && cx <= b.bbox[2] && cy >= b.bbox[1] && cy <= b.bbox[3]);
+    if (at >= 0) r.addEventListener("click", shows[at]!);
+    root.append(r);
+  }
+  const kinds = [...new Set(blocks.map((b) => b.type))];
+  const legend = el("ul", { className: "layout-legend" }, ...kinds.map((k) => el("li", {}, el("span", { className: `swatch block-${k}` }), BLOCK_NAMES[k] ?? k)));
+  legend.setAttribute("aria-label", "Block types");
+  return { svg: root, legend, detail };
+}
+
+/** The table of `tables` (this page's) whose cells lie in a layout block's box. */
+function tableIn(tables: readonly Table[], b: Box, page: number): Table | undefined {
+  const inside = (c: Box) => c[0] >= b[0] - 4 && c[1] >= b[1] - 4 && c[2] <= b[2] + 4 && c[3] <= b[3] + 4;
+  return tables.find((t) => (t.cells ?? []).some((c) => c.bbox && (c.page_number ?? page) === page && inside(c.bbox)));
+}
+
 /** A table as a table: the first row is the header (docs/ocr.md), in a scrollable, focusable region. */
-function renderTable(t: Table, n: number): HTMLElement {
-  const label = `Table ${n} on page ${t.page_number}`;
+function renderTable(t: Table, n: number, caption?: string): HTMLElement {
+  const label = caption ?? `Table ${n} on page ${t.page_number}`;
   const table = el("table", {}, el("caption", { textContent: label }));
   const [head, ...body] = t.rows;
   if (head) table.append(el("thead", {}, el("tr", {}, ...head.map((c) => {

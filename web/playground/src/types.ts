@@ -15,10 +15,41 @@ export interface ApiError {
   [extra: string]: unknown;
 }
 
+export type Box = [number, number, number, number];
+
+export interface TableCell {
+  row: number;
+  col: number;
+  row_span: number;
+  col_span: number;
+  text: string;
+  bbox?: Box;
+  page_number?: number;
+}
+
 export interface Table {
   page_number: number;
   rows: string[][];
   markdown: string;
+  /** Each cell once with its spans (and, from local models, its box). */
+  cells?: TableCell[];
+}
+
+/** A block of the page's layout (include_layout): its words with their confidence when "words" was asked. */
+export interface LayoutBlock {
+  type: "text" | "table" | "figure" | "header" | "footer";
+  bbox: Box;
+  text: string;
+  words?: { text: string; bbox: Box; confidence: number }[];
+}
+
+/** A block of the page's structure (output_format json, local models). */
+export interface PageBlock {
+  type: "heading" | "paragraph" | "list_item" | "table" | "figure" | "header" | "footer";
+  bbox: Box;
+  text: string;
+  level?: number;
+  cells?: string[][];
 }
 
 export interface ResultPage {
@@ -26,6 +57,8 @@ export interface ResultPage {
   text: string;
   confidence?: number;
   tables: Table[];
+  layout?: { width: number; height: number; blocks: LayoutBlock[] };
+  blocks?: PageBlock[];
   image: { url: string; mime_type: string; bytes: number } | null;
   image_omitted?: "not_requested" | "response_image_limit";
 }
