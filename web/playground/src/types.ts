@@ -15,17 +15,10 @@ export interface ApiError {
   [extra: string]: unknown;
 }
 
-export type Box = [number, number, number, number];
+import type { TableCell } from "../../../internal/contracts/extraction.ts";
 
-export interface TableCell {
-  row: number;
-  col: number;
-  row_span: number;
-  col_span: number;
-  text: string;
-  bbox?: Box;
-  page_number?: number;
-}
+export type { TableCell };
+export type Box = [number, number, number, number];
 
 export interface Table {
   page_number: number;
