@@ -86,13 +86,13 @@ bench: ## benchmarks (docs/benchmarks.md)
 
 # Reading quality of the local models against the tesseract CLI on a corpus of
 # real pages with ground truth (FOLIO_EVAL_CORPUS, default ../shared/corpus/ocr);
-# figures in docs/benchmarks.md ("Reading quality").
+# figures in docs/benchmarks/reading-quality.md ("Reading quality").
 eval: deps ## score local models' reading (CER, word F1) against the tesseract CLI (docs/benchmarks.md)
 	$(NPX) tsx bench/eval-ocr.ts
 
 # The corpus's pages turned 90/180/270, skewed ±4° and at half size (issue 26), apart from
 # `make eval`: eight readings a page, about half an hour for its 15 pages here
-# (`make eval-variants EVAL_ARGS="--only a,b"` picks pages); figures in docs/benchmarks.md ("Turned and skewed pages").
+# (`make eval-variants EVAL_ARGS="--only a,b"` picks pages); figures in docs/benchmarks/turned-pages.md ("Turned and skewed pages").
 eval-variants: deps ## score local/auto on turned, skewed and half-size variants of the corpus pages against upright, and the check's cost
 	$(NPX) tsx bench/eval-variants.ts $(EVAL_ARGS)
 
@@ -100,7 +100,7 @@ eval-variants: deps ## score local/auto on turned, skewed and half-size variants
 # (against `pandoc -t gfm` of each) and 120 generated ones whose structure is known
 # (bench/structure-corpus.ts, seeded; a quarter held out, never tuned on), rendered to
 # 200-DPI pages, a quarter degraded as scans, read by local/auto; figures in
-# docs/benchmarks.md ("Structure"). Needs pandoc (the eval profile installs it).
+# docs/benchmarks/structure.md ("Structure"). Needs pandoc (the eval profile installs it).
 eval-structure: ## score local/auto's markdown of office files (public: against pandoc's; generated: against their own truth, dev and held out apart)
 	@scripts/ensure-deps.sh eval
 	@test -f test-artifacts/structure-corpus/gen_000.docx || $(NPX) tsx bench/structure-corpus.ts test-artifacts/structure-corpus
@@ -109,14 +109,14 @@ eval-structure: ## score local/auto's markdown of office files (public: against 
 # Reading on pages nothing was fitted to (issue 26's last goal, as far as it can be
 # measured here): the office files' pages rendered by LibreOffice, their PDF text as
 # truth (bench/office-pages.ts), scored as `make eval` scores; figures in
-# docs/benchmarks.md ("Office pages as unseen pages").
+# docs/benchmarks/reading-quality.md ("Office pages as unseen pages").
 eval-office: deps ## score local/auto against the tesseract CLI on the office files' rendered pages (their PDF text as truth)
 	$(NPX) tsx bench/office-pages.ts test-artifacts/office-pages
 	FOLIO_EVAL_CORPUS=test-artifacts/office-pages $(NPX) tsx bench/eval-ocr.ts --models local/auto
 
 # Pages of two and three columns nothing was fitted to (issue 26's unseen-page goal where the
 # CLI reads columns best): HTML of the docs' prose printed by chromium, rendered at 200 DPI,
-# each also as a noisy JPEG "scan" (bench/column-pages.ts); figures in docs/benchmarks.md
+# each also as a noisy JPEG "scan" (bench/column-pages.ts); figures in docs/benchmarks/reading-quality.md
 # ("Pages of columns"). Needs chromium (the test profile installs it).
 eval-columns: deps ## score local/auto against the tesseract CLI on generated pages of columns, clean and scanned
 	@scripts/ensure-deps.sh test

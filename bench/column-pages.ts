@@ -14,7 +14,7 @@
  *
  * Then `FOLIO_EVAL_CORPUS=<folder> bench/eval-ocr.ts` scores it as `make
  * eval` scores ../shared/corpus/ocr; `make eval-columns` does both (figures
- * in docs/benchmarks.md, "Pages of columns").
+ * in docs/benchmarks/reading-quality.md, "Pages of columns").
  *
  * Usage: npx tsx bench/column-pages.ts <folder> [--scanned]
  */

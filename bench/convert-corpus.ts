@@ -11,12 +11,12 @@
  * application stored in it (`stored-pages.ts`: Word's `<Pages>`, ODF's
  * `meta:page-count`, a DOC's summary information, RTF's `\nofpages`), and
  * over the files that store one: how many convert to exactly that count,
- * and the total against theirs (docs/benchmarks.md, "Fonts").
+ * and the total against theirs (docs/benchmarks/conversion.md, "Fonts").
  *
  * Real documents rather than the fixtures: page counts, formats and fonts
  * the fixtures do not have. To compare two trees, run this file from each
  * (the same file copied into the other tree), alternating, and compare the
- * medians of the rounds (docs/benchmarks.md, "The corpus").
+ * medians of the rounds (docs/benchmarks/conversion.md, "The corpus").
  *
  * Standalone: `npx tsx bench/convert-corpus.ts` (root, runsc). Also a
  * {@link Benchmark} for bench/run.ts.

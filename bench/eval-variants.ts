@@ -1,6 +1,6 @@
 /**
  * `make eval-variants`: reading quality of turned and skewed pages (issue 26,
- * docs/benchmarks.md "Turned and skewed pages"). For every page of the
+ * docs/benchmarks/turned-pages.md "Turned and skewed pages"). For every page of the
  * corpus of `make eval` (kind "page" in its README, or `--only`), sharp
  * makes variants of the image: turned clockwise by 90°, 180° and 270°,
  * skewed by +4° and −4° (clockwise; the canvas grows, the corners white), and

@@ -21,7 +21,7 @@
  *
  * The split: every fourth document (by its number) is **held out**. No
  * threshold is ever chosen on it; eval-structure reports it apart
- * (docs/benchmarks.md, "Structure").
+ * (docs/benchmarks/structure.md, "Structure").
  *
  * The words are this project's own docs/*.md prose, so no corpus text is
  * reused. Seeded: the same seed writes the same documents on every machine.

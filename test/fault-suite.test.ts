@@ -8,7 +8,7 @@
  * the books reconcile with what the clients got (test/paid-traffic.ts
  * `reconcile`), and the same processes serve again, none restarted but the
  * one the fault killed. Recovery (fault end → first 200 of a request sent
- * after it) is printed per scenario; docs/benchmarks.md "Faults: recovery".
+ * after it) is printed per scenario; docs/benchmarks/faults.md "Faults: recovery".
  * Bounds are for a loaded 2-core machine, not benchmarks.
  */
 import { mkdtemp, readFile, rm } from "node:fs/promises";
@@ -35,7 +35,7 @@ const KEYED = { fast: "openai/gpt-4.1-mini", slow: "openai/gpt-4.1-nano", local:
 const BARE = { fast: "google/gemini-2.0-flash-001", slow: "openai/gpt-4.1" };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** One line per scenario, printed at the end (docs/benchmarks.md "Faults: recovery"). */
+/** One line per scenario, printed at the end (docs/benchmarks/faults.md "Faults: recovery"). */
 const recoveries: string[] = [];
 let redis: PrivateRedis;
 let postgres: FreezableProxy;

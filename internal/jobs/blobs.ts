@@ -5,7 +5,7 @@
  * in its data folder instead: PGlite runs inside the process, and a
  * 500 MB document written through it would pass through its WebAssembly
  * memory, which never shrinks. (The memory growth of folio dev during a
- * long job is something else: docs/benchmarks.md "Durable jobs".) An
+ * long job is something else: docs/benchmarks/jobs-history.md "Durable jobs".) An
  * object store can come later behind the same functions.
  */
 import { existsSync } from "node:fs";

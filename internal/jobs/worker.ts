@@ -264,7 +264,7 @@ export class JobWorker {
    * until that range ends, for at most {@link FIRST_PAGE_ALONE_MS}: on the
    * cores the slots share, page 1 read beside pages 2 and 3 and their
    * rendering was listed 3.8–5.0 s after the 202, alone 2.8–3.1 s
-   * (docs/benchmarks.md "The first page read alone"), and a client waits for
+   * (docs/benchmarks/jobs.md "The first page read alone"), and a client waits for
    * it to see its first result.
    */
   private async afterFirstPage(range: LeasedRange, signal: AbortSignal): Promise<void> {

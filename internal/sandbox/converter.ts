@@ -248,7 +248,7 @@ async function runPrestartedJob(jobDir: string, prestart: PrestartSpec, options:
     // A restored sandbox's pdftoppm is started once the host says the
     // restore is done (the hand-in signal without its file): one kept in
     // the checkpoint image renders slower after the restore than one
-    // started then (docs/benchmarks.md, "Page images in bands").
+    // started then (docs/benchmarks/conversion-history.md, "Page images in bands").
     // A sandbox to be checkpointed holds a connection LibreOffice has
     // greeted, so that its request thread waits in a read, not in accept():
     // an accept() under way when the sandbox is checkpointed fails after
@@ -708,7 +708,7 @@ const FILE_RUN_PAGES = 3;
  * own: 140,000 for 60 pages, each a round trip through gVisor's sentry under
  * the ptrace platform. With a buffer larger than a page, one write per page
  * or so: 60 pages to raw pixels took 9.9 s in the sandbox, 1.3 s with it
- * (docs/benchmarks.md, "Conversion: fast page images").
+ * (docs/benchmarks/conversion-history.md, "Conversion: fast page images").
  */
 const STDOUT_BUFFER_BYTES = 16 * 1024 * 1024;
 const LIBSTDBUF = "/usr/libexec/coreutils/libstdbuf.so";

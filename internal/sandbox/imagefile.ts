@@ -12,7 +12,7 @@
  * restore inflates every chunk: for the warm LibreOffice image (82 MB in
  * 79 chunks, 13.7 MB compressed) that was about half of the restore's CPU
  * (Go's inflate, 250-300 ms a restore), and a restore comes with every
- * document (docs/benchmarks.md, "The checkpoint image without
+ * document (docs/benchmarks/conversion.md, "The checkpoint image without
  * compression").
  *
  * {@link storeUncompressed} rewrites such a file with each chunk re-encoded

@@ -11,7 +11,7 @@
  * most of a page) at level 4: the first level with lazy matching, which
  * halves a mostly white page against levels 1–3 (38 against 80 KiB for the
  * one-page fixture, pdftoppm: 39 KiB) and costs 17–29 ms a page on the host
- * against pdftoppm's 450–550 ms (docs/benchmarks.md, "Conversion: fast page
+ * against pdftoppm's 450–550 ms (docs/benchmarks/conversion-history.md, "Conversion: fast page
  * images"). A page whose pixels are all grey (R = G = B, the usual case for
  * black text) is written as an 8-bit greyscale PNG (colour type 0), a third
  * of the pixels to compress; any coloured pixel keeps the page RGB (colour
@@ -76,7 +76,7 @@ export const DEFAULT_PNG_LEVEL = 4;
  * a sandbox (each fault a round trip through gVisor's sentry under ptrace)
  * that made scanlines and deflate of a colour A4 page 75–145 ms, against
  * 42–47 ms in bands; reading its file whole 35–45 ms, in bands 1–3 ms
- * (docs/benchmarks.md, "Page images in bands").
+ * (docs/benchmarks/conversion-history.md, "Page images in bands").
  */
 const BAND_BYTES = 1 << 20;
 /** Band buffers kept for reuse: two for each page encoded at once, a few pages at once. */

@@ -36,7 +36,7 @@
  *   interface records it. A profile used only headless, as every server
  *   uses it, therefore pays for them at each start: on this machine a start
  *   took 750–900 ms and 285,000 page faults with them, 90–100 ms and 6,900
- *   without (docs/benchmarks.md, "LibreOffice's start"). The results only
+ *   without (docs/benchmarks/conversion.md, "LibreOffice's start"). The results only
  *   go to a log file in the profile.
  *
  * - `Common/Font/Substitution/Replacement = true` and the `FontPairs` of

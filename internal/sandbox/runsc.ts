@@ -249,7 +249,7 @@ export class RunscBackend implements SandboxBackend {
     const sandbox = this.takeIdle() ?? (await this.restored({ wake: false }));
     // The replacement starts once this sandbox has exited, not now: a
     // conversion never shares the CPUs with the warm-up of its own
-    // replacement (docs/benchmarks.md, "Conversion (issue 4)").
+    // replacement (docs/benchmarks/conversion-history.md, "Conversion (issue 4)").
     const run = await (sandbox ? this.handIn(sandbox, input, signal) : this.runJob(input, input.timeoutMs, signal, {})).catch((err: unknown) => {
       this.fillPool();
       throw err;

@@ -6,7 +6,7 @@
  *
  * A running LibreOffice's first conversion does most of that work once: on
  * the host a first one-page DOCX took about 150 ms, each later one about
- * 25 ms (docs/benchmarks.md, "A warm LibreOffice"). The documents are made
+ * 25 ms (docs/benchmarks/conversion.md, "A warm LibreOffice"). The documents are made
  * here from text (an RTF with an embedded picture, a flat ODF presentation,
  * plain text) and converted through the formats Folio accepts: RTF to DOCX,
  * DOC and ODT, each of those to PDF, the presentation to PPTX and to PDF,

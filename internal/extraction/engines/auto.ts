@@ -14,7 +14,7 @@
  * A clean page without rules costs one tesseract reading, as on
  * `local/tesseract`.
  *
- * Chosen from measurements (docs/benchmarks.md "Reading quality"): on the
+ * Chosen from measurements (docs/benchmarks/reading-quality.md "Reading quality"): on the
  * corpus's ruled tables and receipts the second reading roughly halves the
  * character error rate (a dotted table 0.48 → 0.16, a coloured statistics
  * table 0.29 → 0.19, a receipt 0.17 → 0.09); on a dense financial statement
@@ -114,7 +114,7 @@ export class AutoEngine implements Engine {
  * across its columns; tesseract's confidence on it is low when its letters
  * are small and were read enlarged (a magazine page, a two-column book page
  * downscaled to half: 0.71 and 0.86), not because it read it badly.
- * Measured in docs/benchmarks.md "Small pages": receipts, tables and charts
+ * Measured in docs/benchmarks/reading-quality.md "Small pages": receipts, tables and charts
  * have at most 18 such lines, or none beside each other.
  */
 export function proseColumns(read: AnalyzedPage): boolean {

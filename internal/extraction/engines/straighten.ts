@@ -38,7 +38,7 @@
  * The check's own CPU
  * time (decoding the image, the profiles) is still spent on every page, and
  * the trials' on the pages they are asked about (on 2 cores they share the
- * CPUs with that first reading): docs/benchmarks.md "Turned and skewed
+ * CPUs with that first reading): docs/benchmarks/turned-pages.md "Turned and skewed
  * pages" gives the figures.
  *
  * Decisions a reader may question (the trial readings and the early reading:
@@ -79,16 +79,16 @@ export const MIN_SKEW_CONTRAST = 1.3;
  * dense table whose columns make sharper peaks than its rows, a coloured table
  * upside down whose rules outvote its ascenders, a receipt photographed on a
  * dark table) and right from 0.01 to 0.85; 8 of the 22 upright images fall
- * under it and pay for the trial (docs/benchmarks.md "Turned and skewed pages").
+ * under it and pay for the trial (docs/benchmarks/turned-pages.md "Turned and skewed pages").
  */
 export const SURE_UP_VOTE = 0.35;
 /**
  * The trial square's side as a share of the page's shorter side, its least
  * and its most: about a sixth of an A4 page, text enough for a clear answer
- * (docs/benchmarks.md "Turned and skewed pages"). Every pixel of it is read
+ * (docs/benchmarks/turned-pages.md "Turned and skewed pages"). Every pixel of it is read
  * two to four times on the pages asked about, which in a long job is
  * throughput lost: a square of {@link SMALL_TRIAL_SHARE} of the side gave the
- * same verdicts by the same margins at twice the cost (docs/benchmarks.md
+ * same verdicts by the same margins at twice the cost (docs/benchmarks/jobs.md
  * "Durable jobs"). That share stays the most of a small image (a receipt),
  * where half the side would hold too few words.
  */
@@ -109,7 +109,7 @@ export const LINE_ASPECT = 5;
  * it reads at least {@link SURE_READING_LETTERS} letters with a mean word
  * confidence of at least this (engines/tesseract.ts); the trials are then not
  * read. Measured with tesseract on the corpus's 29 images in four turns
- * (docs/benchmarks.md "Resident tesseract"): pages read turned 180° or 270°
+ * (docs/benchmarks/jobs-history.md "Resident tesseract"): pages read turned 180° or 270°
  * gave 0.14–0.47 (0.73 on an image of 41 letters), upright pages 0.60–0.96
  * (21 of 29 at 0.75 or more). A page turned 90° clockwise is read upright by
  * tesseract itself and reads as confidently as upright.

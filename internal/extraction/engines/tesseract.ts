@@ -25,7 +25,7 @@
  * - Page segmentation mode 3 (tesseract's automatic layout analysis): it
  *   finds columns, and `layout/` reads what it gets wrong (tables, a
  *   receipt's prices) row by row; mode 4 reads every line straight across
- *   the columns of a page (docs/benchmarks.md "Reading quality").
+ *   the columns of a page (docs/benchmarks/reading-quality.md "Reading quality").
  * - The language, when the request names none: the page is read in English
  *   first; when the words read are another installed language (franc, a
  *   trigram model, over the recognised text), it is read again in that
@@ -38,7 +38,7 @@
  *   page scanned at 100 DPI), the page is enlarged two times (Lanczos) and
  *   read again, and the boxes of that reading are brought back to the page
  *   as sent. Measured on the corpus's pages downscaled to half
- *   (docs/benchmarks.md "Small pages"): tesseract's word boxes told the small
+ *   (docs/benchmarks/reading-quality.md "Small pages"): tesseract's word boxes told the small
  *   pages apart better than a pixel estimate of the x-height, and larger text
  *   read enlarged got worse, so only the small is enlarged. It costs a second
  *   reading on those pages alone.
@@ -172,7 +172,7 @@ export const SMALL_WORD_HEIGHT = 9;
  * letters in four (`layout/letters.ts`), is read enlarged without a first
  * reading: capitals and ascenders of 6 px leave an x-height of about 4,
  * where tesseract reads garbage whose word boxes span lines and so do not
- * look small (docs/benchmarks.md "Small pages").
+ * look small (docs/benchmarks/reading-quality.md "Small pages").
  */
 export const TINY_LETTER_HEIGHT = 6;
 /** Fewer words than this (a label, a line) are never enlarged: their median says little. */
