@@ -34,6 +34,14 @@ describe("architecture boundaries (eslint)", () => {
     ["internal/documents/x.ts", 'import { type Sharp } from "sharp";', /sharp is used only through internal\/platform\/decoder/],
     ["internal/cli/run/x.ts", 'import sharp from "sharp";', /sharp is used only through internal\/platform\/decoder/],
     ["cmd/folio/x.ts", 'import sharp from "sharp";', /sharp is used only through internal\/platform\/decoder/],
+    ["internal/webhooks/x.ts", 'import "../billing/index.ts";', /webhooks .* import no service and no billing/],
+    ["internal/webhooks/x.ts", 'import "../edge/index.ts";', /nothing imports the edge/],
+    ["internal/edge/x.ts", 'import { JobWorker } from "../jobs/worker.ts";', /import internal\/jobs through its index.ts/],
+    ["internal/edge/routes/x.ts", 'export { a } from "../../platform/db/schema.ts";', /import internal\/platform\/db through its index.ts/],
+    ["internal/platform/grpc/x.ts", 'import "../errors/codes.ts";', /import internal\/platform\/errors through its index.ts/],
+    ["internal/cli/run/x.ts", 'import "../client/http.ts";', /import internal\/cli\/client through its index.ts/],
+    ["internal/sandbox/kubernetes/x.ts", 'import "../../operator/kube.ts";', /import internal\/operator through its index.ts \(or its door types.ts\)/],
+    ["internal/cli/client/x.ts", 'import "../run/index.ts";', /CLI client speaks the public HTTP API only/],
   ])("%s: %s is refused", async (path, code, why) => {
     const errors = await boundaryErrors(path, code);
     expect(errors.length, JSON.stringify(errors)).toBe(1);
@@ -49,6 +57,13 @@ describe("architecture boundaries (eslint)", () => {
     ["internal/cli/run/x.ts", 'import "../../edge/index.ts";\nimport "../../extraction/index.ts";'],
     ["internal/platform/decoder/x.ts", 'import sharp from "sharp";'],
     ["internal/extraction/x.test.ts", 'import sharp from "sharp";'],
+    ["internal/edge/x.ts", 'import "../jobs/index.ts";\nimport "../webhooks/index.ts";\nimport "../formats/pages.ts";'],
+    ["internal/extraction/engines/x.ts", 'import "../layout/grid.ts";\nimport "../client.ts";\nimport "../../platform/decoder/index.ts";'],
+    ["internal/platform/grpc/x.ts", 'import "../errors/index.ts";'],
+    [
+      "internal/sandbox/kubernetes/x.ts",
+      'import "../converter.ts";\nimport "../../operator/types.ts";\nimport "../../platform/grpc/load-options.ts";\nimport "../../gen/proto/folio/conversion/v1/JobHeader.ts";',
+    ],
   ])("%s: allowed imports pass", async (path, code) => {
     expect(await boundaryErrors(path, code)).toEqual([]);
   });

@@ -19,6 +19,7 @@ export {
 export { decodeBase64Strict, parseDataUrl } from "./base64.ts";
 export { looksLikeText, sniffDocument, type DocumentKind, type Sniffed } from "./sniff.ts";
 export {
+  DEFAULT_MAX_PIXELS_PER_PAGE,
   inspectPdf,
   openPdf,
   pdfPageCount,

@@ -34,15 +34,14 @@ import { readFile, rm, stat, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { FolioError } from "../platform/errors/index.ts";
 import { PAGE_DPI, PGM_MIME_TYPE } from "../formats/index.ts";
-import { planPages, type PageSelection } from "../formats/pages.ts";
+import { DEFAULT_MAX_PIXELS_PER_PAGE, planPages, type PageSelection } from "../formats/pages.ts";
 import { inspect, inspectedSpan, pdftoppmArgs, resolutionRuns, type PdfInfo } from "./pdf-inspect.ts";
 
 export type { PdfInfo } from "./pdf-inspect.ts";
 import { collectPages, renderInBackground } from "./pdf-stream.ts";
 import { deadline, privateDir, tool } from "./poppler.ts";
 
-/** Default pixel budget per page: A1 at 200 DPI (4681 × 6622) fits; A0 is rendered at about 160 DPI. */
-export const DEFAULT_MAX_PIXELS_PER_PAGE = 40_000_000;
+export { DEFAULT_MAX_PIXELS_PER_PAGE };
 const DEFAULT_TIMEOUT_MS = 30_000;
 /**
  * Rendered pages a stream lets wait on disk for the consumer before it

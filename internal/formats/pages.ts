@@ -23,6 +23,9 @@
 /** Longest `pages` text accepted (a few hundred ranges). */
 export const MAX_PAGES_TEXT = 1000;
 
+/** Default pixel budget per page image: A1 at 200 DPI (4681 × 6622) fits; A0 is rendered at about 160 DPI (documents/pdf.ts; PP-OCR's bound too). */
+export const DEFAULT_MAX_PIXELS_PER_PAGE = 40_000_000;
+
 /** Pages `first`..`last`, 1-based, inclusive; no `last`: to the document's end. */
 export interface PageRange {
   readonly first: number;

@@ -1,10 +1,12 @@
 /**
  * Durable OCR jobs (docs/adr/0005-durable-jobs-queue.md): the queue of page
- * ranges with leases and fair hand-out, and the jobs' events.
+ * ranges with leases and fair hand-out, the jobs' events, and the running
+ * worker (`startWorker`, for `folio worker` and `folio dev`).
  */
 export { QUEUE_CHANNEL, addRanges, claimRange, cutRanges, finishRange, openRanges, queueState, queuedPages, releaseLease, renewLease, type LeasedRange } from "./queue.ts";
 export { EVENTS_CHANNEL, JOB_EVENT_TYPES, JobEventWaits, appendEvent, eventsAfter, type JobEvent, type JobEventType } from "./events.ts";
 export { JOBS_ENDPOINT, cancelJob, deleteExpiredJobs, endJob, insertJob, jobRow, jobView, markStarted, pagesAfter, storeRange, type JobRequest, type JobRow, type JobStatus, type NewJob, type ReadOutcome, type StoreOptions } from "./store.ts";
 export { JobWorker, type JobWorkerOptions, type PageReader } from "./worker.ts";
 export { convertJob, type DocumentConverter } from "./convert.ts";
+export { startWorker, type RunningWorker } from "./service.ts";
 export { CHUNK_BYTES, documentBytes, documentFile, jobDocumentStore, putDocument, sweepDocuments, type DocumentStore, type JobDocumentInput } from "./blobs.ts";

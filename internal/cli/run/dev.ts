@@ -4,7 +4,7 @@
  */
 import { relative } from "node:path";
 import { edgeDatabaseTimeouts, startEdge } from "../../edge/index.ts";
-import { startWorker } from "../../jobs/service.ts";
+import { startWorker } from "../../jobs/index.ts";
 import { conversionSchema, edgeSchema, extractionSchema, parseConfig, workerSchema, type Env } from "../../platform/config/index.ts";
 import { startExtraction } from "../../extraction/index.ts";
 import { startConversion, type RunningConversion } from "../../conversion/index.ts";

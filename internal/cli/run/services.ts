@@ -5,7 +5,7 @@
 import { startConversion } from "../../conversion/index.ts";
 import { startEdge } from "../../edge/index.ts";
 import { startExtraction } from "../../extraction/index.ts";
-import { startWorker } from "../../jobs/service.ts";
+import { startWorker } from "../../jobs/index.ts";
 import { conversionSchema, edgeSchema, extractionSchema, parseConfig, workerSchema, type Env } from "../../platform/config/index.ts";
 import { startParserJail } from "../../platform/jail/index.ts";
 import { createLogger, type Logger } from "../../platform/log/index.ts";

@@ -62,7 +62,7 @@
  */
 import os from "node:os";
 import { Worker } from "node:worker_threads";
-import { DEFAULT_MAX_PIXELS_PER_PAGE } from "../../documents/pdf.ts";
+import { DEFAULT_MAX_PIXELS_PER_PAGE } from "../../formats/pages.ts";
 import { parsePgm } from "../../formats/index.ts";
 import { decodePixels, fromPixels } from "../../platform/decoder/index.ts";
 import { FolioError } from "../../platform/errors/index.ts";

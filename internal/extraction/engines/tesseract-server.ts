@@ -25,7 +25,7 @@ import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
 import { parserEnv } from "../../platform/childenv/index.ts";
-import { encodeFrame, FrameReader } from "../../platform/decoder/frames.ts";
+import { encodeFrame, FrameReader } from "../../platform/decoder/index.ts";
 import { FolioError } from "../../platform/errors/index.ts";
 import { jailed, parserJail, signalJailed, type JailAccess, type ParserJailMode } from "../../platform/jail/index.ts";
 

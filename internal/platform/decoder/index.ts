@@ -35,6 +35,9 @@ import { parserEnv } from "../childenv/index.ts";
 import { jailed, parserJail, signalJailed, type ParserJailMode } from "../jail/index.ts";
 import { encodeFrame, FrameReader } from "./frames.ts";
 
+/** The frames of the child's pipe, also spoken by the resident tesseract (extraction/engines/tesseract-server.ts). */
+export { encodeFrame, FrameReader };
+
 /** A decode that takes longer than this kills its child (a hostile image spinning a decoder): twice the slowest 40 MP TIFF seen. */
 export const DECODE_DEADLINE_MS = 60_000;
 /**
