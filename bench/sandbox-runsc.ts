@@ -58,9 +58,9 @@ import { ConversionService } from "../internal/conversion/service.ts";
 import { CONVERSION_MIME_TYPES, type ConversionFormat } from "../internal/formats/index.ts";
 import { createLogger } from "../internal/platform/log/index.ts";
 import { PROJECT_ROOT } from "../internal/sandbox/assets.ts";
-import { MALLOC_ENV } from "../internal/sandbox/converter.ts";
 import { fileUrl, prepareProfile, SOFFICE_BIN } from "../internal/sandbox/profile.ts";
 import { RunscBackend } from "../internal/sandbox/runsc.ts";
+import { MALLOC_ENV } from "../internal/sandbox/tools.ts";
 import { median, positiveInt, runIfMain, TimingsSink, waitForPool } from "./support.ts";
 
 const FIXTURES = join(PROJECT_ROOT, "test", "fixtures", "convert");

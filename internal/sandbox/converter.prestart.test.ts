@@ -14,11 +14,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PROJECT_ROOT } from "./assets.ts";
-import { HANDIN_FILE, officePipePath, officeRequest, PRESTART_FILE, runJob, type PrestartSpec } from "./converter.ts";
+import { HANDIN_FILE, PRESTART_FILE, runJob, type PrestartSpec } from "./converter.ts";
 import { fileUrl, prepareProfile } from "./profile.ts";
 import { SEED_BYTES } from "./reseed.ts";
 import { WARM_UP_STEPS } from "./warmup.ts";
 import { officeGreeting, pngInfo } from "./testdocs.ts";
+import { officePipePath, officeRequest } from "./warm-office.ts";
 
 const FIXTURES = join(PROJECT_ROOT, "test", "fixtures", "convert");
 const work = mkdtempSync(join(tmpdir(), "folio-prestart-test-"));

@@ -10,10 +10,10 @@ import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { officePipePath } from "./converter.ts";
 import { FONT_REPLACEMENTS } from "./fonts.ts";
 import { SOFFICE_BIN, fileUrl, installedOfficeVersion, isPreparedProfile, prepareProfile } from "./profile.ts";
 import { officeGreeting } from "./testdocs.ts";
+import { officePipePath } from "./warm-office.ts";
 
 const work = mkdtempSync(join(tmpdir(), "folio-profile-test-"));
 afterAll(() => rmSync(work, { recursive: true, force: true }));

@@ -127,7 +127,7 @@ const DEFAULT_PRESTART_POOL = 2;
 /**
  * The prestart.json of the sandbox that is checkpointed: it waits for a
  * signal (a restored sandbox's stdin never becomes readable) and warms
- * LibreOffice up first (converter.ts). Part of the image's key.
+ * LibreOffice up first (converter.ts, warm-office.ts). Part of the image's key.
  */
 const CHECKPOINTED: PrestartSpec = Object.freeze({ profileDir: SANDBOX_PATHS.profile, handIn: "signal", warmUp: true });
 /** The state file `runsc checkpoint` writes into the image folder (this runsc: one file). */

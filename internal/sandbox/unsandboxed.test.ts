@@ -50,8 +50,8 @@ describe("UnsandboxedBackend", () => {
     expect(result.pdf?.subarray(0, 5).toString("latin1")).toBe("%PDF-");
     const text = execFileSync("pdftotext", ["-", "-"], { input: result.pdf, encoding: "utf8" });
     expect(text).toMatch(/quick brown fox/i);
-    // The limit still counts the document's pages.
-    await expect(backend.convert({ document, format: "DOCX", maxPages: 1, output: "pdf", timeoutMs: 60_000 })).rejects.toMatchObject({ code: "conversion_failed" });
+    // The limit still counts the document's pages: over it is the caller's 400, as a PDF's (docs/errors.md).
+    await expect(backend.convert({ document, format: "DOCX", maxPages: 1, output: "pdf", timeoutMs: 60_000 })).rejects.toMatchObject({ code: "invalid_request" });
   }, 120_000);
 
   it("answers timeout when the conversion runs past the limit", async () => {

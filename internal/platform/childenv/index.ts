@@ -12,8 +12,8 @@
  *
  * The LibreOffice of the sandbox program (internal/sandbox/converter.ts,
  * also run on the host by the `unsandboxed` backend) does not use this: its
- * tools get a fixed environment written out in constants there, nothing of
- * the parent's at all.
+ * tools get a fixed environment written out in constants in
+ * internal/sandbox/tools.ts, nothing of the parent's at all.
  */
 
 /** What every parser may see of its parent's environment: where programs are, the locale and time zone, home and temporary folder, fontconfig's files. Values only, nothing secret. */

@@ -113,10 +113,10 @@ describe("runBrokerMode", () => {
       documentPageCount: 4,
       pdfHeader: "%PDF-",
     });
-    // The document's pages bound a PDF too: more than maxPages is the conversion's failure, submitted as such.
+    // The document's pages bound a PDF too: more than maxPages is over_limit (a 400 at the edge), submitted as such.
     const over = broker.register(job(pagedDocx(4), { output: "pdf", maxPages: 3 }));
     expect((await runBrokerMode(options(over.token, "pdf-over"))).exitCode).toBe(0);
-    expect((await over.result).outcome).toMatchObject({ ok: false, errorCode: "conversion_failed" });
+    expect((await over.result).outcome).toMatchObject({ ok: false, errorCode: "over_limit" });
   }, 90_000);
 
   it("submits a conversion failure as a result and exits 0", async () => {
