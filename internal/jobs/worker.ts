@@ -7,18 +7,16 @@
  * costs that range's lease time and one more reading of its pages, never a
  * page stored or billed twice.
  */
-import { randomUUID } from "node:crypto";
-import { hostname } from "node:os";
 import { Decimal } from "../billing/index.ts";
 import type { ExtractOptions, PageExtraction, PageInput } from "../contracts/index.ts";
 import { inspectPdf, rasterizePdf, streamPdfPages } from "../documents/index.ts";
 import { PAGE_DPI } from "../formats/index.ts";
 import { parsePages } from "../formats/pages.ts";
 import { FolioError } from "../platform/errors/index.ts";
-import { Naps } from "../platform/naps/index.ts";
 import type { DB } from "../platform/db/index.ts";
 import type { Logger } from "../platform/log/index.ts";
 import type { WorkerMetrics } from "../platform/metrics/index.ts";
+import { LeasedPoller, leaseHolderId } from "../platform/poller/index.ts";
 import { readFile } from "node:fs/promises";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { DocumentStore } from "./blobs.ts";
@@ -125,34 +123,51 @@ export const FIRST_PAGE_ALONE_MIN_PAGES = 20;
 /** A cancelled job's ranges stop being read within this (the API promises 2 s). */
 export const RENEW_AT_LEAST_EVERY_MS = 1_000;
 
+/**
+ * A slot of the worker's poller: it claims and reads ranges until stopped;
+ * an `express` slot only ranges of accounts nothing of which is being read.
+ * Idle, the slot that `polls` looks every `pollMs`, the others sleep until
+ * woken (see `pollMs`).
+ */
+interface RangeSlot {
+  express: boolean;
+  polls: boolean;
+}
+
 export class JobWorker {
   readonly id: string;
-  private running = false;
-  private readonly slots: Promise<void>[] = [];
-  private readonly stopping = new AbortController();
   private readonly documents: JobDocuments;
-  /** Idle slots' sleeps, cut short by a wake-up or the stop. */
-  private readonly naps = new Naps(this.stopping.signal);
-  private unlisten: (() => Promise<void>) | undefined;
+  private readonly poller: LeasedPoller<LeasedRange, RangeSlot>;
   /** Jobs whose first page a slot of this worker is reading: settled when it is stored or given up. */
   private readonly firstPages = new Map<string, Promise<void>>();
 
   constructor(private readonly o: JobWorkerOptions) {
-    this.id = o.id ?? `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
+    this.id = o.id ?? leaseHolderId();
     this.documents = new JobDocuments(o.db, o.documents, DOCUMENT_IDLE_MS);
+    this.poller = new LeasedPoller<LeasedRange, RangeSlot>({
+      slots: [
+        ...Array.from({ length: o.concurrency }, (_, i) => ({ express: false, polls: i === 0 })),
+        ...Array.from({ length: o.expressSlots ?? 0 }, () => ({ express: true, polls: false })),
+      ],
+      claim: (slot) => claimRange(o.db, this.id, o.leaseMs, { unservedOnly: slot.express }),
+      handle: (range) => this.process(range),
+      // Stopping: the range goes back to the queue now, not after its lease (if the database answers).
+      release: (range) => releaseLease(o.db, range, this.id),
+      onAbandoned: () => o.metrics?.ranges.inc({ outcome: "abandoned" }),
+      onError: (err, range) => o.log.warn({ err, job: range?.jobId, first_page: range?.firstPage }, "a job range was not stored; its lease will run out and it will be read again"),
+      pollMs: o.pollMs,
+      idleSlotMs: IDLE_SLOT_MS,
+      listen: o.listen,
+    });
   }
 
   start(): void {
-    if (this.running) return;
-    this.running = true;
-    this.unlisten = this.o.listen?.(() => this.wake());
-    for (let i = 0; i < this.o.concurrency; i++) this.slots.push(this.slot(false, i === 0));
-    for (let i = 0; i < (this.o.expressSlots ?? 0); i++) this.slots.push(this.slot(true, false));
+    this.poller.start();
   }
 
   /** Wakes the idle slots to look for ranges now. */
   wake(): void {
-    this.naps.wake();
+    this.poller.wake();
   }
 
   /**
@@ -162,46 +177,8 @@ export class JobWorker {
    * and waits for the slots to end.
    */
   async stop(drainMs = 0): Promise<void> {
-    this.running = false;
-    // Idle slots end now; those reading finish their range (below).
-    this.wake();
-    const all = Promise.all(this.slots);
-    if (drainMs > 0) {
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([all, new Promise((r) => (timer = setTimeout(r, drainMs)))]);
-      clearTimeout(timer);
-    }
-    this.stopping.abort();
-    await Promise.all([all, this.unlisten?.()]);
+    await this.poller.stop(drainMs);
     await this.documents.close();
-  }
-
-  /**
-   * Claims and reads ranges until stopped; an `express` slot only ranges of
-   * accounts nothing of which is being read. Idle, the slot that `polls`
-   * looks every `pollMs`, the others sleep until woken (see `pollMs`).
-   */
-  private async slot(express: boolean, polls: boolean): Promise<void> {
-    while (this.running) {
-      let range: LeasedRange | undefined;
-      try {
-        range = await claimRange(this.o.db, this.id, this.o.leaseMs, { unservedOnly: express });
-        if (range) {
-          // There may be more: the sleeping slots look too.
-          this.wake();
-          await this.process(range);
-        }
-      } catch (err) {
-        if (range) this.o.metrics?.ranges.inc({ outcome: "abandoned" });
-        if (!this.running) {
-          // Stopping: the range goes back to the queue now, not after its lease (if the database answers).
-          if (range) await releaseLease(this.o.db, range, this.id).catch(() => undefined);
-          return;
-        }
-        this.o.log.warn({ err, job: range?.jobId, first_page: range?.firstPage }, "a job range was not stored; its lease will run out and it will be read again");
-      }
-      if (!range && this.running) await this.naps.sleep(polls ? this.o.pollMs : Math.max(this.o.pollMs, IDLE_SLOT_MS));
-    }
   }
 
   /** Reads one claimed range and stores it; throws (leaving the range to its lease) when it cannot finish it. */
@@ -210,7 +187,7 @@ export class JobWorker {
     const firstPageStored = range.firstPage === 1 ? this.readingFirstPage(range.jobId) : undefined;
     const abort = new AbortController();
     const stop = () => abort.abort();
-    this.stopping.signal.addEventListener("abort", stop, { once: true });
+    this.poller.signal.addEventListener("abort", stop, { once: true });
     const renewal = setInterval(() => {
       renewLease(this.o.db, range, this.id, this.o.leaseMs).then(
         (held) => held || abort.abort(),
@@ -244,7 +221,7 @@ export class JobWorker {
     } finally {
       firstPageStored?.();
       clearInterval(renewal);
-      this.stopping.signal.removeEventListener("abort", stop);
+      this.poller.signal.removeEventListener("abort", stop);
     }
   }
 

@@ -6,14 +6,12 @@
  * no redirect followed), and record the attempt. Runs in `folio worker`;
  * any number of workers share one outbox.
  */
-import { randomUUID } from "node:crypto";
-import { hostname } from "node:os";
 import { checkedClient, describeNetworkError } from "../documents/index.ts";
 import type { HostLookup } from "../documents/index.ts";
 import type { DB } from "../platform/db/index.ts";
 import { FolioError } from "../platform/errors/index.ts";
 import type { Logger } from "../platform/log/index.ts";
-import { Naps } from "../platform/naps/index.ts";
+import { LeasedPoller, leaseHolderId } from "../platform/poller/index.ts";
 import { claimDelivery, recordAttempt, releaseDelivery, type AttemptResult, type ClaimedDelivery } from "./outbox.ts";
 import type { SecretBox } from "./secrets.ts";
 import { webhookHeaders } from "./signing.ts";
@@ -49,7 +47,12 @@ export interface DelivererOptions {
 /** A claim's lease outlasts the attempt's timeout by this (recording it); a worker killed mid-attempt leaves its delivery to be attempted again this long after the timeout. */
 const LEASE_MARGIN_MS = 10_000;
 
-/** How long a slot other than the first sleeps when idle unless woken. */
+/**
+ * How long a slot other than the first sleeps when idle unless woken. Idle,
+ * only the first slot looks for due deliveries every `pollMs`; the others
+ * sleep until woken (by a slot that found work, or a notification), or for
+ * this: an idle outbox costs one query a poll, whatever the concurrency.
+ */
 const IDLE_SLOT_MS = 30_000;
 
 /** Bytes of a receiver's answer read (and dropped) before the connection is closed. */
@@ -57,61 +60,35 @@ const MAX_ANSWER_BYTES = 64 * 1024;
 
 export class WebhookDeliverer {
   readonly id: string;
-  private running = false;
-  private readonly slots: Promise<void>[] = [];
-  private readonly stopping = new AbortController();
-  /** Idle slots' sleeps, cut short by a wake-up or the stop. */
-  private readonly naps = new Naps(this.stopping.signal);
-  private unlisten: (() => Promise<void>) | undefined;
+  /** The delivery slots (see {@link IDLE_SLOT_MS}). */
+  private readonly poller: LeasedPoller<ClaimedDelivery>;
 
   constructor(private readonly o: DelivererOptions) {
-    this.id = o.id ?? `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
+    this.id = o.id ?? leaseHolderId();
+    this.poller = new LeasedPoller<ClaimedDelivery>({
+      slots: Array.from({ length: o.concurrency }, (_, i) => ({ polls: i === 0 })),
+      claim: () => claimDelivery(o.db, this.id, o.timeoutMs + LEASE_MARGIN_MS, o.onMerged),
+      handle: (claimed) => this.deliver(claimed),
+      release: (claimed) => releaseDelivery(o.db, this.id, claimed),
+      onError: (err, claimed) => o.log.warn({ err, delivery: claimed?.id }, "a webhook delivery was not recorded; its lease will run out and it will be attempted again"),
+      pollMs: o.pollMs,
+      idleSlotMs: IDLE_SLOT_MS,
+      listen: o.listen,
+    });
   }
 
   start(): void {
-    if (this.running) return;
-    this.running = true;
-    this.unlisten = this.o.listen?.(() => this.wake());
-    for (let i = 0; i < this.o.concurrency; i++) this.slots.push(this.slot(i === 0));
+    this.poller.start();
   }
 
   /** Wakes the idle slots to look for due deliveries now. */
   wake(): void {
-    this.naps.wake();
+    this.poller.wake();
   }
 
   /** Stops claiming; attempts under way are cut and their deliveries given back at once. */
-  async stop(): Promise<void> {
-    this.running = false;
-    this.stopping.abort();
-    await Promise.all([...this.slots, this.unlisten?.()]);
-  }
-
-  /**
-   * One delivery slot. Idle, only the first slot looks for due deliveries
-   * every `pollMs`; the others sleep until woken (by a slot that found work,
-   * or a notification), or for {@link IDLE_SLOT_MS}: an idle outbox costs one
-   * query a poll, whatever the concurrency.
-   */
-  private async slot(polls: boolean): Promise<void> {
-    while (this.running) {
-      let claimed: ClaimedDelivery | undefined;
-      try {
-        claimed = await claimDelivery(this.o.db, this.id, this.o.timeoutMs + LEASE_MARGIN_MS, this.o.onMerged);
-        if (claimed) {
-          // There may be more: the sleeping slots look too.
-          this.wake();
-          await this.deliver(claimed);
-        }
-      } catch (err) {
-        if (!this.running) {
-          if (claimed) await releaseDelivery(this.o.db, this.id, claimed).catch(() => undefined);
-          return;
-        }
-        this.o.log.warn({ err, delivery: claimed?.id }, "a webhook delivery was not recorded; its lease will run out and it will be attempted again");
-      }
-      if (!claimed && this.running) await this.naps.sleep(polls ? this.o.pollMs : Math.max(this.o.pollMs, IDLE_SLOT_MS));
-    }
+  stop(): Promise<void> {
+    return this.poller.stop();
   }
 
   /** One attempt of `d`, recorded. */
@@ -129,7 +106,7 @@ export class WebhookDeliverer {
     const started = performance.now();
     const headers: Record<string, string> = { ...webhookHeaders(secrets, d.event_id, Math.floor(Date.now() / 1000), d.body) };
     const outcome = await this.post(endpoint.url, headers, d.body);
-    this.stopping.signal.throwIfAborted();
+    this.poller.signal.throwIfAborted();
     const durationMs = performance.now() - started;
     const result = await recordAttempt(this.o.db, this.id, d, { ...outcome, durationMs }, this.o.retrySeconds);
     this.o.onAttempt?.(result, d.type, durationMs / 1000);
@@ -138,7 +115,7 @@ export class WebhookDeliverer {
 
   /** POSTs `body`; the receiver's status, or what went wrong on the way, in words a client may read. */
   private async post(url: string, headers: Record<string, string>, body: string): Promise<{ httpStatus?: number; error?: string }> {
-    const signal = AbortSignal.any([AbortSignal.timeout(this.o.timeoutMs), this.stopping.signal]);
+    const signal = AbortSignal.any([AbortSignal.timeout(this.o.timeoutMs), this.poller.signal]);
     let client;
     try {
       ({ client } = await checkedClient(url, { allow: this.o.allow, timeoutMs: this.o.timeoutMs, ...(this.o.lookup ? { lookup: this.o.lookup } : {}) }, "url", signal));

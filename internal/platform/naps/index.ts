@@ -1,8 +1,9 @@
 /**
- * Sleeps of idle polling loops that a notification can cut short: the jobs
- * worker's and the webhook deliverer's slots sleep between looks at their
- * queue, and a NOTIFY at a commit (or a slot that found work) wakes them all,
- * as does the `stop` signal; a job's event streams wait so for its next event.
+ * Sleeps of idle polling loops that a notification can cut short: the leased
+ * poller's slots (platform/poller: the jobs worker's and the webhook
+ * deliverer's) sleep between looks at their queue, and a NOTIFY at a commit
+ * (or a slot that found work) wakes them all, as does the `stop` signal; a
+ * job's event streams wait so for its next event.
  */
 export class Naps {
   private readonly sleepers = new Set<() => void>();
