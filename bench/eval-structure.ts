@@ -42,7 +42,13 @@
  * table read in ≥ 95 % of documents that have none. No threshold is ever
  * chosen on the held-out part.
  *
- * Usage: npx tsx bench/eval-structure.ts [--model local/auto] [--only substring] [--set dev] [--dump folder]
+ * With `--cost N`: instead of scoring, what the structure costs: the first
+ * N clean pages of the set read one at a time as `text` and as `markdown`
+ * with `extract_tables`, alternately (text first on even pages, markdown
+ * first on odd ones, so the machine's drift cancels), and the median of
+ * the per-page ratios of their wall times (issue 45: at most 1.2 ×).
+ *
+ * Usage: npx tsx bench/eval-structure.ts [--model local/auto] [--only substring] [--set dev] [--dump folder] [--cost N]
  * Needs soffice, pdftoppm and pandoc. Writes test-artifacts/eval-structure.json;
  * with --dump, each file's markdown as read (<file>.read.md) and the truth
  * (<file>.truth.md) in the folder, and the cells found and missed.
@@ -76,6 +82,7 @@ const MODEL = arg("--model") ?? "local/auto";
 const ONLY = arg("--only");
 const DUMP = arg("--dump");
 const SET = arg("--set");
+const COST = arg("--cost");
 
 interface Structure {
   headings: string[];
@@ -411,7 +418,53 @@ function totals(scores: readonly FileScore[]) {
   };
 }
 
+/** `--cost N` (module comment): the per-page wall-time ratio of markdown with tables to text, on clean pages. */
+async function cost(pagesWanted: number): Promise<void> {
+  const engine = localEngines().get(MODEL);
+  if (!engine) throw new Error(`no local model ${MODEL}`);
+  const list = entries().filter((e) => !e.scanned);
+  const rendered = mkdtempSync(join(tmpdir(), "folio-eval-structure-pdf-"));
+  await renderAll(list, rendered);
+  const ratios: number[] = [];
+  const totals = { text: 0, markdown: 0 };
+  const read = async (image: Buffer, n: number, markdown: boolean) => {
+    const t0 = performance.now();
+    // A copy: the engine keeps what it measured of an image by its buffer, and each reading pays its own way.
+    await engine.extractPage({ pageNumber: n, image: Buffer.from(image), mimeType: "image/png" }, markdown ? { extractTables: true, outputFormat: "markdown" } : { extractTables: false, outputFormat: "text" }, AbortSignal.timeout(300_000));
+    return performance.now() - t0;
+  };
+  for (const entry of list) {
+    if (ratios.length >= pagesWanted) break;
+    const work = mkdtempSync(join(tmpdir(), "folio-eval-structure-"));
+    try {
+      for (const [i, image] of (await pages(entry, work)).entries()) {
+        if (ratios.length >= pagesWanted) break;
+        const first = ratios.length % 2 === 0;
+        const a = await read(image, i + 1, !first);
+        const b = await read(image, i + 1, first);
+        const [text, markdown] = first ? [a, b] : [b, a];
+        totals.text += text;
+        totals.markdown += markdown;
+        ratios.push(markdown / text);
+      }
+    } finally {
+      rmSync(work, { recursive: true, force: true });
+    }
+  }
+  rmSync(rendered, { recursive: true, force: true });
+  const sorted = [...ratios].sort((a, b) => a - b);
+  console.log(
+    JSON.stringify(
+      { model: MODEL, pages: ratios.length, median_ratio: Number(sorted[sorted.length >> 1]!.toFixed(3)), total_text_ms: Math.round(totals.text), total_markdown_ms: Math.round(totals.markdown), total_ratio: Number((totals.markdown / totals.text).toFixed(3)) },
+      null,
+      2,
+    ),
+  );
+  await shutdownLocalEngines();
+}
+
 async function main(): Promise<void> {
+  if (COST) return cost(Number(COST));
   const scores: FileScore[] = [];
   const list = entries();
   const rendered = mkdtempSync(join(tmpdir(), "folio-eval-structure-pdf-"));
