@@ -64,11 +64,11 @@ build: deps ## compile to dist/ (the `folio` launcher runs the sources either wa
 	$(WEB_BUILD)
 
 # The Helm chart, kustomize overlays, CRD, dashboard and Dockerfiles, checked
-# without a cluster by test/deploy.test.ts (also part of `make test`); helm and
+# without a cluster by test/deploy.*.test.ts (also part of `make test`); helm and
 # kubectl come from scripts/k8s-tools.sh into .tools/ (docs/operations.md).
 k8s-validate: deps ## helm lint/template, kustomize and schema checks of deploy/ (no cluster needed)
 	@scripts/k8s-tools.sh >/dev/null
-	@eval "$$(scripts/test-services.sh)" && $(NPX) vitest run test/deploy.test.ts
+	@eval "$$(scripts/test-services.sh)" && $(NPX) vitest run $(wildcard test/deploy.*.test.ts)
 
 # Both images of deploy/docker with buildah, tagged by a hash of their inputs: a
 # rerun with nothing changed builds nothing; where the public base images cannot

@@ -7,7 +7,7 @@
  * checksum annotations) and minus namespaces (kustomize sets them); the
  * migration hook Job becomes the edge's init container (migrateBeforeEdge). It also
  * copies the ConversionSandbox CRD that scripts/gen-crd.ts generates
- * (deploy/crds) into the chart's crds/ and the base. test/deploy.test.ts
+ * (deploy/crds) into the chart's crds/ and the base. test/deploy.*.test.ts
  * fails when any of these files differs from a fresh run.
  *
  *   npx tsx deploy/kustomize/generate.ts           rewrite the generated files
