@@ -184,6 +184,23 @@ describe("reading order", () => {
     expect(r.text.split("\n")[0]).toBe("Then is read");
   });
 
+  it("keeps a row with one cell filled in its table, but not a heading set under the table with more space above it", () => {
+    const rows = [
+      ["Region", "Units", "Revenue"],
+      ["North", "12", "4,500"],
+      ["South", "9", "3,100"],
+      ["Subtotal", "", ""],
+    ];
+    const xs = [200, 600, 900];
+    const at = (text: string, c: number, y: number, line: number) => ({ text, x: xs[c]!, y, block: 1, line });
+    const table = rows.flatMap((r, i) => r.flatMap((text, c) => (text ? [at(text, c, 300 + i * LEADING, i + 1)] : [])));
+    // A heading 2.5 lines below the last row, where the rows are one line apart.
+    const heading = line("Shipping season", 200, 300 + 3 * LEADING + 110, 2, 1);
+    const r = analyzePage(tsv([...table, ...heading]));
+    expect(r.tables.map((t) => t.rows)).toEqual([rows]);
+    expect(r.text.split("\n").at(-1)).toBe("Shipping season");
+  });
+
   it("reads bullets set apart from their items as a list, not as a table of two columns", () => {
     const items = ["Integrate planning with the investment programmes.", "Consider the social effects of public projects.", "Make infrastructure spending efficient.", "Share the public space of the streets."];
     // Tesseract's order: each line its bullet, read as "e" (as tesseract reads a Word list's round bullets), then its text.

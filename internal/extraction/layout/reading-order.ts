@@ -32,6 +32,15 @@
 import type { CellSpan } from "../engines/tables.ts";
 import { boundsOf, isSymbolOnly, median, type Box, type OcrWord } from "./words.ts";
 
+/**
+ * A line of a single run (one cell filled) joins the table above it only
+ * when the space above it is at most this many times the rows' own (their
+ * median) and this many word heights more: a heading set right under a
+ * table has its paragraph spacing above it (gen_066, a dev page: two
+ * headings read as rows of the table above them).
+ */
+const ROW_SPACING_GROWTH = 1.5;
+const MIN_ROW_SPACING_SLACK = 0.25;
 /** A vertical gap narrower than this many word heights is a space between words, not a column gap. */
 const MIN_COLUMN_GAP = 1.0;
 /**
@@ -323,6 +332,8 @@ function sectionsOf(bands: readonly Item[][], within: Box, h: number): Item[][][
   let free: Gap[] = [];
   let extent = { x0: 0, x1: 0 };
   let bottom = 0;
+  /** The space above each band of the current section but its first. */
+  let spacing: number[] = [];
   for (const whole of bands) {
     // A row whose cells a tight table set closer than a column gap: its runs are cut where the section's columns part.
     const band = current.length >= 2 ? splitAtGaps(whole, free.filter((g) => g.from > extent.x0 && g.to < extent.x1), h) : whole;
@@ -351,7 +362,10 @@ function sectionsOf(bands: readonly Item[][], within: Box, h: number): Item[][][
       const near = b.y0 - bottom <= MAX_SECTION_GAP * h;
       // A single run alone so far (a title, a running header, a line of prose) evidences no column: it starts no table.
       const alone = current.length === 1 && current[0]!.length === 1 && mine === 0;
-      if (near && !alone && kept > 0 && kept >= needed) {
+      // A single run set further below the rows than they are apart (a heading after a table) is no row of it.
+      const apart = band.length === 1 && spacing.length > 0 && b.y0 - bottom > ROW_SPACING_GROWTH * median(spacing) + MIN_ROW_SPACING_SLACK * h;
+      if (near && !alone && !apart && kept > 0 && kept >= needed) {
+        spacing.push(b.y0 - bottom);
         current.push(band);
         free = agreed;
         extent = union;
@@ -361,6 +375,7 @@ function sectionsOf(bands: readonly Item[][], within: Box, h: number): Item[][][
       sections.push(current);
     }
     current = [band];
+    spacing = [];
     free = f;
     extent = b;
     bottom = b.y1;
