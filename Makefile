@@ -72,7 +72,7 @@ k8s-validate: deps ## helm lint/template, kustomize and schema checks of deploy/
 
 # Both images of deploy/docker with buildah, tagged by a hash of their inputs: a
 # rerun with nothing changed builds nothing; where the public base images cannot
-# be pulled, equivalents are built from Debian's packages and npm (docs/operations.md).
+# be pulled, equivalents are built from Debian's packages and npm (docs/operations-images.md).
 image: ## build the service and sandbox images with buildah (scripts/build-images.sh)
 	@scripts/build-images.sh
 

@@ -146,7 +146,7 @@ function roomPatterns(room) {
 /**
  * sharp (libvips and the image libraries) decodes client bytes only in the
  * decoder's child process, which holds no secret (internal/platform/decoder,
- * docs/sandbox.md); the services use it on raw pixels through that module.
+ * docs/sandbox-parsers.md); the services use it on raw pixels through that module.
  * test/architecture.test.ts also looks for `import("sharp")`, which this rule does not see.
  */
 const SHARP_ONLY_IN_THE_DECODER = {

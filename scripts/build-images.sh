@@ -3,7 +3,7 @@
 # the service image `folio:<hash>` (Dockerfile) and the sandbox image
 # `folio-sandbox:<hash>` (sandbox.Dockerfile), in local container storage.
 # `make image` runs it; test/images.podman.test.ts runs it before it runs the
-# images. docs/operations.md ("Building with make image").
+# images. docs/operations-images.md ("Building with make image").
 #
 # <hash> is a content hash of everything the images are built from: the
 # files .dockerignore lets into the context, deploy/docker, this script, the

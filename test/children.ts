@@ -3,7 +3,7 @@
  * while a test runs, and keeps the environment each program was started
  * with, as `/proc/<pid>/environ` shows it: what a parser taken over by a
  * crafted document could read of itself. For the tests of "no secret where
- * a parser runs" (docs/sandbox.md).
+ * a parser runs" (docs/sandbox-parsers.md).
  *
  * The watching runs in a worker thread that lists /proc every millisecond
  * with synchronous reads, so that it keeps looking while the test's own

@@ -18,7 +18,7 @@
  *   fetches the document from the conversion container's broker and returns
  *   the pages there.
  *
- * What it does not prove (docs/operations.md, "Run for real"):
+ * What it does not prove (docs/operations-images.md, "Run for real"):
  * a real API server and kubelet, the RuntimeClass, the NetworkPolicy, CPU and
  * memory limits, Services and DNS (every process is on the host's network:
  * `podman run` works here only with runsc and host networking, so each
@@ -342,7 +342,7 @@ describe.skipIf(skipReason !== undefined)("the service and sandbox images under 
 
   beforeAll(async () => {
     removeLeftovers();
-    // 1. The images (cached: seconds when nothing changed; docs/operations.md has the cold time).
+    // 1. The images (cached: seconds when nothing changed; docs/operations-images.md has the cold time).
     const build = spawnSync("scripts/build-images.sh", [], { cwd: ROOT, encoding: "utf8", timeout: 14 * 60_000, maxBuffer: 256 * 1024 * 1024 });
     const line = /FOLIO_IMAGE=(\S+) FOLIO_SANDBOX_IMAGE=(\S+)/.exec(build.stdout ?? "");
     if (build.status !== 0 || !line) throw new Error(`scripts/build-images.sh failed (${build.status ?? build.signal}):\n${(build.stderr ?? "").slice(-4000)}`);

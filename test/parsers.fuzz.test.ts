@@ -1,5 +1,5 @@
 /**
- * The parsers' front doors under fuzzing (issue 25, docs/sandbox.md
+ * The parsers' front doors under fuzzing (issue 25, docs/sandbox-parsers.md
  * "Parsers outside the sandbox"): property-based (fast-check) mutations of a
  * small real PDF, PNG, JPEG and TIFF (the same page, made here with pdf-lib
  * and sharp) through `POST /v1/ocr` of a real edge and extraction service

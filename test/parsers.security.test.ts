@@ -1,5 +1,5 @@
 /**
- * No secret where a parser runs (issue 25, docs/sandbox.md "Parsers outside
+ * No secret where a parser runs (issue 25, docs/sandbox-parsers.md "Parsers outside
  * the sandbox"): while real /v1/ocr requests run through the edge and the
  * extraction service of this process, the real pdfinfo, pdftoppm and
  * tesseract children (and LibreOffice under the development-only

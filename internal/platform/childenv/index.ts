@@ -7,7 +7,7 @@
  * crafted document takes over can read its own `/proc/self/environ`, so
  * none of them may be there. Allow-listing rather than removing known
  * secrets: a variable added next year is left out without anyone thinking
- * of it. docs/sandbox.md ("Parsers outside the sandbox") lists what each
+ * of it. docs/sandbox-parsers.md ("Parsers outside the sandbox") lists what each
  * tool gets.
  *
  * The LibreOffice of the sandbox program (internal/sandbox/converter.ts,

@@ -1,5 +1,5 @@
 /**
- * The image decoder's own process (docs/sandbox.md "Image decoders in a
+ * The image decoder's own process (docs/sandbox-parsers.md "Image decoders in a
  * child process"): the only place where sharp (libvips, libpng, libjpeg,
  * libtiff, libwebp, libgif…) reads image bytes a client sent. It is started
  * by `index.ts` with an allow-listed environment (no secret) and, with

@@ -1,6 +1,6 @@
 /**
  * Image bytes a client sent, decoded in a child process that holds no secret
- * (docs/sandbox.md "Image decoders in a child process", issue 25).
+ * (docs/sandbox-parsers.md "Image decoders in a child process", issue 25).
  *
  * sharp (libvips and the image libraries under it: libpng, libjpeg, libtiff,
  * libwebp, giflib…) is native code that has had exploitable bugs. Run in the
