@@ -19,34 +19,14 @@
  * Usage: npx tsx bench/column-pages.ts <folder> [--scanned]
  */
 import { execFile } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
+import { docsProse } from "./prose.ts";
 import { lcg as random, scannedPage } from "./scan.ts";
 
 const run = promisify(execFile);
-const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const CHROMIUM = process.env.FOLIO_TEST_CHROMIUM ?? "/usr/bin/chromium";
-
-/** Paragraphs of plain prose from the docs: no code, tables, headings or list items; markup taken out. */
-function prose(): string[] {
-  const dir = join(ROOT, "docs");
-  const out: string[] = [];
-  for (const f of readdirSync(dir).filter((f) => f.endsWith(".md")).sort()) {
-    const text = readFileSync(join(dir, f), "utf8").replace(/```[\s\S]*?```/g, "");
-    for (const block of text.split(/\n\s*\n/)) {
-      if (/^\s*([#|>*-]|\d+\.)/.test(block)) continue;
-      const p = block
-        .replace(/\[([^\]]*)\]\([^)]*\)/g, "$1")
-        .replace(/[`*_]/g, "")
-        .replace(/\s+/g, " ")
-        .trim();
-      if (p.length > 250 && !/[<>&|\\{}]/.test(p) && /^[A-Z]/.test(p)) out.push(p);
-    }
-  }
-  return out;
-}
 
 const FONTS = ["'DejaVu Serif', serif", "'Liberation Serif', serif", "'DejaVu Sans', sans-serif", "'Liberation Sans', sans-serif"];
 
@@ -76,7 +56,7 @@ async function main(): Promise<void> {
   if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium (scripts/ensure-deps.sh test), or set FOLIO_TEST_CHROMIUM`);
   const scan = process.argv.includes("--scanned");
   mkdirSync(out, { recursive: true });
-  const texts = prose();
+  const texts = docsProse(250, /[<>&|\\{}]/);
   if (texts.length < 40) throw new Error(`only ${texts.length} paragraphs of prose in docs/`);
   let at = 0;
   const next = () => texts[at++ % texts.length]!;

@@ -24,18 +24,21 @@
  * (docs/benchmarks/structure.md, "Structure").
  *
  * The words are this project's own docs/*.md prose, so no corpus text is
- * reused. Seeded: the same seed writes the same documents on every machine.
+ * reused. Seeded: the same seed writes the same documents on every machine
+ * from the same commit (the docs change, and the words with them: the
+ * figures in docs/benchmarks/structure.md were read from the corpus as
+ * written from the docs of 2602690).
  *
  * Usage: npx tsx bench/structure-corpus.ts <folder> [--documents 120] [--seed 45]
  */
 import { execFile } from "node:child_process";
-import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
+import { docsProse, mulberry32 } from "./prose.ts";
 
 const run = promisify(execFile);
-const ROOT = fileURLToPath(new URL("..", import.meta.url));
 
 /** A cell of a generated table; `null` where a span above or to the left covers the position. */
 interface Cell {
@@ -68,37 +71,6 @@ export interface CorpusDocument {
   blocks: Block[];
 }
 
-/** mulberry32: small, seeded, the same everywhere. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-/** Paragraphs of plain prose from the docs (no code, tables, headings or lists; markup out). */
-function prose(): string[] {
-  const dir = join(ROOT, "docs");
-  const out: string[] = [];
-  for (const f of readdirSync(dir).filter((f) => f.endsWith(".md")).sort()) {
-    const text = readFileSync(join(dir, f), "utf8").replace(/```[\s\S]*?```/g, "");
-    for (const block of text.split(/\n\s*\n/)) {
-      if (/^\s*([#|>*-]|\d+\.)/.test(block)) continue;
-      const p = block
-        .replace(/\[([^\]]*)\]\([^)]*\)/g, "$1")
-        .replace(/[`*_]/g, "")
-        .replace(/\s+/g, " ")
-        .trim();
-      if (p.length > 120 && !/[<>&|\\{}$]/.test(p) && /^[A-Z]/.test(p)) out.push(p);
-    }
-  }
-  return out;
-}
-
 const FONTS = ["Liberation Serif", "Liberation Sans", "DejaVu Serif", "DejaVu Sans", "Carlito", "Caladea"];
 const UNITS = ["Revenue", "Cost", "Share", "Year", "Count", "Rate", "Total", "Change", "Budget", "Staff", "Hours", "Score"];
 
@@ -106,7 +78,7 @@ class Writer {
   private readonly texts: string[];
   private at: number;
   constructor(readonly rnd: () => number) {
-    this.texts = prose();
+    this.texts = docsProse(120, /[<>&|\\{}$]/);
     if (this.texts.length < 40) throw new Error(`only ${this.texts.length} paragraphs of prose in docs/`);
     this.at = Math.floor(rnd() * this.texts.length);
   }
@@ -394,7 +366,7 @@ async function main(): Promise<void> {
   const work = join(out, ".html");
   rmSync(work, { recursive: true, force: true });
   mkdirSync(work);
-  const w = new Writer(random(seed));
+  const w = new Writer(mulberry32(seed));
   const docs = Array.from({ length: count }, (_, n) => document(w, n));
   for (const d of docs) {
     writeFileSync(join(work, `${d.id}.html`), html(d, w));
