@@ -4,13 +4,12 @@
  * is freed when its holder's process dies; an owner file names a live
  * process only while that process lives.
  */
-import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { PROJECT_ROOT } from "./assets.ts";
 import { liveOwner, liveOwners, writeOwner, withWorkLock } from "./owners.ts";
+import { sandboxModule, startScript } from "./runsc.testkit.ts";
 
 const work = mkdtempSync(join(tmpdir(), "folio-owners-test-"));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
@@ -36,17 +35,12 @@ describe("withWorkLock", () => {
 
   it("is held against another process, and freed when that process is killed holding it", async () => {
     const dir = join(work, "killed");
-    const script = join(work, "holder.mts");
-    writeFileSync(
-      script,
-      `import { withWorkLock } from ${JSON.stringify(join(PROJECT_ROOT, "internal", "sandbox", "owners.ts"))};\n` +
+    const child = await startScript(
+      join(work, "holder.mts"),
+      `import { withWorkLock } from ${sandboxModule("owners.ts")};\n` +
         `await withWorkLock(${JSON.stringify(dir)}, async () => { console.log("holding"); await new Promise(() => setInterval(() => undefined, 1000)); });\n`,
+      "holding",
     );
-    const child = spawn(join(PROJECT_ROOT, "node_modules", ".bin", "tsx"), [script], { stdio: ["ignore", "pipe", "inherit"], detached: true });
-    await new Promise<void>((resolve, reject) => {
-      child.stdout.on("data", (chunk: Buffer) => chunk.toString().includes("holding") && resolve());
-      child.once("exit", (code) => reject(new Error(`the holder exited (${code}) before it held the lock`)));
-    });
     let got = false;
     const mine = withWorkLock(dir, async () => void (got = true));
     await new Promise((r) => setTimeout(r, 300));

@@ -7,29 +7,17 @@
  * garbage"; not glyph by glyph, which depends on fonts and the OCR model).
  */
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import sharp from "sharp";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { PROJECT_ROOT } from "./assets.ts";
-import { RunscBackend } from "./runsc.ts";
+import { backendForTests } from "./runsc.testkit.ts";
 import { pngInfo } from "./testdocs.ts";
 import { cer } from "../../test/cer.ts";
-import { sharingAssets } from "../../test/sandbox-assets.ts";
 
 const ENCODINGS = join(PROJECT_ROOT, "test", "fixtures", "convert", "encodings");
-const work = mkdtempSync(join(tmpdir(), "folio-runsc-encodings-"));
-const backend = new RunscBackend({ workDir: sharingAssets(join(work, "backend")) });
-
-beforeAll(async () => {
-  await backend.prepare();
-}, 120_000);
-afterAll(async () => {
-  // Job folders are mounts (jobfs.ts), unmounted when their sandbox's removal, after its answer, is done.
-  await backend.settled();
-  rmSync(work, { recursive: true, force: true });
-});
+const { backend, work } = backendForTests("encodings");
 
 async function page(name: string): Promise<Buffer> {
   const result = await backend.convert({ document: readFileSync(join(ENCODINGS, name)), format: "TXT", maxPages: 5, timeoutMs: 60_000 });

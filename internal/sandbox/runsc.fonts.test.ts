@@ -5,25 +5,13 @@
  * afterwards changes no pixel of a sandbox's pages.
  */
 import { execFileSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import sharp from "sharp";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { RunscBackend } from "./runsc.ts";
-import { sharingAssets } from "../../test/sandbox-assets.ts";
+import { describe, expect, it } from "vitest";
+import { backendForTests } from "./runsc.testkit.ts";
 
-const work = mkdtempSync(join(tmpdir(), "folio-runsc-fonts-"));
-const backend = new RunscBackend({ workDir: sharingAssets(join(work, "backend")) });
-
-beforeAll(async () => {
-  await backend.prepare();
-}, 120_000);
-afterAll(async () => {
-  // Job folders are mounts (jobfs.ts), unmounted when their sandbox's removal, after its answer, is done.
-  await backend.settled();
-  rmSync(work, { recursive: true, force: true });
-});
+const { backend } = backendForTests("fonts");
 
 const TEXT = "Sphinx of black quartz, judge my vow: 0123456789. ".repeat(6);
 

@@ -8,7 +8,7 @@
  * and is made again, and a change of what the image is made of makes a new
  * one, which removes the old only once no live backend restores from it.
  */
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -17,7 +17,7 @@ import { folioFailure } from "../../test/support.ts";
 import { PROJECT_ROOT, buildSandboxProgram } from "./assets.ts";
 import type { ConversionFormat } from "./interface.ts";
 import { RunscBackend, type RunscBackendOptions } from "./runsc.ts";
-import { containers, onlyThePoolIsLeft as onlyPoolOf, poolHolds } from "./runsc.testkit.ts";
+import { containers, onlyThePoolIsLeft as onlyPoolOf, poolHolds, sandboxModule, startScript } from "./runsc.testkit.ts";
 import { pngInfo } from "./testdocs.ts";
 import { WARM_UP_STEPS } from "./warmup.ts";
 
@@ -171,23 +171,17 @@ describe("a checkpoint image that does not restore", () => {
 describe("sandboxes a dead process left behind", () => {
   it("are left alone while their process lives, and removed when the next backend on the work folder prepares after it died: a restored sandbox never ends by itself", async () => {
     const workDir = join(work, "orphans");
-    // A conversion service that is killed with two restored sandboxes waiting in its pool.
-    const script = join(work, "orphan-maker.mts");
-    writeFileSync(
-      script,
-      `import { RunscBackend } from ${JSON.stringify(join(PROJECT_ROOT, "internal", "sandbox", "runsc.ts"))};\n` +
+    // A conversion service that is killed with two restored sandboxes waiting in its pool (the whole process group dies).
+    const child = await startScript(
+      join(work, "orphan-maker.mts"),
+      `import { RunscBackend } from ${sandboxModule("runsc.ts")};\n` +
         `const b = new RunscBackend({ workDir: ${JSON.stringify(workDir)}, restore: true, prestart: true, prestartPool: 2 });\n` +
         `await b.prepare();\n` +
         `while (!(b.idleSandboxes().length === 2 && b.idleSandboxes().every((s) => s.ready && s.restored))) await new Promise((r) => setTimeout(r, 50));\n` +
         `console.log("pool ready");\n` +
         `setInterval(() => undefined, 1000);\n`,
+      "pool ready",
     );
-    // In a process group of its own: tsx runs the script in a child process, and the whole service dies.
-    const child = spawn(join(PROJECT_ROOT, "node_modules", ".bin", "tsx"), [script], { stdio: ["ignore", "pipe", "inherit"], detached: true });
-    await new Promise<void>((resolve, reject) => {
-      child.stdout.on("data", (chunk: Buffer) => chunk.toString().includes("pool ready") && resolve());
-      child.once("exit", (code) => reject(new Error(`the orphan maker exited (${code}) before its pool was ready`)));
-    });
     const live = containers(new RunscBackend({ workDir }));
     expect(live).toHaveLength(2);
     await new RunscBackend({ workDir, logger: recordingLogger().logger }).prepare();

@@ -5,17 +5,17 @@
  * and reach, and that linked content in a document is never fetched.
  */
 import { execFileSync, spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { extname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { makeRtf } from "../../test/fixtures/convert/generate.ts";
 import { PROJECT_ROOT } from "./assets.ts";
 import type { ConversionFormat, SandboxResult } from "./interface.ts";
 import { fileUrl, SOFFICE_BIN } from "./profile.ts";
 import { RunscBackend } from "./runsc.ts";
+import { backendForTests } from "./runsc.testkit.ts";
 import { canarySvg, linkedImageDocx, linkedImageOdt, pagedDocx, pngInfo, startCanaryServer, type CanaryServer } from "./testdocs.ts";
 import { folioFailure } from "../../test/support.ts";
 import { sharingAssets } from "../../test/sandbox-assets.ts";
@@ -26,8 +26,7 @@ const manifest = JSON.parse(readFileSync(join(FIXTURES, "manifest.json"), "utf8"
 const PPM_200_DPI = 7874;
 const A4_AT_200_DPI = { width: 1654, height: 2339 };
 
-const work = mkdtempSync(join(tmpdir(), "folio-runsc-test-"));
-const backend = new RunscBackend({ workDir: sharingAssets(join(work, "backend")) });
+const { backend, work } = backendForTests("test");
 
 function fixture(name: string): Buffer {
   return readFileSync(join(FIXTURES, name));
@@ -50,26 +49,14 @@ function expectPages(result: SandboxResult, pageCount: number, size?: { width: n
   }
 }
 
-beforeAll(async () => {
-  await backend.prepare();
-}, 120_000);
-
-afterAll(async () => {
-  // Job folders are mounts (jobfs.ts), unmounted when their sandbox's removal, after its answer, is done.
-  await backend.settled();
-  rmSync(work, { recursive: true, force: true });
-});
-
 describe("RunscBackend converts", () => {
-  const cases: [string, ConversionFormat, { width: number; height: number } | undefined][] = [
-    ["hello.txt", "TXT", A4_AT_200_DPI],
-    ["one-page.docx", "DOCX", A4_AT_200_DPI],
-    ["two-pages.rtf", "RTF", A4_AT_200_DPI],
-    ["two-pages.docx", "DOCX", A4_AT_200_DPI],
-    ["two-pages.odt", "ODT", A4_AT_200_DPI],
-    ["two-pages.doc", "DOC", A4_AT_200_DPI],
-    ["slides.pptx", "PPTX", undefined],
-  ];
+  // Each fixture is of the format its extension names; slides are not A4.
+  const cases = ["hello.txt", "one-page.docx", "two-pages.rtf", "two-pages.docx", "two-pages.odt", "two-pages.doc", "slides.pptx"].map(
+    (name): [string, ConversionFormat, { width: number; height: number } | undefined] => {
+      const format = extname(name).slice(1).toUpperCase() as ConversionFormat;
+      return [name, format, format === "PPTX" ? undefined : A4_AT_200_DPI];
+    },
+  );
   it.each(cases)("%s (%s) into as many 200-DPI PNG pages as LibreOffice's own PDF has", async (name, format, size) => {
     const result = await backend.convert({ document: fixture(name), format, maxPages: 10, timeoutMs: 60_000 });
     expectPages(result, manifest.pdfPages[name] as number, size);

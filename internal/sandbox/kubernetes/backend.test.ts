@@ -21,20 +21,19 @@ import { join } from "node:path";
 import { KubeConfig } from "@kubernetes/client-node";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { startFakeKubeApi, type FakeKubeApi, type KubeObject } from "../../../test/fake-kube-api.ts";
-import { startLeadingOperator } from "../../../test/kube-operator.ts";
-import { startFakeKubelet, type FakeKubelet, type PodBehaviour } from "../../../test/fake-kubelet.ts";
+import type { PodBehaviour } from "../../../test/fake-kubelet.ts";
 import type { ResultChunk } from "../../gen/proto/folio/conversion/v1/ResultChunk.ts";
-import { type ConversionSandbox, type ConversionSandboxStatus, type RunningOperator } from "../../operator/index.ts";
+import { type ConversionSandbox, type ConversionSandboxStatus } from "../../operator/index.ts";
 import { FolioError } from "../../platform/errors/index.ts";
 import { fromGrpcError, grpc } from "../../platform/grpc/index.ts";
 import { backendOnBroker, serveBrokerForTests } from "../../../test/broker-server.ts";
 import { folioFailure } from "../../../test/support.ts";
 import { PNG_SIGNATURE } from "../../formats/index.ts";
 import { createLogger } from "../../platform/log/index.ts";
-import { PROJECT_ROOT, buildSandboxProgram, resolveNodeBinary } from "../assets.ts";
-import { prepareProfile } from "../profile.ts";
+import { PROJECT_ROOT } from "../assets.ts";
 import { pagedDocx, pngInfo } from "../testdocs.ts";
 import { SandboxBroker } from "./broker.ts";
+import { startTestCluster, type TestCluster } from "./cluster.testkit.ts";
 import { REQUEST_LABELS, type KubernetesBackend, type KubernetesBackendOptions } from "./backend.ts";
 
 const NAMESPACE = "default";
@@ -287,9 +286,7 @@ describe("KubernetesBackend, the test writing the status", () => {
 
 describe("KubernetesBackend end to end: real operator, fake API server, test kubelet", () => {
   const work = mkdtempSync(join(tmpdir(), "folio-kubernetes-test-"));
-  let api: FakeKubeApi;
-  let operator: RunningOperator;
-  let kubelet: FakeKubelet;
+  let cluster: TestCluster;
   let backend: KubernetesBackend;
   /** What the test kubelet does with the next pod. */
   let nextPod: PodBehaviour = "run";
@@ -297,19 +294,21 @@ describe("KubernetesBackend end to end: real operator, fake API server, test kub
   const stored: { resource: string; object: KubeObject }[] = [];
 
   beforeAll(async () => {
-    api = await startFakeKubeApi({ jobController: true, bookmarkIntervalMs: 200 });
-    api.onChange((e) => stored.push({ resource: e.resource, object: e.object }));
-    const profileDir = join(work, "profile");
-    const [program, nodeBinary] = await Promise.all([buildSandboxProgram(join(work, "sandbox.mjs")), resolveNodeBinary(), prepareProfile(profileDir)]);
-    kubelet = startFakeKubelet({ api, program, nodeBinary, profileDir, workDir: work, behaviour: () => nextPod });
-    operator = await startLeadingOperator(api.kubeConfig(), NAMESPACE, log, { jobVerdictGraceMs: 2000, resyncMs: 5000 });
-    backend = backendOnBroker(broker, brokerServer, { kubeConfig: api.kubeConfig(), namespace: NAMESPACE, log, resources: { memory: "1536Mi" }, startupGraceMs: 5_000 });
+    cluster = await startTestCluster({
+      work,
+      namespace: NAMESPACE,
+      log,
+      operator: { jobVerdictGraceMs: 2000, resyncMs: 5000 },
+      kubelet: { behaviour: () => nextPod },
+      onChange: (e) => stored.push({ resource: e.resource, object: e.object }),
+    });
+    backend = backendOnBroker(broker, brokerServer, { kubeConfig: cluster.api.kubeConfig(), namespace: NAMESPACE, log, resources: { memory: "1536Mi" }, startupGraceMs: 5_000 });
   }, 120_000);
 
   afterAll(async () => {
-    await operator?.close();
-    await kubelet?.close();
-    await api?.close();
+    await cluster?.operator.close();
+    await cluster?.kubelet.close();
+    await cluster?.api.close();
     rmSync(work, { recursive: true, force: true });
   });
 
@@ -317,12 +316,12 @@ describe("KubernetesBackend end to end: real operator, fake API server, test kub
     nextPod = "run";
     // The resource is deleted by the backend; the operator's finalizer deletes the Job first (and its pod with it).
     const leftovers = () => ({
-      conversionsandboxes: api.list("conversionsandboxes", NAMESPACE).map((o) => o.metadata.name),
-      jobs: api.list("jobs", NAMESPACE).map((o) => o.metadata.name),
-      pods: api.list("pods", NAMESPACE).map((o) => o.metadata.name),
+      conversionsandboxes: cluster.api.list("conversionsandboxes", NAMESPACE).map((o) => o.metadata.name),
+      jobs: cluster.api.list("jobs", NAMESPACE).map((o) => o.metadata.name),
+      pods: cluster.api.list("pods", NAMESPACE).map((o) => o.metadata.name),
     });
     await expect.poll(leftovers, { timeout: 20_000 }).toEqual({ conversionsandboxes: [], jobs: [], pods: [] });
-    await expect.poll(() => kubelet.running(), { timeout: 10_000 }).toBe(0);
+    await expect.poll(() => cluster.kubelet.running(), { timeout: 10_000 }).toBe(0);
     expect(broker.pending()).toBe(0);
   });
 
@@ -338,7 +337,7 @@ describe("KubernetesBackend end to end: real operator, fake API server, test kub
     const result = await backend.convert({ document, format: "DOCX", maxPages: 5, timeoutMs: 60_000 });
     expect(result.pageCount).toBe(manifest.pdfPages["two-pages.docx"]);
     for (const page of result.pages) expect(pngInfo(page)).toMatchObject({ width: 1654, height: 2339, phys: { x: 7874, y: 7874, unit: 1 } });
-    const run = kubelet.runs.at(-1);
+    const run = cluster.kubelet.runs.at(-1);
     await expect.poll(() => run?.exitCode, { timeout: 10_000 }).not.toBeUndefined();
     expect({ exitCode: run?.exitCode, stderr: run?.exitCode === 0 ? "" : run?.stderr }).toEqual({ exitCode: 0, stderr: "" });
     // computeMillis is what the operator wrote when this conversion's sandbox (a name not seen before it) succeeded.
@@ -366,7 +365,7 @@ describe("KubernetesBackend end to end: real operator, fake API server, test kub
     });
     expect(result.pdf?.includes("%%EOF")).toBe(true);
     expect(result.computeMillis).toBeGreaterThan(0);
-    const run = kubelet.runs.at(-1);
+    const run = cluster.kubelet.runs.at(-1);
     await expect.poll(() => run?.exitCode, { timeout: 10_000 }).not.toBeUndefined();
     expect({ exitCode: run?.exitCode, stderr: run?.exitCode === 0 ? "" : run?.stderr }).toEqual({ exitCode: 0, stderr: "" });
   }, 120_000);
@@ -381,7 +380,7 @@ describe("KubernetesBackend end to end: real operator, fake API server, test kub
     const err = await folioFailure(backend.convert({ document: Buffer.from("PK\u0003\u0004 not really a DOCX"), format: "DOCX", maxPages: 5, timeoutMs: 60_000 }));
     expect({ code: err.code, message: err.message }).toEqual({ code: "conversion_failed", message: expect.stringMatching(/LibreOffice could not read the document as DOCX/) });
     // The program submitted the failure as its result (exit 0, unless the pod was deleted under it first).
-    const run = kubelet.runs.at(-1);
+    const run = cluster.kubelet.runs.at(-1);
     await expect.poll(() => run?.exitCode !== undefined, { timeout: 10_000 }).toBe(true);
     expect({ exitCode: run?.exitCode, signal: run?.signal, stderr: run?.stderr }).toEqual({ exitCode: run?.signal ? null : 0, signal: run?.signal ?? null, stderr: expect.stringContaining('"msg":"sandbox converted","ok":false') });
   }, 120_000);
@@ -390,16 +389,16 @@ describe("KubernetesBackend end to end: real operator, fake API server, test kub
     nextPod = "oom";
     const err = await folioFailure(backend.convert({ document: fixture("one-page.docx"), format: "DOCX", maxPages: 5, timeoutMs: 60_000 }));
     expect({ code: err.code, message: err.message }).toEqual({ code: "conversion_failed", message: expect.stringMatching(/memory limit of 1536Mi/) });
-    expect(kubelet.runs.at(-1)?.behaviour).toBe("oom");
+    expect(cluster.kubelet.runs.at(-1)?.behaviour).toBe("oom");
   }, 120_000);
 
   it("answers timeout when the pod never starts", async () => {
     nextPod = "never-start";
-    const small = backendOnBroker(broker, brokerServer, { kubeConfig: api.kubeConfig(), namespace: NAMESPACE, maxOutputBytes: 1024 * 1024, log, startupGraceMs: 500 });
+    const small = backendOnBroker(broker, brokerServer, { kubeConfig: cluster.api.kubeConfig(), namespace: NAMESPACE, maxOutputBytes: 1024 * 1024, log, startupGraceMs: 500 });
     const started = Date.now();
     const err = await folioFailure(small.convert({ document: fixture("one-page.docx"), format: "DOCX", maxPages: 5, timeoutMs: 1000 }));
     expect(err.code).toBe("timeout");
     expect(Date.now() - started).toBeGreaterThanOrEqual(1500);
-    expect(kubelet.runs.at(-1)?.behaviour).toBe("never-start");
+    expect(cluster.kubelet.runs.at(-1)?.behaviour).toBe("never-start");
   }, 120_000);
 });

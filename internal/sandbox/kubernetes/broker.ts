@@ -39,8 +39,8 @@
  * Neither the token nor the document is ever logged.
  */
 import { createHash, randomBytes, randomUUID } from "node:crypto";
-import { PAGE_DPI, hasPngSignature, type ConversionFormat } from "../../formats/index.ts";
-import { formatPages, type PageSelection } from "../../formats/pages.ts";
+import { PAGE_DPI, hasPngSignature } from "../../formats/index.ts";
+import { formatPages } from "../../formats/pages.ts";
 import type { ProtoGrpcType } from "../../gen/proto/conversion.ts";
 import type { JobChunk } from "../../gen/proto/folio/conversion/v1/JobChunk.ts";
 import type { JobOutcome__Output } from "../../gen/proto/folio/conversion/v1/JobOutcome.ts";
@@ -51,7 +51,7 @@ import type { SubmitResultResponse } from "../../gen/proto/folio/conversion/v1/S
 import { FolioError } from "../../platform/errors/index.ts";
 import { grpc, loadProto, toGrpcStatus } from "../../platform/grpc/index.ts";
 import type { Logger } from "../../platform/log/index.ts";
-import type { SandboxOutput } from "../interface.ts";
+import type { SandboxInput } from "../interface.ts";
 
 /** The service name in the gRPC health service. */
 export const BROKER_SERVICE_NAME = "folio.conversion.v1.SandboxBroker";
@@ -68,18 +68,14 @@ const REFUSED = "the sandbox token is not valid";
 /** How a PDF starts (ISO 32000-1 7.5.2); LibreOffice writes nothing before it. */
 const PDF_HEADER = Buffer.from("%PDF-");
 
-export interface BrokerJobInput {
-  document: Buffer;
-  format: ConversionFormat;
-  maxPages: number;
-  /** Only these pages (the header's `pages`); absent: every page. */
-  pages?: PageSelection;
-  /** `pdf`: the sandbox returns the PDF and no page (never with `pages`); absent: pages. */
-  output?: SandboxOutput;
-  /** ms the program may spend converting */
-  timeoutMs: number;
+/**
+ * What a sandbox pod is handed: the backend's {@link SandboxInput} as it is
+ * (its `timeoutMs` is the time the program may spend converting, the
+ * header's `timeout_ms`), with the limit on what comes back and the token's
+ * expiry.
+ */
+export interface BrokerJobInput extends SandboxInput {
   maxOutputBytes: number;
-  traceparent?: string;
   /** epoch ms after which the token is dead */
   expiresAt: number;
 }
