@@ -143,6 +143,12 @@ export async function eventsAfter(db: Transaction<Database> | Kysely<Database>, 
   return rows.map(toEvent);
 }
 
+/** The sequence number of event `eventId` of job `jobId`; undefined when the job has no such event. */
+export async function eventSequence(db: Kysely<Database>, jobId: string, eventId: string): Promise<number | undefined> {
+  const row = await db.selectFrom("ocr_job_events").select("sequence").where("job_id", "=", jobId).where("id", "=", eventId).executeTakeFirst();
+  return row?.sequence;
+}
+
 function toEvent(row: Selectable<OcrJobEventsTable>): JobEvent {
   return { id: row.id, type: row.type as JobEventType, sequence: row.sequence, created_at: Math.floor(row.created_at.getTime() / 1000), data: row.data };
 }

@@ -4,8 +4,8 @@
  * worker (`startWorker`, for `folio worker` and `folio dev`).
  */
 export { QUEUE_CHANNEL, addRanges, claimRange, cutRanges, finishRange, openRanges, queueState, queuedPages, releaseLease, renewLease, type LeasedRange } from "./queue.ts";
-export { EVENTS_CHANNEL, JOB_EVENT_TYPES, JobEventWaits, appendEvent, eventsAfter, type JobEvent, type JobEventType } from "./events.ts";
-export { JOBS_ENDPOINT, cancelJob, deleteExpiredJobs, endJob, insertJob, jobRow, jobView, markStarted, pagesAfter, storeRange, type JobRequest, type JobRow, type JobStatus, type NewJob, type ReadOutcome, type StoreOptions } from "./store.ts";
+export { EVENTS_CHANNEL, JOB_EVENT_TYPES, JobEventWaits, appendEvent, eventSequence, eventsAfter, type JobEvent, type JobEventType } from "./events.ts";
+export { JOBS_ENDPOINT, cancelJob, deleteExpiredJobs, endJob, insertJob, jobRow, jobView, listJobs, markStarted, pagesAfter, storeRange, storedPages, type JobListing, type JobRequest, type JobRow, type JobStatus, type NewJob, type ReadOutcome, type StoreOptions, type StoredPage } from "./store.ts";
 export { JobWorker, type JobWorkerOptions, type PageReader } from "./worker.ts";
 export { convertJob, type DocumentConverter } from "./convert.ts";
 export { startWorker, type RunningWorker } from "./service.ts";

@@ -6,13 +6,10 @@
  * again, a range is finished once, and a job's events are numbered without
  * a gap.
  */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { privateDatabase } from "../../test/harness.ts";
-import { migrateToLatest, openDatabase, type DatabaseHandle, type DB } from "../platform/db/index.ts";
+import { beforeAll, describe, expect, it, vi } from "vitest";
+import type { DatabaseHandle, DB } from "../platform/db/index.ts";
 import { newId } from "../platform/ids/index.ts";
+import { onBothDatabases } from "./databases.testkit.ts";
 import { EVENTS_CHANNEL, JobEventWaits, appendEvent, eventsAfter } from "./events.ts";
 import { addRanges, claimRange, cutRanges, finishRange, openRanges, queuedPages, renewLease } from "./queue.ts";
 
@@ -46,21 +43,12 @@ describe("cutRanges", () => {
   });
 });
 
-const pglite = mkdtempSync(join(tmpdir(), "folio-jobs-queue-"));
-afterAll(() => rmSync(pglite, { recursive: true, force: true }));
-
-describe.each([
-  ["Postgres", () => privateDatabase("jobs_queue")],
-  ["PGlite", () => openDatabase({ dataDir: pglite })],
-] as const)("the jobs queue on %s", (_name, open) => {
+onBothDatabases("the jobs queue on %s", "jobs_queue", (_name, opened) => {
   let handle: DatabaseHandle;
   let db: DB;
-  beforeAll(async () => {
-    handle = await open();
-    db = handle.db;
-    await migrateToLatest(db);
-  }, 60_000);
-  afterAll(async () => handle?.close());
+  beforeAll(() => {
+    ({ handle, db } = opened);
+  });
 
   /** A new account with one job of `pages` pages queued in ranges of `rangePages`; the job is `createdAt` old. */
   async function queuedJob(pages: number, rangePages: number, createdAt = new Date()): Promise<{ accountId: string; jobId: string }> {

@@ -120,6 +120,30 @@ export async function jobRow(db: Db | Trx, jobId: string): Promise<JobRow | unde
   return db.selectFrom("ocr_jobs").selectAll().where("id", "=", jobId).executeTakeFirst();
 }
 
+/** Which of an account's jobs {@link listJobs} lists. */
+export interface JobListing {
+  status?: JobStatus;
+  /** A job's id: the list starts with the next older job. */
+  startingAfter?: string;
+  limit: number;
+}
+
+/**
+ * The account's jobs, newest first, at most `limit`, and whether more
+ * follow. Undefined when the account has no job `startingAfter`.
+ */
+export async function listJobs(db: Db, accountId: string, l: JobListing): Promise<{ rows: JobRow[]; hasMore: boolean } | undefined> {
+  let query = db.selectFrom("ocr_jobs").selectAll().where("account_id", "=", accountId);
+  if (l.status) query = query.where("status", "=", l.status);
+  if (l.startingAfter !== undefined) {
+    const cursor = await db.selectFrom("ocr_jobs").select(["created_at", "id"]).where("id", "=", l.startingAfter).where("account_id", "=", accountId).executeTakeFirst();
+    if (!cursor) return undefined;
+    query = query.where(sql<boolean>`(created_at, id) < (${cursor.created_at}, ${cursor.id})`);
+  }
+  const rows = await query.orderBy("created_at", "desc").orderBy("id", "desc").limit(l.limit + 1).execute();
+  return { rows: rows.slice(0, l.limit), hasMore: rows.length > l.limit };
+}
+
 /** The job as the API shows it (`object: "ocr.job"`), also the `data` of its events. */
 export function jobView(row: JobRow): Record<string, unknown> {
   const charge = jobCharge(row);
@@ -279,10 +303,23 @@ export async function endJob(trx: Trx, jobId: string, status: Exclude<JobStatus,
   await jobEvent(trx, jobId, status === "succeeded" ? "ocr.job.succeeded" : status === "failed" ? "ocr.job.failed" : "ocr.job.cancelled");
 }
 
-/** A row of ocr_job_pages as stored. */
-interface StoredPage {
-  page: Record<string, unknown>;
+/** A row of ocr_job_pages as stored: the page as /v1/ocr's result.pages has it (a failed one: no text, its error), and its tables. */
+export interface StoredPage {
+  page: { page_number: number; text: string; confidence?: number } & Record<string, unknown>;
   tables: unknown[];
+}
+
+/** Pages read from the database at a time while a job's result is assembled or streamed. */
+const RESULT_BATCH = 100;
+
+/** Every stored page of the job, in page order, RESULT_BATCH at a time: what its result, of any length, is assembled or streamed from. */
+export async function* storedPages(db: Db, jobId: string): AsyncGenerator<StoredPage> {
+  for (let after = 0; ; ) {
+    const rows = await db.selectFrom("ocr_job_pages").select(["page_number", "page"]).where("job_id", "=", jobId).where("page_number", ">", after).orderBy("page_number").limit(RESULT_BATCH).execute();
+    for (const r of rows) yield r.page as StoredPage;
+    if (rows.length < RESULT_BATCH) return;
+    after = rows.at(-1)!.page_number;
+  }
 }
 
 /** The pages of a job stored so far after page `startingAfter`, in page order, at most `limit` (one more tells `has_more`). */

@@ -16,7 +16,7 @@ import { FolioError } from "../platform/errors/index.ts";
 import type { DB } from "../platform/db/index.ts";
 import type { Logger } from "../platform/log/index.ts";
 import type { WorkerMetrics } from "../platform/metrics/index.ts";
-import { LeasedPoller, leaseHolderId } from "../platform/poller/index.ts";
+import { LeasedWorker } from "../platform/poller/index.ts";
 import { readFile } from "node:fs/promises";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { DocumentStore } from "./blobs.ts";
@@ -134,17 +134,13 @@ interface RangeSlot {
   polls: boolean;
 }
 
-export class JobWorker {
-  readonly id: string;
+export class JobWorker extends LeasedWorker<LeasedRange, RangeSlot> {
   private readonly documents: JobDocuments;
-  private readonly poller: LeasedPoller<LeasedRange, RangeSlot>;
   /** Jobs whose first page a slot of this worker is reading: settled when it is stored or given up. */
   private readonly firstPages = new Map<string, Promise<void>>();
 
   constructor(private readonly o: JobWorkerOptions) {
-    this.id = o.id ?? leaseHolderId();
-    this.documents = new JobDocuments(o.db, o.documents, DOCUMENT_IDLE_MS);
-    this.poller = new LeasedPoller<LeasedRange, RangeSlot>({
+    super(o.id, {
       slots: [
         ...Array.from({ length: o.concurrency }, (_, i) => ({ express: false, polls: i === 0 })),
         ...Array.from({ length: o.expressSlots ?? 0 }, () => ({ express: true, polls: false })),
@@ -159,15 +155,7 @@ export class JobWorker {
       idleSlotMs: IDLE_SLOT_MS,
       listen: o.listen,
     });
-  }
-
-  start(): void {
-    this.poller.start();
-  }
-
-  /** Wakes the idle slots to look for ranges now. */
-  wake(): void {
-    this.poller.wake();
+    this.documents = new JobDocuments(o.db, o.documents, DOCUMENT_IDLE_MS);
   }
 
   /**
@@ -176,8 +164,8 @@ export class JobWorker {
    * still being read (its leases run out and other workers read it again),
    * and waits for the slots to end.
    */
-  async stop(drainMs = 0): Promise<void> {
-    await this.poller.stop(drainMs);
+  override async stop(drainMs = 0): Promise<void> {
+    await super.stop(drainMs);
     await this.documents.close();
   }
 

@@ -11,7 +11,7 @@ import type { HostLookup } from "../documents/index.ts";
 import type { DB } from "../platform/db/index.ts";
 import { FolioError } from "../platform/errors/index.ts";
 import type { Logger } from "../platform/log/index.ts";
-import { LeasedPoller, leaseHolderId } from "../platform/poller/index.ts";
+import { LeasedWorker } from "../platform/poller/index.ts";
 import { claimDelivery, recordAttempt, releaseDelivery, type AttemptResult, type ClaimedDelivery } from "./outbox.ts";
 import type { SecretBox } from "./secrets.ts";
 import { webhookHeaders } from "./signing.ts";
@@ -58,14 +58,10 @@ const IDLE_SLOT_MS = 30_000;
 /** Bytes of a receiver's answer read (and dropped) before the connection is closed. */
 const MAX_ANSWER_BYTES = 64 * 1024;
 
-export class WebhookDeliverer {
-  readonly id: string;
-  /** The delivery slots (see {@link IDLE_SLOT_MS}). */
-  private readonly poller: LeasedPoller<ClaimedDelivery>;
-
+/** The deliverer's slots (see {@link IDLE_SLOT_MS}) are a leased poller's; a stop cuts the attempts under way and gives their deliveries back at once. */
+export class WebhookDeliverer extends LeasedWorker<ClaimedDelivery> {
   constructor(private readonly o: DelivererOptions) {
-    this.id = o.id ?? leaseHolderId();
-    this.poller = new LeasedPoller<ClaimedDelivery>({
+    super(o.id, {
       slots: Array.from({ length: o.concurrency }, (_, i) => ({ polls: i === 0 })),
       claim: () => claimDelivery(o.db, this.id, o.timeoutMs + LEASE_MARGIN_MS, o.onMerged),
       handle: (claimed) => this.deliver(claimed),
@@ -75,20 +71,6 @@ export class WebhookDeliverer {
       idleSlotMs: IDLE_SLOT_MS,
       listen: o.listen,
     });
-  }
-
-  start(): void {
-    this.poller.start();
-  }
-
-  /** Wakes the idle slots to look for due deliveries now. */
-  wake(): void {
-    this.poller.wake();
-  }
-
-  /** Stops claiming; attempts under way are cut and their deliveries given back at once. */
-  stop(): Promise<void> {
-    return this.poller.stop();
   }
 
   /** One attempt of `d`, recorded. */

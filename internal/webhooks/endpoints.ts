@@ -1,7 +1,7 @@
 /**
  * An account's webhook endpoints: made with a new signing secret (shown to
- * its owner once, stored sealed: secrets.ts), and rotated with an overlap in
- * which the old secret signs too.
+ * its owner once, stored sealed: secrets.ts), found, listed, changed and
+ * deleted, and rotated with an overlap in which the old secret signs too.
  */
 import { sql, type Selectable } from "kysely";
 import type { DB, WebhookEndpointsTable } from "../platform/db/index.ts";
@@ -29,6 +29,49 @@ export async function createEndpoint(db: DB, box: SecretBox, e: NewEndpoint): Pr
     .returningAll()
     .executeTakeFirstOrThrow();
   return { endpoint, secret };
+}
+
+/** Endpoint `id` of `accountId`; undefined when the account has no such endpoint. */
+export async function findEndpoint(db: DB, accountId: string, id: string): Promise<EndpointRow | undefined> {
+  return db.selectFrom("webhook_endpoints").selectAll().where("id", "=", id).where("account_id", "=", accountId).executeTakeFirst();
+}
+
+/** The account's endpoints, oldest first. */
+export async function listEndpoints(db: DB, accountId: string): Promise<EndpointRow[]> {
+  return db.selectFrom("webhook_endpoints").selectAll().where("account_id", "=", accountId).orderBy("created_at").orderBy("id").execute();
+}
+
+/** What {@link updateEndpoint} changes: each field given, the others left as they are. */
+export interface EndpointChange {
+  url?: string;
+  /** Event types, or ["*"] (every type). */
+  events?: readonly string[];
+  description?: string | null;
+  disabled?: boolean;
+}
+
+/** Changes endpoint `id` of `accountId`; returns it as it is now, or undefined when the account has no such endpoint. */
+export async function updateEndpoint(db: DB, accountId: string, id: string, c: EndpointChange): Promise<EndpointRow | undefined> {
+  return db
+    .updateTable("webhook_endpoints")
+    .set({
+      ...(c.url !== undefined ? { url: c.url } : {}),
+      ...(c.events !== undefined ? { events: JSON.stringify(c.events) } : {}),
+      ...(c.description !== undefined ? { description: c.description } : {}),
+      // Enabled again: a fresh start (no failing streak); disabled by its owner: no reason of Folio's.
+      ...(c.disabled !== undefined ? { disabled: c.disabled, disabled_reason: null, failing_since: null } : {}),
+      updated_at: sql`now()`,
+    })
+    .where("id", "=", id)
+    .where("account_id", "=", accountId)
+    .returningAll()
+    .executeTakeFirst();
+}
+
+/** Deletes endpoint `id` of `accountId`, its deliveries and attempts with it; false when the account has no such endpoint. */
+export async function deleteEndpoint(db: DB, accountId: string, id: string): Promise<boolean> {
+  const r = await db.deleteFrom("webhook_endpoints").where("id", "=", id).where("account_id", "=", accountId).executeTakeFirst();
+  return Number(r.numDeletedRows) > 0;
 }
 
 /**

@@ -18,7 +18,9 @@ import modelsGet from "./models.get.ts";
 import ocr from "./ocr.ts";
 import jobsCreate from "./jobs.create.ts";
 import jobsGet from "./jobs.get.ts";
+import jobsList from "./jobs.list.ts";
 import jobsPages from "./jobs.pages.ts";
+import jobsResult from "./jobs.result.ts";
 import jobsEvents from "./jobs.events.ts";
 import jobsCancel from "./jobs.cancel.ts";
 import chatCompletions from "./chat.completions.ts";
@@ -27,8 +29,15 @@ import convertEstimate from "./convert.estimate.ts";
 import convertPricing from "./convert.pricing.ts";
 import playgroundProcess from "./playground.process.ts";
 import playgroundPage from "./playground.page.ts";
-import webhookEndpoints from "./webhooks.endpoints.ts";
-import webhookDeliveries from "./webhooks.deliveries.ts";
+import webhooksEndpointsCreate from "./webhooks.endpoints.create.ts";
+import webhooksEndpointsList from "./webhooks.endpoints.list.ts";
+import webhooksEndpointsGet from "./webhooks.endpoints.get.ts";
+import webhooksEndpointsUpdate from "./webhooks.endpoints.update.ts";
+import webhooksEndpointsDelete from "./webhooks.endpoints.delete.ts";
+import webhooksEndpointsRotateSecret from "./webhooks.endpoints.rotate-secret.ts";
+import webhooksDeliveriesList from "./webhooks.deliveries.list.ts";
+import webhooksDeliveriesRedeliver from "./webhooks.deliveries.redeliver.ts";
+import webhooksDeliveriesSendTest from "./webhooks.deliveries.send-test.ts";
 
 /** Every route of the edge, one file each. */
 export const routes: ReadonlyArray<(app: App, deps: EdgeDeps) => void> = [
@@ -51,7 +60,9 @@ export const routes: ReadonlyArray<(app: App, deps: EdgeDeps) => void> = [
   ocr,
   jobsCreate,
   jobsGet,
+  jobsList,
   jobsPages,
+  jobsResult,
   jobsEvents,
   jobsCancel,
   chatCompletions,
@@ -60,6 +71,13 @@ export const routes: ReadonlyArray<(app: App, deps: EdgeDeps) => void> = [
   convertPricing,
   playgroundProcess,
   playgroundPage,
-  webhookEndpoints,
-  webhookDeliveries,
+  webhooksEndpointsCreate,
+  webhooksEndpointsList,
+  webhooksEndpointsGet,
+  webhooksEndpointsUpdate,
+  webhooksEndpointsDelete,
+  webhooksEndpointsRotateSecret,
+  webhooksDeliveriesList,
+  webhooksDeliveriesRedeliver,
+  webhooksDeliveriesSendTest,
 ];

@@ -14,11 +14,12 @@ import { idempotent } from "../idempotency.ts";
 import { submitJob, type JobDocumentSource } from "../jobs-intake.ts";
 import { readMultipartToFile, registerMultipart, storedUploadOf } from "../multipart.ts";
 import { ocrOptions, strategyOf, urlOrBase64 } from "../pipeline.ts";
-import { JsonReadingFields, OcrOptions, OcrRouteOptions, PagesField, ReadingFields, StringEnum, paid } from "../schemas.ts";
+import { OcrOptions, OcrRouteOptions, PagesField, ReadingFields, StringEnum, paid } from "../schemas.ts";
 import { extractionOf } from "../services.ts";
 import type { App, EdgeDeps } from "../types.ts";
 import { principalOf } from "../types.ts";
 import { OcrJob } from "./jobs.shared.ts";
+import { OcrBody } from "./ocr.ts";
 
 export const JOBS_PATH = "/v1/ocr/jobs";
 
@@ -27,17 +28,8 @@ const Metadata = Type.Record(Type.String({ minLength: 1, maxLength: 40, pattern:
   description: "Up to 16 string pairs (keys up to 40 characters, values up to 500), kept with the job and echoed back.",
 });
 
-const JsonBody = Type.Object(
-  {
-    url: Type.Optional(Type.String({ minLength: 1, maxLength: 8192, description: "Publicly accessible document URL (http or https)." })),
-    ...JsonReadingFields,
-    ...ReadingFields,
-    pages: Type.Optional(PagesField),
-    options: Type.Optional(OcrRouteOptions),
-    metadata: Type.Optional(Metadata),
-  },
-  { additionalProperties: false, description: "Exactly one of url or base64." },
-);
+/** /v1/ocr's body and the job's metadata. */
+const JsonBody = Type.Object({ ...OcrBody.properties, metadata: Type.Optional(Metadata) }, { additionalProperties: false, description: "Exactly one of url or base64." });
 
 const Flag = StringEnum(["true", "false"]);
 /** Form fields are strings: the options flat, `metadata` as a JSON object. */

@@ -8,7 +8,7 @@
  * replica or worker made them.
  */
 import { Type } from "typebox";
-import { eventsAfter, type JobEvent } from "../../jobs/index.ts";
+import { eventSequence, eventsAfter, type JobEvent } from "../../jobs/index.ts";
 import { FolioError } from "../../platform/errors/index.ts";
 import { EVENT_STREAM } from "../sse.ts";
 import { openStreamedAnswer } from "../streamed.ts";
@@ -93,7 +93,7 @@ export default function register(app: App, deps: EdgeDeps): void {
 async function lastSeen(deps: EdgeDeps, jobId: string, header: string | undefined): Promise<number> {
   if (header === undefined || header === "") return 0;
   if (/^\d{1,9}$/.test(header)) return Number(header);
-  const row = await deps.db.selectFrom("ocr_job_events").select("sequence").where("job_id", "=", jobId).where("id", "=", header).executeTakeFirst();
-  if (!row) throw new FolioError("invalid_request", `Last-Event-ID '${header}' is neither a sequence number nor an event of this job`, { param: "Last-Event-ID" });
-  return row.sequence;
+  const sequence = await eventSequence(deps.db, jobId, header);
+  if (sequence === undefined) throw new FolioError("invalid_request", `Last-Event-ID '${header}' is neither a sequence number nor an event of this job`, { param: "Last-Event-ID" });
+  return sequence;
 }

@@ -1,8 +1,8 @@
-/** What the job routes share: the job's wire shape, its path parameter, and finding an account's job (docs/jobs.md). */
+/** What the job routes share: the job's wire shape, a stored page's, its path parameter, and finding an account's job (docs/jobs.md). */
 import { Type } from "typebox";
 import { jobRow, type JobRow } from "../../jobs/index.ts";
 import { FolioError } from "../../platform/errors/index.ts";
-import { NO_NUL, ReadingUsage, StringEnum, UnixSeconds } from "../schemas.ts";
+import { NO_NUL, PageEntry, ReadingUsage, StringEnum, UnixSeconds } from "../schemas.ts";
 import type { EdgeDeps } from "../types.ts";
 
 export const JOB_STATUSES = ["queued", "running", "succeeded", "failed", "cancelled"] as const;
@@ -28,6 +28,12 @@ export const OcrJob = Type.Object(
   },
   { description: "A durable OCR job (docs/jobs.md)." },
 );
+
+/** A stored page: /v1/ocr's page, or (a page that could not be read) its error and no text. */
+export const JobPage = Type.Object({
+  ...PageEntry.properties,
+  error: Type.Optional(Type.Object({ code: Type.String(), message: Type.String() }, { description: "Why the page could not be read (it is not billed)." })),
+});
 
 export const JobParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 100, pattern: NO_NUL, description: "The job's id (job_…)." }) });
 

@@ -12,7 +12,8 @@ import { idempotent } from "../idempotency.ts";
 import { checkSearchablePdfSupport, loadDocument, ocrOptions, pageSelectionOf, readDocument, readingOf, strategyOf, tokensOf, urlOrBase64 } from "../pipeline.ts";
 import { extractionOf } from "../services.ts";
 
-const Body = Type.Object(
+/** The body of /v1/ocr; POST /v1/ocr/jobs takes it too, with `metadata`. */
+export const OcrBody = Type.Object(
   {
     url: Type.Optional(Type.String({ minLength: 1, maxLength: 8192, description: "Publicly accessible document URL (http or https)." })),
     ...JsonReadingFields,
@@ -53,7 +54,7 @@ export default function register(app: App, deps: EdgeDeps): void {
         `Exactly one of url or base64. Images are one page; PDFs are rasterized at ${PAGE_DPI} DPI; office documents are converted when a conversion service is configured. ` +
         `Billed: ${PRICE_TEXT.rule}.`,
       tags: ["OCR"],
-      body: Body,
+      body: OcrBody,
       response: { 200: OcrResult },
     }, [402, 500, 502, 503]),
     async (req, reply) => {

@@ -1,15 +1,24 @@
-/** What the webhook endpoint routes share: the endpoint's wire shape, its path parameter, finding an account's endpoint (docs/webhooks.md). */
+/**
+ * What the webhook endpoint routes share: what they ask of a key, the
+ * endpoint's wire shape, its path parameter, finding an account's endpoint,
+ * and the answer of a queued delivery (docs/webhooks.md).
+ */
 import { Type } from "typebox";
 import { unixSeconds } from "../../accounts/index.ts";
 import { checkedClient } from "../../documents/index.ts";
 import { JOB_EVENT_TYPES } from "../../jobs/index.ts";
 import type { DB } from "../../platform/db/index.ts";
 import { FolioError } from "../../platform/errors/index.ts";
-import type { EndpointRow, SecretBox } from "../../webhooks/index.ts";
-import { NO_NUL, UnixSeconds } from "../schemas.ts";
+import { findEndpoint, type EndpointRow, type QueuedDelivery, type SecretBox } from "../../webhooks/index.ts";
+import { NO_NUL, UnixSeconds, keyed } from "../schemas.ts";
 import type { EdgeDeps } from "../types.ts";
 
 export const ENDPOINTS_PATH = "/v1/webhook-endpoints";
+
+/** A webhook route's options: a key with `admin` and webhooks:read (or webhooks:write, for `write`), under the Webhooks tag. */
+export function webhookRoute<const S extends { response: Record<number, unknown> }>(access: "read" | "write", schema: S) {
+  return keyed(["admin", `webhooks:${access}`], { tags: ["Webhooks"], ...schema });
+}
 
 /** The event types an endpoint may take; `*` is every one. */
 export const EVENT_CHOICES = [...JOB_EVENT_TYPES, "*"] as const;
@@ -41,6 +50,12 @@ export const WebhookEndpoint = Type.Object(
 
 export const EndpointParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 100, pattern: NO_NUL, description: "The endpoint's id (we_…)." }) });
 
+/** The signing secret, in the answers that show it (made, rotated). */
+export const EndpointSecret = Type.String({ description: "whsec_… : the signing secret, shown this once (docs/webhooks-signing.md)." });
+
+/** ["*"] stays as it is; otherwise the types in a stable order. */
+export const normalizeEvents = (events: readonly string[] | undefined) => (!events || events.includes("*") ? ["*"] : [...events].sort());
+
 export function endpointView(r: EndpointRow) {
   const overlap = r.previous_secret_expires_at && r.previous_secret_expires_at.getTime() > Date.now() ? unixSeconds(r.previous_secret_expires_at) : null;
   return {
@@ -59,9 +74,25 @@ export function endpointView(r: EndpointRow) {
 
 /** The account's endpoint, or a 404. */
 export async function ownedEndpoint(db: DB, accountId: string, id: string): Promise<EndpointRow> {
-  const row = await db.selectFrom("webhook_endpoints").selectAll().where("id", "=", id).where("account_id", "=", accountId).executeTakeFirst();
-  if (!row) throw new FolioError("not_found", `no webhook endpoint '${id}' in this account`, { param: "id" });
-  return row;
+  return (await findEndpoint(db, accountId, id)) ?? endpointNotFound(id);
+}
+
+/** The 404 of an endpoint the account does not have (or no longer has). */
+export function endpointNotFound(id: string): never {
+  throw new FolioError("not_found", `no webhook endpoint '${id}' in this account`, { param: "id" });
+}
+
+/** The answer (202) of a route that queues a delivery. */
+export const QueuedDeliveryAnswer = Type.Object({
+  id: Type.String({ description: "whd_<id>: the delivery queued." }),
+  object: Type.Literal("webhook_delivery"),
+  event_id: Type.String(),
+  type: Type.String(),
+  status: Type.Literal("pending"),
+});
+
+export function queuedView(q: QueuedDelivery) {
+  return { id: q.id, object: "webhook_delivery" as const, event_id: q.eventId, type: q.type, status: "pending" as const };
 }
 
 /** The secret box, or a 503 naming what the operator must set. */

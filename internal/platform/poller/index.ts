@@ -128,3 +128,36 @@ export class LeasedPoller<Work extends object, Slot extends PollerSlot = PollerS
     }
   }
 }
+
+/**
+ * What runs leased work through a {@link LeasedPoller} under one
+ * lease-holder id (the jobs worker, the webhook deliverer): it starts, wakes
+ * and stops its poller. A subclass gives the poller its slots, its claim and
+ * what to do with the work; the handlers it passes may use `this`, as the
+ * poller calls them only once started.
+ */
+export class LeasedWorker<Work extends object, Slot extends PollerSlot = PollerSlot> {
+  /** Names this process in the leases it takes. */
+  readonly id: string;
+  protected readonly poller: LeasedPoller<Work, Slot>;
+
+  /** `id` undefined: {@link leaseHolderId}. */
+  constructor(id: string | undefined, options: LeasedPollerOptions<Work, Slot>) {
+    this.id = id ?? leaseHolderId();
+    this.poller = new LeasedPoller<Work, Slot>(options);
+  }
+
+  start(): void {
+    this.poller.start();
+  }
+
+  /** Wakes the idle slots to look for work now. */
+  wake(): void {
+    this.poller.wake();
+  }
+
+  /** Stops claiming; what is under way after `drainMs` is cut and given back (see {@link LeasedPoller.stop}). */
+  stop(drainMs = 0): Promise<void> {
+    return this.poller.stop(drainMs);
+  }
+}
