@@ -19,19 +19,19 @@
  * medians of the rounds (docs/benchmarks/conversion.md, "The corpus").
  *
  * Standalone: `npx tsx bench/convert-corpus.ts` (root, runsc). Also a
- * {@link Benchmark} for bench/run.ts.
+ * `Benchmark` for bench/run.ts.
  */
 import { mkdtemp, readFile, readdir, rm, stat } from "node:fs/promises";
 import os, { tmpdir } from "node:os";
 import { extname, join, resolve } from "node:path";
-import type { Benchmark, BenchmarkReport } from "./run.ts";
+import type { BenchmarkReport } from "./run.ts";
 import { ConversionService } from "../internal/conversion/service.ts";
 import { CONVERSION_MIME_TYPES, type ConversionFormat } from "../internal/formats/index.ts";
 import { createLogger } from "../internal/platform/log/index.ts";
 import { PROJECT_ROOT } from "../internal/sandbox/assets.ts";
 import { RunscBackend } from "../internal/sandbox/runsc.ts";
 import { storedPageCount } from "./stored-pages.ts";
-import { median, positiveInt, runIfMain, waitForPool } from "./support.ts";
+import { benchmarkEntry, median, positiveInt, waitForPool } from "./support.ts";
 
 const CORPUS = resolve(PROJECT_ROOT, process.env.FOLIO_BENCH_OFFICE_CORPUS ?? "../shared/corpus/office");
 const POOL = 2;
@@ -120,11 +120,8 @@ export function pageFidelity(rows: readonly { pages?: number | undefined; stored
   return { files: counted.length, exact: counted.filter((r) => r.pages === r.stored).length, pages, stored, excessPercent: stored ? (100 * (pages - stored)) / stored : 0 };
 }
 
-const benchmark: Benchmark = {
+export default await benchmarkEntry(import.meta.url, {
   name: "convert-corpus",
   description: "the corpus's office files through restored runsc sandboxes: time, pages against the stored page count, PNG bytes per file (or the error of the awkward ones)",
   run: () => runCorpusBenchmark(),
-};
-export default benchmark;
-
-await runIfMain(import.meta.url, () => runCorpusBenchmark());
+});

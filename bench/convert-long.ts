@@ -38,8 +38,8 @@ import { createLogger } from "../internal/platform/log/index.ts";
 import { fileUrl, prepareProfile, SOFFICE_BIN } from "../internal/sandbox/profile.ts";
 import { RunscBackend } from "../internal/sandbox/runsc.ts";
 import { benchDatabaseUrl, prepareAccount } from "./edge-auth.ts";
-import type { Benchmark, BenchmarkReport } from "./run.ts";
-import { addCredits, benchEdgeConfig, median, positiveInt, runIfMain, TimingsSink, waitForPool } from "./support.ts";
+import type { BenchmarkReport } from "./run.ts";
+import { addCredits, benchEdgeConfig, benchmarkEntry, median, positiveInt, TimingsSink, waitForPool } from "./support.ts";
 
 const PAGES = 60;
 /** Issue 14's goal: the long DOCX through /v1/convert in at most this share of the host pipeline's time. */
@@ -268,11 +268,8 @@ export async function runLongBenchmark(rounds = positiveInt("BENCH_LONG_ROUNDS",
   }
 }
 
-const benchmark: Benchmark = {
+export default await benchmarkEntry(import.meta.url, {
   name: "convert-long",
   description: "a 60-page DOCX through POST /v1/convert (runsc) vs LibreOffice + pdftoppm -png on the host; PNG bytes per page",
   run: () => runLongBenchmark(),
-};
-export default benchmark;
-
-await runIfMain(import.meta.url, () => runLongBenchmark());
+});

@@ -41,10 +41,11 @@ import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { localEngines, shutdownLocalEngines } from "../internal/extraction/index.ts";
 import { StraightenedEngine } from "../internal/extraction/engines/straighten.ts";
-import { installedTraineddata, TesseractEngine } from "../internal/extraction/engines/tesseract.ts";
+import { TesseractEngine } from "../internal/extraction/engines/tesseract.ts";
+import { installedTraineddata } from "../internal/extraction/engines/tesseract-languages.ts";
 import type { Engine } from "../internal/extraction/types.ts";
 import { levenshtein, normalizeWhitespace } from "../test/cer.ts";
-import { median } from "./support.ts";
+import { exitWithMain, median } from "./support.ts";
 
 const TESSERACT_MODEL = "local/tesseract";
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -281,12 +282,4 @@ async function main(): Promise<number> {
   return failures ? 1 : 0;
 }
 
-if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  main().then(
-    (code) => process.exit(code),
-    (err) => {
-      console.error(err);
-      process.exit(1);
-    },
-  );
-}
+exitWithMain(import.meta.url, main);

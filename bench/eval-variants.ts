@@ -28,7 +28,7 @@ import { localEngines, shutdownLocalEngines } from "../internal/extraction/index
 import { StraightenedEngine } from "../internal/extraction/engines/straighten.ts";
 import type { Engine } from "../internal/extraction/types.ts";
 import { kinds, normalizeForScoring, score } from "./eval-ocr.ts";
-import { median } from "./support.ts";
+import { exitWithMain, median } from "./support.ts";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const CORPUS = resolve(ROOT, process.env.FOLIO_EVAL_CORPUS ?? "../shared/corpus/ocr");
@@ -224,12 +224,4 @@ async function main(): Promise<number> {
   return failures ? 1 : 0;
 }
 
-if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  main().then(
-    (code) => process.exit(code),
-    (err) => {
-      console.error(err);
-      process.exit(1);
-    },
-  );
-}
+exitWithMain(import.meta.url, main);

@@ -57,19 +57,15 @@
  * (benchmark.ts); this file is the entry bench/run.ts lists.
  */
 import { runBenchmark } from "./jobs/benchmark.ts";
-import type { Benchmark } from "./run.ts";
-import { runIfMain } from "./support.ts";
+import { benchmarkEntry } from "./support.ts";
 
 // What other benchmarks use of these parts (bench/soak.ts starts folio dev and samples its tree the same way).
 export { cleanEnv, createAccount, startDev, type Dev } from "./jobs/dev.ts";
 export { treeSample, type ProcSample } from "./jobs/proc.ts";
 export { scannedPdf } from "./jobs/scanned-pdf.ts";
 
-const benchmark: Benchmark = {
+export default await benchmarkEntry(import.meta.url, {
   name: "jobs",
   description: "durable jobs: a 1,000-page scan on folio dev vs the tesseract CLI, first page, memory, fairness, two workers",
   run: runBenchmark,
-};
-export default benchmark;
-
-await runIfMain(import.meta.url, runBenchmark);
+});

@@ -32,14 +32,5 @@ export function docsProse(minChars: number, unwanted: RegExp): string[] {
   return out;
 }
 
-/** mulberry32: small, seeded, the same everywhere. */
-export function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** mulberry32: small, seeded, the same everywhere (the tests' generator). */
+export { seeded as mulberry32 } from "../test/support.ts";

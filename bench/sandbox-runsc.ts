@@ -47,13 +47,13 @@
  * machine during each throughput phase are reported with the figures.
  *
  * Standalone: `node_modules/.bin/tsx bench/sandbox-runsc.ts [runs]` (root,
- * runsc installed). Also a {@link Benchmark} for bench/run.ts.
+ * runsc installed). Also a `Benchmark` for bench/run.ts.
  */
 import { spawn } from "node:child_process";
 import { cp, mkdtemp, readFile, readdir, rm } from "node:fs/promises";
 import os, { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Benchmark, BenchmarkReport } from "./run.ts";
+import type { BenchmarkReport } from "./run.ts";
 import { ConversionService } from "../internal/conversion/service.ts";
 import { CONVERSION_MIME_TYPES, type ConversionFormat } from "../internal/formats/index.ts";
 import { createLogger } from "../internal/platform/log/index.ts";
@@ -61,7 +61,7 @@ import { PROJECT_ROOT } from "../internal/sandbox/assets.ts";
 import { fileUrl, prepareProfile, SOFFICE_BIN } from "../internal/sandbox/profile.ts";
 import { RunscBackend } from "../internal/sandbox/runsc.ts";
 import { MALLOC_ENV } from "../internal/sandbox/tools.ts";
-import { median, positiveInt, runIfMain, TimingsSink, waitForPool } from "./support.ts";
+import { benchmarkEntry, median, positiveInt, TimingsSink, waitForPool } from "./support.ts";
 
 const FIXTURES = join(PROJECT_ROOT, "test", "fixtures", "convert");
 /** The issue's target: runsc at most 1.5 × the direct conversion. */
@@ -431,11 +431,12 @@ export async function runSandboxBenchmark(runs = positiveInt("BENCH_CONVERT_RUNS
   }
 }
 
-const benchmark: Benchmark = {
-  name: "sandbox-runsc",
-  description: "DOCX/PPTX to PNG through runsc (cold, pre-started, restored from a checkpoint) vs direct LibreOffice + pdftoppm: latency, docs/min, CPU per document",
-  run: () => runSandboxBenchmark(),
-};
-export default benchmark;
-
-await runIfMain(import.meta.url, () => runSandboxBenchmark(process.argv[2] ? Number(process.argv[2]) : undefined));
+export default await benchmarkEntry(
+  import.meta.url,
+  {
+    name: "sandbox-runsc",
+    description: "DOCX/PPTX to PNG through runsc (cold, pre-started, restored from a checkpoint) vs direct LibreOffice + pdftoppm: latency, docs/min, CPU per document",
+    run: () => runSandboxBenchmark(),
+  },
+  () => runSandboxBenchmark(process.argv[2] ? Number(process.argv[2]) : undefined),
+);

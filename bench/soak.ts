@@ -31,15 +31,16 @@ import { readdirSync, readFileSync, rmSync, mkdtempSync } from "node:fs";
 import os from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { CONVERSION_MIME_TYPES } from "../internal/formats/index.ts";
 import { startFakeUpstream } from "../test/fake-upstream.ts";
-import type { Benchmark, BenchmarkReport } from "./run.ts";
+import type { BenchmarkReport } from "./run.ts";
 import { cleanEnv, createAccount, startDev, treeSample, type Dev } from "./jobs.ts";
-import { freePort, median, positiveInt, quantile, runIfMain } from "./support.ts";
+import { benchmarkEntry, freePort, median, positiveInt, quantile } from "./support.ts";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const fixture = (...p: string[]) => readFileSync(join(ROOT, "test", "fixtures", ...p));
 const UPSTREAM_MODEL = "openai/gpt-4.1-mini";
-const DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document";
+const DOCX = CONVERSION_MIME_TYPES.DOCX[0]!;
 const MAX_IN_FLIGHT = 4;
 const WARM_MINUTES = 5;
 
@@ -221,11 +222,8 @@ async function runBenchmark(): Promise<BenchmarkReport> {
   }
 }
 
-const soak: Benchmark = {
+export default await benchmarkEntry(import.meta.url, {
   name: "soak",
   description: "steady mixed paid traffic against folio dev for 30 min: memory, descriptors, sandboxes, temporary files, p99",
   run: runBenchmark,
-};
-export default soak;
-
-await runIfMain(import.meta.url, runBenchmark);
+});

@@ -1,11 +1,12 @@
 import { Writable } from "node:stream";
+import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
 import { edgeSchema, parseConfig, type EdgeConfig, type Env } from "../internal/platform/config/index.ts";
 import { openDatabase } from "../internal/platform/db/index.ts";
 import { adminAddCredits } from "../internal/cli/admin/index.ts";
 import type { RunscBackend } from "../internal/sandbox/runsc.ts";
-import type { BenchmarkReport } from "./run.ts";
+import type { Benchmark, BenchmarkReport } from "./run.ts";
 
 /** Adds credits to a benchmark account. */
 export async function addCredits(databaseUrl: string, accountId: string, cents: number): Promise<void> {
@@ -81,17 +82,50 @@ export async function waitForPool(backend: RunscBackend, size: number, limitMs: 
   }
 }
 
+/** Whether `moduleUrl` is the script node was started with (`npx tsx bench/<name>.ts`, by any path). */
+function isMain(moduleUrl: string): boolean {
+  return !!process.argv[1] && resolve(process.argv[1]) === fileURLToPath(moduleUrl);
+}
+
 /**
  * For a benchmark file run directly (`npx tsx bench/<name>.ts`): when
  * `moduleUrl` is the script node started with, runs it, prints the report
  * (text, then JSON) and exits 1 when a correctness check failed.
  */
 export async function runIfMain(moduleUrl: string, run: () => Promise<BenchmarkReport>): Promise<void> {
-  if (!process.argv[1] || fileURLToPath(moduleUrl) !== process.argv[1]) return;
+  if (!isMain(moduleUrl)) return;
   const report = await run();
   console.log(report.text);
   console.log(JSON.stringify(report.json));
   process.exit(report.ok ? 0 : 1);
+}
+
+/**
+ * A benchmark file's entry: the {@link Benchmark} bench/run.ts lists, run at
+ * once ({@link runIfMain}) when the file is the script node started with,
+ * by `direct` when given (a run that reads the command line), else by its
+ * own `run`.
+ */
+export async function benchmarkEntry(moduleUrl: string, benchmark: Benchmark, direct: () => Promise<BenchmarkReport> = benchmark.run): Promise<Benchmark> {
+  await runIfMain(moduleUrl, direct);
+  return benchmark;
+}
+
+/**
+ * For an evaluation run directly (`npx tsx bench/eval-<name>.ts`, `make
+ * eval`): when `moduleUrl` is the script node started with, runs `main` and
+ * exits with the code it answers; a failure is printed and exits 1. Exiting
+ * also ends what the run left open (engines' workers, resident programs).
+ */
+export function exitWithMain(moduleUrl: string, main: () => Promise<number>): void {
+  if (!isMain(moduleUrl)) return;
+  main().then(
+    (code) => process.exit(code),
+    (err) => {
+      console.error(err);
+      process.exit(1);
+    },
+  );
 }
 
 /** A free TCP port on 127.0.0.1 (the tests' helper): for a child process that cannot be told to pick one and report it. */
@@ -103,15 +137,7 @@ export { freePort } from "../test/support.ts";
  * migrated. Drop it with {@link dropBenchDatabase}.
  */
 export async function emptyBenchDatabaseUrl(base: string, name: string): Promise<string> {
-  if (!/^[a-z_][a-z0-9_]*$/.test(name)) throw new Error(`not a plain database name: '${name}'`);
-  const client = new pg.Client({ connectionString: base });
-  await client.connect();
-  try {
-    await client.query(`drop database if exists ${name} with (force)`);
-    await client.query(`create database ${name}`);
-  } finally {
-    await client.end();
-  }
+  await onServer(base, name, [`drop database if exists ${name} with (force)`, `create database ${name}`]);
   const url = new URL(base);
   url.pathname = `/${name}`;
   return url.toString();
@@ -119,11 +145,16 @@ export async function emptyBenchDatabaseUrl(base: string, name: string): Promise
 
 /** Drops a database made by {@link emptyBenchDatabaseUrl}, closing its connections. */
 export async function dropBenchDatabase(base: string, name: string): Promise<void> {
+  await onServer(base, name, [`drop database if exists ${name} with (force)`]);
+}
+
+/** Runs `statements` about database `name` on `base`'s server, in turn, over one connection; `name` must be a plain name (it is spliced into them). */
+async function onServer(base: string, name: string, statements: readonly string[]): Promise<void> {
   if (!/^[a-z_][a-z0-9_]*$/.test(name)) throw new Error(`not a plain database name: '${name}'`);
   const client = new pg.Client({ connectionString: base });
   await client.connect();
   try {
-    await client.query(`drop database if exists ${name} with (force)`);
+    for (const statement of statements) await client.query(statement);
   } finally {
     await client.end();
   }

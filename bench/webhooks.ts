@@ -34,8 +34,8 @@ import { adminCreateAccount } from "../internal/cli/admin/index.ts";
 import { openDatabase } from "../internal/platform/db/index.ts";
 import { newSecretKey } from "../internal/webhooks/index.ts";
 import { startFolio, type FolioProcess } from "../test/folio-processes.ts";
-import type { Benchmark, BenchmarkReport } from "./run.ts";
-import { dropBenchDatabase, emptyBenchDatabaseUrl, freePort, median, positiveInt, quantile, runIfMain } from "./support.ts";
+import type { BenchmarkReport } from "./run.ts";
+import { benchmarkEntry, dropBenchDatabase, emptyBenchDatabaseUrl, freePort, median, positiveInt, quantile } from "./support.ts";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const FOLIO = ["--import", "tsx", join(ROOT, "cmd", "folio", "main.ts")];
@@ -177,11 +177,8 @@ async function finalEventAt(url: string, key: string): Promise<number | undefine
   return undefined;
 }
 
-const webhooks: Benchmark = {
+export default await benchmarkEntry(import.meta.url, {
   name: "webhooks",
   description: "a job's end to its final event at a healthy receiver (goal p50 < 200 ms)",
   run: runBenchmark,
-};
-export default webhooks;
-
-await runIfMain(import.meta.url, runBenchmark);
+});

@@ -46,28 +46,26 @@ constexpr uint64_t kBodyLimit = 400ull * 1024 * 1024;
 constexpr size_t kLoadedLimit = 3;
 const char kTsvHeader[] = "level\tpage_num\tblock_num\tpar_num\tline_num\tword_num\tleft\ttop\twidth\theight\tconf\ttext\n";
 
-bool readAll(void* buf, size_t n) {
-  auto* p = static_cast<char*>(buf);
+// Moves n bytes by calls of io (read or write), across short counts and
+// EINTR; false at the end of the input or on an error.
+template <typename Byte, typename Io>
+bool transferAll(Byte* p, size_t n, Io io) {
   while (n > 0) {
-    ssize_t r = read(0, p, n);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return false;
-    p += r;
-    n -= static_cast<size_t>(r);
+    ssize_t k = io(p, n);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) return false;
+    p += k;
+    n -= static_cast<size_t>(k);
   }
   return true;
 }
 
+bool readAll(void* buf, size_t n) {
+  return transferAll(static_cast<char*>(buf), n, [](char* p, size_t k) { return read(0, p, k); });
+}
+
 bool writeAll(const void* buf, size_t n) {
-  const auto* p = static_cast<const char*>(buf);
-  while (n > 0) {
-    ssize_t w = write(1, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return false;
-    p += w;
-    n -= static_cast<size_t>(w);
-  }
-  return true;
+  return transferAll(static_cast<const char*>(buf), n, [](const char* p, size_t k) { return write(1, p, k); });
 }
 
 bool readU32(uint32_t& v) {

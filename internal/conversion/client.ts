@@ -11,19 +11,17 @@ import type { EstimateResponse__Output } from "../gen/proto/folio/conversion/v1/
 import type { PricingRequest } from "../gen/proto/folio/conversion/v1/PricingRequest.ts";
 import type { PricingResponse__Output } from "../gen/proto/folio/conversion/v1/PricingResponse.ts";
 import { FolioError } from "../platform/errors/index.ts";
-import { callUnary, clientOptions, fromGrpcError, grpc } from "../platform/grpc/index.ts";
+import { callUnary, fromGrpcError, grpc, serviceClient, type ServiceClientOptions } from "../platform/grpc/index.ts";
 import { conversionProto } from "./grpc.ts";
 import type { BackendName, Conversion, ConvertRequest, ConvertedPage, Estimate, PricingInfo } from "../contracts/index.ts";
 import type { ConversionFormat } from "../formats/index.ts";
 import { formatPages, isSelected } from "../formats/pages.ts";
 
-export interface ConversionClientOptions {
+export interface ConversionClientOptions extends ServiceClientOptions {
   /** Deadline of Estimate and Pricing. */
   infoDeadlineMs: number;
   /** Deadline of one Convert (queue wait and the sandbox's time limit included). */
   convertDeadlineMs: number;
-  /** Client interceptors (the edge's gRPC metrics). */
-  interceptors?: grpc.Interceptor[];
 }
 
 /** The conversion format a declared MIME type names, or `unsupported_format`: callers refuse a wrong type before any call. */
@@ -35,8 +33,7 @@ export class ConversionClient {
   private readonly client: ConversionServiceClient;
 
   constructor(address: string, private readonly opts: ConversionClientOptions) {
-    const Ctor = conversionProto().folio.conversion.v1.ConversionService;
-    this.client = new Ctor(address, grpc.credentials.createInsecure(), { ...clientOptions, interceptors: opts.interceptors ?? [] });
+    this.client = serviceClient(conversionProto().folio.conversion.v1.ConversionService, address, opts);
   }
 
   convert(req: ConvertRequest, signal?: AbortSignal): Promise<Conversion> {

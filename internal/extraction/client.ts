@@ -3,7 +3,7 @@
  * returning domain types and FolioErrors.
  */
 import { Decimal } from "../billing/index.ts";
-import { callUnary, clientOptions, fromGrpcError, grpc } from "../platform/grpc/index.ts";
+import { callUnary, fromGrpcError, grpc, serviceClient, type ServiceClientOptions } from "../platform/grpc/index.ts";
 import type { ExtractionServiceClient } from "../gen/proto/folio/extraction/v1/ExtractionService.ts";
 import type { ListModelsRequest } from "../gen/proto/folio/extraction/v1/ListModelsRequest.ts";
 import type { ListModelsResponse__Output } from "../gen/proto/folio/extraction/v1/ListModelsResponse.ts";
@@ -53,13 +53,11 @@ export interface ResolvedModel {
   maxCompletionTokens: number;
 }
 
-export interface ExtractionClientOptions {
+export interface ExtractionClientOptions extends ServiceClientOptions {
   /** Deadline of catalog calls. */
   catalogDeadlineMs: number;
   /** Deadline of one page or one chat call. */
   workDeadlineMs: number;
-  /** Client interceptors (the edge's gRPC metrics). */
-  interceptors?: grpc.Interceptor[];
 }
 
 const WHAT = "the extraction service";
@@ -68,8 +66,7 @@ export class ExtractionClient {
   private readonly client: ExtractionServiceClient;
 
   constructor(address: string, private readonly opts: ExtractionClientOptions) {
-    const Ctor = extractionProto().folio.extraction.v1.ExtractionService;
-    this.client = new Ctor(address, grpc.credentials.createInsecure(), { ...clientOptions, interceptors: opts.interceptors ?? [] });
+    this.client = serviceClient(extractionProto().folio.extraction.v1.ExtractionService, address, opts);
   }
 
   async listModels(): Promise<CatalogView> {

@@ -35,7 +35,8 @@ import type { AnalyzedPage } from "../layout/page.ts";
 import { removeRules } from "../layout/rules.ts";
 import type { SourceWord } from "../layout/markdown.ts";
 import { boundsOf, type Box } from "../layout/words.ts";
-import { pageResult, wantsGrids, type TesseractEngine } from "./tesseract.ts";
+import { pageResult, wantsGrids } from "./local-result.ts";
+import type { TesseractEngine } from "./tesseract.ts";
 
 export const AUTO_MODEL_ID = "local/auto";
 

@@ -71,7 +71,9 @@ import { readingOrder as layoutOrder, type LayoutNode } from "../layout/reading-
 import type { OcrWord } from "../layout/words.ts";
 import type { Engine, ExtractOptions, LayoutBlock, LayoutDetail, PageInput, PageLayout, PageResult } from "../types.ts";
 import type { PageMessage, PpOcrPackages, PpOcrWorkerData, WorkerBox, WorkerReply } from "./ppocr-worker.ts";
-import { formatted, imageFormat } from "./tesseract.ts";
+import { settleAfter, watchDeadline } from "./deadline.ts";
+import { formatted } from "./local-result.ts";
+import { imageFormat } from "./tesseract.ts";
 
 export type { PpOcrPackages } from "./ppocr-worker.ts";
 
@@ -576,29 +578,18 @@ export class PpOcrEngine implements Engine {
   #recognise(pageNumber: number, decoded: Decoded, signal: AbortSignal): Promise<WorkerBox[]> {
     const pool = poolFor(this.#data, this.#workers);
     return new Promise((resolve, reject) => {
-      const done = () => {
-        clearTimeout(timer);
-        signal.removeEventListener("abort", onAbort);
-      };
       const job: Job = {
         pageNumber,
         message: { type: "page", id: nextJobId++, ...decoded, abort: new Int32Array(new SharedArrayBuffer(4)) },
         settled: false,
-        resolve: (boxes) => {
-          done();
-          resolve(boxes);
-        },
-        reject: (err) => {
-          done();
-          reject(err);
-        },
+        ...settleAfter(() => unwatch(), resolve, reject),
       };
-      const timer = setTimeout(
-        () => pool.cancel(job, new FolioError("timeout", `${PPOCR_MODEL_ID} took longer than ${Math.round(this.#timeoutMs / 1000)} s on page ${pageNumber}`)),
+      const unwatch = watchDeadline(
+        signal,
         this.#timeoutMs,
+        () => new FolioError("timeout", `${PPOCR_MODEL_ID} took longer than ${Math.round(this.#timeoutMs / 1000)} s on page ${pageNumber}`),
+        (why) => pool.cancel(job, why),
       );
-      const onAbort = () => pool.cancel(job, signal.reason);
-      signal.addEventListener("abort", onAbort, { once: true });
       pool.run(job);
     });
   }

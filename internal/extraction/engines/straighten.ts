@@ -57,7 +57,7 @@ import { decodeToPng, fromPixels, imageMetadata } from "../../platform/decoder/i
 import { encodePgm, viewGrey } from "../layout/image.ts";
 import { measureAngles, type Turn } from "../layout/orientation.ts";
 import { FolioError } from "../../platform/errors/index.ts";
-import type { TrialReading } from "./tesseract.ts";
+import type { TrialReading } from "./tesseract-trial.ts";
 import { otsuThreshold, type GreyImage } from "../layout/rules.ts";
 import type { Engine, ExtractOptions, LayoutBlock, PageInput, PageLayout, PageResult, TableCell } from "../types.ts";
 

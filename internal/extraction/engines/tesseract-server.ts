@@ -28,11 +28,15 @@ import { parserEnv } from "../../platform/childenv/index.ts";
 import { encodeFrame, FrameReader } from "../../platform/decoder/index.ts";
 import { FolioError } from "../../platform/errors/index.ts";
 import { jailed, parserJail, signalJailed, type JailAccess, type ParserJailMode } from "../../platform/jail/index.ts";
+import { settleAfter, watchDeadline } from "./deadline.ts";
 
 /** A resident program left idle this long exits (started again by the next reading). */
 export const IDLE_MS = 30_000;
 /** The program's path under the project root (`make deps` builds it: scripts/build-native.sh). */
 export const RESIDENT_PROGRAM = "native/build/folio-tesseract";
+
+/** The tesseract CLI, from PATH: what `local/tesseract` runs where no command is configured, and lists the installed languages with. */
+export const TESSERACT_COMMAND = "tesseract";
 
 /**
  * tesseract's environment (platform/childenv): PATH, locale and where its
@@ -235,25 +239,17 @@ class Resident {
 
   read(req: ResidentReading, signal: AbortSignal, timeoutMs: number): Promise<string> {
     return new Promise((resolveRead, rejectRead) => {
-      const timer = setTimeout(() => this.#kill(new FolioError("timeout", `tesseract took longer than ${Math.round(timeoutMs / 1000)} s on page ${req.pageNumber}`)), timeoutMs);
-      const onAbort = () => this.#kill(signal.reason);
-      signal.addEventListener("abort", onAbort, { once: true });
+      const unwatch = watchDeadline(
+        signal,
+        timeoutMs,
+        () => new FolioError("timeout", `tesseract took longer than ${Math.round(timeoutMs / 1000)} s on page ${req.pageNumber}`),
+        (why) => this.#kill(why),
+      );
       const done = () => {
-        clearTimeout(timer);
-        signal.removeEventListener("abort", onAbort);
+        unwatch();
         this.#waiting = undefined;
       };
-      this.#waiting = {
-        pageNumber: req.pageNumber,
-        resolve: (text) => {
-          done();
-          resolveRead(text);
-        },
-        reject: (err) => {
-          done();
-          rejectRead(err);
-        },
-      };
+      this.#waiting = { pageNumber: req.pageNumber, ...settleAfter(done, resolveRead, rejectRead) };
       if (this.#failure !== undefined) return this.#waiting.reject(this.#failure);
       this.#received = 0;
       try {

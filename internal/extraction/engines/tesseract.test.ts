@@ -10,7 +10,8 @@ import sharp from "sharp";
 import { describe, expect, it } from "vitest";
 import { cer } from "../../../test/cer.ts";
 import { TABLE_ROWS } from "../../../test/fixtures/ocr/table-rows.ts";
-import { TesseractEngine, imageFormat, installedLanguages, installedTraineddata, tesseractLanguage } from "./tesseract.ts";
+import { TesseractEngine, imageFormat } from "./tesseract.ts";
+import { installedLanguages, installedTraineddata, tesseractLanguage } from "./tesseract-languages.ts";
 import { builtResidentProgram, ResidentTesseract } from "./tesseract-server.ts";
 import { TEXT_OPTIONS as TEXT, folioFailure as failure, liveSignal as live, ocrFixture as fixture, ocrFixturePath, ocrTruth as truth, pngPage as page, expectCerBelow, expectCleanLocalRead, withJfif } from "../../../test/support.ts";
 

@@ -8,14 +8,13 @@
  * reading order, the tables and the layout blocks; the confidence is the
  * mean confidence of the recognised words, scaled from 0–100 to 0–1.
  *
- * `output_format` shapes the answer from the layout (`layout/markdown.ts`,
- * docs/structure.md "Output formats"): `text` is the text in reading order,
- * `markdown` the same page as GitHub-flavoured markdown (headings, lists,
- * tables; headers and footers left out), `json` the text in reading order
- * plus the page's blocks. Tables found on the page come back in `tables`
- * when `extract_tables` asks for them. It prices nothing (usage 0
- * tokens, no reported cost: the caller charges the configured price per
- * page). Concurrency limits are the caller's.
+ * The answer is shaped from that layout by engines/local-result.ts
+ * (`output_format`, tables when `extract_tables` asks for them). It prices
+ * nothing (usage 0 tokens, no reported cost: the caller charges the
+ * configured price per page). Concurrency limits are the caller's. The
+ * language a page is read in is chosen by engines/tesseract-languages.ts;
+ * the orientation check's trial readings are summed up by
+ * engines/tesseract-trial.ts.
  *
  * Decisions a reader may question:
  * - Only bytes that start like an image reach tesseract. Given anything
@@ -26,12 +25,6 @@
  *   finds columns, and `layout/` reads what it gets wrong (tables, a
  *   receipt's prices) row by row; mode 4 reads every line straight across
  *   the columns of a page (docs/benchmarks/reading-quality.md "Reading quality").
- * - The language, when the request names none: the page is read in English
- *   first; when the words read are another installed language (franc, a
- *   trigram model, over the recognised text), it is read again in that
- *   language; when the words are read with low confidence, the other
- *   installed scripts (Fraktur) are tried and the most confident reading
- *   wins. One pass for an English page, two for another language.
  * - Small text is read again at twice the size: when the words of a reading
  *   are at most {@link SMALL_WORD_HEIGHT} pixels high (the median of their
  *   boxes, over at least {@link MIN_WORDS_TO_ENLARGE} words: a phone photo, a
@@ -46,54 +39,21 @@
  *   2-CPU machine tesseract's OpenMP threads made one A4 page 2.1× slower
  *   (1.67 s against 0.78 s), not faster.
  */
-import { execFile, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import { jailed, signalJailed, type JailAccess } from "../../platform/jail/index.ts";
 import { FolioError } from "../../platform/errors/index.ts";
-import type { Engine, ExtractOptions, PageInput, PageResult, Table } from "../types.ts";
+import type { Engine, ExtractOptions, PageInput, PageResult } from "../types.ts";
 import { hasPngSignature, parsePgm } from "../../formats/index.ts";
 import { decodePixels, decodeToPng, fromPixels, ImageDecodeError } from "../../platform/decoder/index.ts";
 import { findPageRules, scaleRules, type PageRules } from "../layout/grid.ts";
 import { decodeGrey, encodePgm, viewGrey } from "../layout/image.ts";
 import { letterHeight } from "../layout/letters.ts";
-import { renderMarkdown, structurePage, type SourceBlock } from "../layout/markdown.ts";
 import { analyzePage, type AnalyzedPage, type OrderChoice } from "../layout/page.ts";
-import { tableOf } from "./tables.ts";
-import { guessLanguage } from "./language.ts";
-import { builtResidentProgram, ResidentTesseract, tesseractEnv, type RawPage } from "./tesseract-server.ts";
-
-/**
- * ISO 639-1 codes (and a few region/script forms) → tesseract traineddata
- * names. A request may also name traineddata directly ("deu", "chi_tra").
- */
-export const ISO_TO_TESSERACT: Readonly<Record<string, string>> = Object.freeze({
-  af: "afr", am: "amh", ar: "ara", as: "asm", az: "aze", be: "bel", bg: "bul", bn: "ben", bo: "bod", br: "bre",
-  bs: "bos", ca: "cat", co: "cos", cs: "ces", cy: "cym", da: "dan", de: "deu", dv: "div", el: "ell", en: "eng",
-  eo: "epo", es: "spa", et: "est", eu: "eus", fa: "fas", fi: "fin", fo: "fao", fr: "fra", fy: "fry", ga: "gle",
-  gd: "gla", gl: "glg", gu: "guj", he: "heb", hi: "hin", hr: "hrv", ht: "hat", hu: "hun", hy: "hye", id: "ind",
-  is: "isl", it: "ita", iu: "iku", ja: "jpn", jv: "jav", ka: "kat", kk: "kaz", km: "khm", kn: "kan", ko: "kor",
-  ku: "kmr", ky: "kir", la: "lat", lb: "ltz", lo: "lao", lt: "lit", lv: "lav", mi: "mri", mk: "mkd", ml: "mal",
-  mn: "mon", mr: "mar", ms: "msa", mt: "mlt", my: "mya", nb: "nor", ne: "nep", nl: "nld", no: "nor", oc: "oci",
-  or: "ori", pa: "pan", pl: "pol", ps: "pus", pt: "por", qu: "que", ro: "ron", ru: "rus", sa: "san", sd: "snd",
-  si: "sin", sk: "slk", sl: "slv", sq: "sqi", sr: "srp", su: "sun", sv: "swe", sw: "swa", ta: "tam", te: "tel",
-  tg: "tgk", th: "tha", ti: "tir", tl: "tgl", to: "ton", tr: "tur", tt: "tat", ug: "uig", uk: "ukr", ur: "urd",
-  uz: "uzb", vi: "vie", yi: "yid", yo: "yor", zh: "chi_sim",
-  // Chinese script and region forms (BCP 47, case-insensitive).
-  "zh-hans": "chi_sim", "zh-cn": "chi_sim", "zh-sg": "chi_sim",
-  "zh-hant": "chi_tra", "zh-tw": "chi_tra", "zh-hk": "chi_tra", "zh-mo": "chi_tra",
-  "sr-latn": "srp_latn", "uz-cyrl": "uzb_cyrl", "az-cyrl": "aze_cyrl",
-});
-
-/** traineddata → the code shown to users; the first ISO spelling listed above wins ("nor" → "nb"). */
-const TESSERACT_TO_ISO: ReadonlyMap<string, string> = (() => {
-  const m = new Map<string, string>();
-  for (const [iso, name] of Object.entries(ISO_TO_TESSERACT)) if (!m.has(name)) m.set(name, iso);
-  return m;
-})();
-
-/** traineddata that are not languages (orientation detection, legacy equations). */
-const NOT_LANGUAGES = new Set(["osd", "equ"]);
-
-const DEFAULT_COMMAND = "tesseract";
+import { watchDeadline } from "./deadline.ts";
+import { pageResult, wantsGrids } from "./local-result.ts";
+import { readAnyLanguage, tesseractLanguage } from "./tesseract-languages.ts";
+import { builtResidentProgram, ResidentTesseract, TESSERACT_COMMAND, tesseractEnv, type RawPage } from "./tesseract-server.ts";
+import { parseTrial, type TrialReading } from "./tesseract-trial.ts";
 
 export interface TesseractEngineOptions {
   /** The executable; default `tesseract` from PATH. */
@@ -151,20 +111,6 @@ export async function stopResidentTesseract(): Promise<void> {
 }
 
 const DEFAULT_TIMEOUT_MS = 120_000;
-/** Below this mean word confidence (0–1) the other scripts are tried. */
-const LOW_CONFIDENCE = 0.75;
-/** Another script's reading wins when its mean confidence is this much higher. */
-const SCRIPT_MARGIN = 0.1;
-/** A guessed language's reading is kept unless its confidence is this much lower than English's. */
-const CONFIDENCE_MARGIN = 0.02;
-/**
- * Scripts with traineddata of their own, tried on pages read with low
- * confidence, and on pages of the language they are written in below
- * {@link SCRIPT_LANGUAGE_CONFIDENCE}: German Fraktur.
- */
-const OTHER_SCRIPTS: Readonly<Record<string, string>> = Object.freeze({ frk: "deu" });
-/** A page found to be German and read with less confidence than this is tried in Fraktur too. */
-const SCRIPT_LANGUAGE_CONFIDENCE = 0.9;
 /** Words whose boxes are at most this many pixels high (median) are read again enlarged (see the module comment). */
 export const SMALL_WORD_HEIGHT = 9;
 /**
@@ -186,102 +132,10 @@ const MAX_TSV_BYTES = 32 * 1024 * 1024;
 /** Kept for error causes (logs). */
 const MAX_STDERR_CHARS = 4096;
 
-// ---------------------------------------------------------------- languages
-
-const languageCache = new Map<string, Promise<ReadonlySet<string>>>();
-
-/**
- * The traineddata installed for `command` (`tesseract --list-langs`),
- * without `osd`/`equ`. Cached for the process after the first success (a
- * failure is not cached): installing a language needs a restart.
- */
-export function installedTraineddata(command = DEFAULT_COMMAND): Promise<ReadonlySet<string>> {
-  let cached = languageCache.get(command);
-  if (!cached) {
-    cached = listLanguages(command);
-    languageCache.set(command, cached);
-    cached.catch(() => languageCache.delete(command));
-  }
-  return cached;
-}
-
-/**
- * The language codes a request can use on this machine, sorted: the ISO
- * 639-1 code where one maps to an installed traineddata ("de", "en"), else
- * the traineddata name itself ("frk").
- */
-export async function installedLanguages(command = DEFAULT_COMMAND): Promise<string[]> {
-  const names = await installedTraineddata(command);
-  return [...new Set([...names].map((n) => TESSERACT_TO_ISO.get(n) ?? n))].sort();
-}
-
-
 /** What tesseract reads besides the system in its jail: its models' folder when TESSDATA_PREFIX puts them outside /usr. */
 function tessdataAccess(): JailAccess {
   const prefix = process.env.TESSDATA_PREFIX;
   return prefix && !prefix.startsWith("/usr/") ? { read: [prefix] } : {};
-}
-
-function listLanguages(command: string): Promise<ReadonlySet<string>> {
-  return new Promise((resolve, reject) => {
-    execFile(command, ["--list-langs"], { env: tesseractEnv(), timeout: 10_000, killSignal: "SIGKILL", encoding: "utf8" }, (err, stdout, stderr) => {
-      if (err) {
-        reject(new FolioError("service_unavailable", "tesseract is not installed or not runnable on this service", { cause: err }));
-        return;
-      }
-      // Old versions print the list on stderr; the first line is a header ending in a colon.
-      const names = `${stdout}\n${stderr}`
-        .split("\n")
-        .map((l) => l.trim())
-        .filter((l) => /^[A-Za-z0-9_]+(\/[A-Za-z0-9_]+)?$/.test(l) && !NOT_LANGUAGES.has(l));
-      resolve(new Set(names));
-    });
-  });
-}
-
-/**
- * The traineddata name for a request's `options.language`: an ISO 639-1 code
- * ("de"), a region/script form ("zh-TW", "pt_BR"), a traineddata name
- * ("deu"), or several joined by "+" as tesseract does ("en+de" → "eng+deu").
- * Absent: English when installed, else the first installed language. Unknown
- * or not installed: a 400 on `options.language` naming the installed
- * languages.
- */
-export async function tesseractLanguage(hint: string | undefined, command = DEFAULT_COMMAND): Promise<string> {
-  const installed = await installedTraineddata(command);
-  if (hint === undefined || hint.trim() === "") {
-    if (installed.has("eng")) return "eng";
-    const first = [...installed].sort()[0];
-    if (!first) throw new FolioError("service_unavailable", "tesseract has no language data installed on this service");
-    return first;
-  }
-  const names: string[] = [];
-  for (const part of hint.split("+")) {
-    const name = traineddataFor(part.trim(), installed);
-    const shown = `'${part.trim().slice(0, 40)}'`;
-    if (!name) {
-      throw new FolioError("invalid_request", `language ${shown} is not an ISO 639-1 code or tesseract language name; installed: ${(await installedLanguages(command)).join(", ")}`, {
-        param: "options.language",
-      });
-    }
-    if (!installed.has(name)) {
-      throw new FolioError("invalid_request", `language ${shown} is not installed; installed: ${(await installedLanguages(command)).join(", ")}`, {
-        param: "options.language",
-      });
-    }
-    if (!names.includes(name)) names.push(name);
-  }
-  return names.join("+");
-}
-
-/** A known traineddata name for one code, installed or not; undefined when unknown. */
-function traineddataFor(code: string, installed: ReadonlySet<string>): string | undefined {
-  const lower = code.toLowerCase().replace(/_/g, "-");
-  const mapped = ISO_TO_TESSERACT[lower] ?? ISO_TO_TESSERACT[lower.split("-")[0] ?? ""];
-  if (mapped) return mapped;
-  // A traineddata name as tesseract spells it: "deu", "chi_tra", "script/Latin".
-  for (const candidate of [code, code.toLowerCase()]) if (installed.has(candidate) || TESSERACT_TO_ISO.has(candidate)) return candidate;
-  return undefined;
 }
 
 // ---------------------------------------------------------------- images
@@ -331,36 +185,6 @@ function checkImage(page: PageInput): void {
   }
 }
 
-/** A reading as the engine answers it: text in the output format, tables only when asked for, layout only when asked for. */
-export async function pageResult(page: PageInput, read: AnalyzedPage, options: ExtractOptions): Promise<PageResult> {
-  const tables: Table[] = options.extractTables ? read.tables.map((t) => tableOf(page.pageNumber, t.rows, t.spans, t)) : [];
-  return {
-    ...(await formatted(page, read.text, read.sources, options)),
-    tables,
-    ...(read.confidence !== undefined ? { confidence: read.confidence } : {}),
-    ...(options.includeLayout ? { layout: read.layout } : {}),
-    usage: { promptTokens: 0, completionTokens: 0, reportedCostCents: null },
-  };
-}
-
-/**
- * A local engine's page text in the output format (docs/ocr.md "Output
- * formats"): `text` as read; `markdown` written from the page's structure;
- * `json` the text as read and the structure's blocks beside it. The page's
- * pixels show which lines are bold; a page that cannot be decoded here (BMP)
- * is structured without them.
- */
-export async function formatted(page: PageInput, text: string, sources: readonly SourceBlock[], options: Pick<ExtractOptions, "outputFormat">): Promise<Pick<PageResult, "text" | "blocks">> {
-  if (options.outputFormat === "text") return { text };
-  const grey = await decodeGrey(page.image).catch(() => undefined);
-  const blocks = structurePage(sources, grey);
-  return options.outputFormat === "markdown" ? { text: renderMarkdown(blocks) } : { text, blocks };
-}
-
-/** Ruled tables (and blanks) are looked for only when tables or structure are asked for: a text reading does not need them, and the search costs a pass over the pixels. */
-export function wantsGrids(options: Pick<ExtractOptions, "extractTables" | "outputFormat">): boolean {
-  return options.extractTables || options.outputFormat !== "text";
-}
 
 /** Rules by page image, while the image lives: a page read in two or three languages is one page. */
 const rulesOf = new WeakMap<Buffer, Promise<PageRules>>();
@@ -452,7 +276,7 @@ export class TesseractEngine implements Engine {
   readonly #resident: ResidentTesseract | null | undefined;
 
   constructor(opts: TesseractEngineOptions = {}) {
-    this.#command = opts.command ?? DEFAULT_COMMAND;
+    this.#command = opts.command ?? TESSERACT_COMMAND;
     this.#timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.#psm = opts.pageSegmentationMode ?? 3;
     this.#threads = opts.threads ?? 1;
@@ -473,8 +297,8 @@ export class TesseractEngine implements Engine {
 
   /**
    * Reads a page in the language `options.language` names, or the one it
-   * finds (see "The language" in the module comment); answers the reading and
-   * the traineddata it used. Errors as {@link extractPage}.
+   * finds (see "The language" in engines/tesseract-languages.ts); answers the
+   * reading and the traineddata it used. Errors as {@link extractPage}.
    */
   async readPage(page: PageInput, options: ExtractOptions, signal: AbortSignal): Promise<{ page: AnalyzedPage; language: string }> {
     signal.throwIfAborted();
@@ -484,7 +308,7 @@ export class TesseractEngine implements Engine {
       const language = await tesseractLanguage(options.language, this.#command);
       return { page: await read(language), language };
     }
-    return this.#readAnyLanguage(read);
+    return readAnyLanguage(read, this.#command);
   }
 
   /**
@@ -533,34 +357,6 @@ export class TesseractEngine implements Engine {
     return shrunk(await pass(big, ruled && scaleRules(ruled, ENLARGEMENT)), ENLARGEMENT, first?.layout ?? tiny!);
   }
 
-  /** See "The language" in the module comment. */
-  async #readAnyLanguage(read: (lang: string) => Promise<AnalyzedPage>): Promise<{ page: AnalyzedPage; language: string }> {
-    const installed = await installedTraineddata(this.#command);
-    const first = await tesseractLanguage(undefined, this.#command);
-    let best = await read(first);
-    let bestLang = first;
-    const guess = guessLanguage(best.text, [...installed]);
-    if (guess && guess !== first) {
-      const again = await read(guess);
-      // The language model should read its own language at least as confidently.
-      if ((again.confidence ?? 0) >= (best.confidence ?? 0) - CONFIDENCE_MARGIN) {
-        best = again;
-        bestLang = guess;
-      }
-    }
-    for (const [script, usedFor] of Object.entries(OTHER_SCRIPTS)) {
-      const conf = best.confidence ?? 0;
-      if (conf >= LOW_CONFIDENCE && !(usedFor === bestLang && conf < SCRIPT_LANGUAGE_CONFIDENCE)) continue;
-      if (!installed.has(script) || script === bestLang) continue;
-      const other = await read(script);
-      if ((other.confidence ?? 0) >= conf + SCRIPT_MARGIN) {
-        best = other;
-        bestLang = script;
-      }
-    }
-    return { page: best, language: bestLang };
-  }
-
   /**
    * A trial reading for the orientation check (engines/straighten.ts): the
    * image read in `language` (the request's, else the first installed) with
@@ -581,7 +377,7 @@ export class TesseractEngine implements Engine {
    * (BMP) is read by the CLI.
    */
   async #read(page: PageInput, output: "tsv" | "hocr", lang: string, psm: number, signal: AbortSignal): Promise<string> {
-    const resident = this.#resident === undefined ? (this.#command === DEFAULT_COMMAND ? processResident() : null) : this.#resident;
+    const resident = this.#resident === undefined ? (this.#command === TESSERACT_COMMAND ? processResident() : null) : this.#resident;
     const raw = resident ? await rawPage(page, signal) : undefined;
     if (!resident || !raw) return this.#run(page, ["-l", lang, "--psm", String(psm), output], signal);
     return resident.read({ output, lang, psm, page: raw, pageNumber: page.pageNumber }, signal, this.#timeoutMs);
@@ -607,13 +403,12 @@ export class TesseractEngine implements Engine {
         failure ??= why;
         signalJailed(child, jail.detached, "SIGKILL");
       };
-      const timer = setTimeout(() => kill(new FolioError("timeout", `tesseract took longer than ${Math.round(this.#timeoutMs / 1000)} s on page ${page.pageNumber}`)), this.#timeoutMs);
-      const onAbort = () => kill(signal.reason);
-      signal.addEventListener("abort", onAbort, { once: true });
-      const done = () => {
-        clearTimeout(timer);
-        signal.removeEventListener("abort", onAbort);
-      };
+      const done = watchDeadline(
+        signal,
+        this.#timeoutMs,
+        () => new FolioError("timeout", `tesseract took longer than ${Math.round(this.#timeoutMs / 1000)} s on page ${page.pageNumber}`),
+        kill,
+      );
 
       child.stdout.on("data", (chunk: Buffer) => {
         outBytes += chunk.length;
@@ -653,75 +448,4 @@ export class TesseractEngine implements Engine {
       child.stdin.end(page.image);
     });
   }
-}
-
-// ---------------------------------------------------------------- trial readings
-
-/** What a trial reading says of the way its image is turned (engines/straighten.ts). */
-export interface TrialReading {
-  /** Letters and digits read. */
-  chars: number;
-  /**
-   * The words running across the image (wider than tall) weighed by their
-   * confidence, 0–100: their confidences summed per letter or digit, over
-   * {@link chars}. High when the image is upright; an image read upside down
-   * gets garbage at low confidence.
-   */
-  across: number;
-  /**
-   * The same for words running down the image (taller than wide): tesseract
-   * reads the lines of a page turned 90° clockwise that way, with the
-   * confidence of an upright page, and a page turned 270° as garbage.
-   */
-  down: number;
-  /**
-   * The median slope of the baselines of at least {@link MIN_TRIAL_LINES}
-   * lines running across the image, in degrees clockwise; null with fewer.
-   */
-  skewDegrees: number | null;
-}
-
-/** Fewer lines across than this give no skew (a caption's slope is noise). */
-const MIN_TRIAL_LINES = 3;
-/** A word of fewer letters or digits than this has no clear direction: it counts half across and half down. */
-const MIN_DIRECTED_CHARS = 3;
-
-const HOCR_SPAN = /<span class='(ocr_line|ocr_caption|ocr_textfloat|ocr_header|ocrx_word)'[^>]*?title=(['"])([^'"]*)\2[^>]*>([^<]*)/g;
-const HOCR_ENTITY = /&(?:#\d+|#x[0-9a-f]+|[a-z]+);/gi;
-
-/** The {@link TrialReading} of tesseract's hOCR of an image. */
-export function parseTrial(hocr: string): TrialReading {
-  let chars = 0;
-  let across = 0;
-  let down = 0;
-  const slopes: number[] = [];
-  for (const m of hocr.matchAll(HOCR_SPAN)) {
-    const title = m[3]!;
-    const box = /bbox (\d+) (\d+) (\d+) (\d+)/.exec(title);
-    if (!box) continue;
-    const width = Number(box[3]) - Number(box[1]);
-    const height = Number(box[4]) - Number(box[2]);
-    if (m[1] !== "ocrx_word") {
-      const baseline = /baseline (-?[\d.]+) /.exec(title);
-      if (baseline && width > 2 * height) slopes.push(Number(baseline[1]));
-      continue;
-    }
-    const conf = Number(/x_wconf (\d+)/.exec(title)?.[1] ?? Number.NaN);
-    const n = (m[4]!.replace(HOCR_ENTITY, "x").match(/[\p{L}\p{N}]/gu) ?? []).length;
-    if (!n || !Number.isFinite(conf)) continue;
-    chars += n;
-    if (n < MIN_DIRECTED_CHARS || width === height) {
-      across += (conf * n) / 2;
-      down += (conf * n) / 2;
-    } else if (width > height) across += conf * n;
-    else down += conf * n;
-  }
-  slopes.sort((a, b) => a - b);
-  const slope = slopes.length >= MIN_TRIAL_LINES ? slopes[slopes.length >> 1]! : null;
-  return {
-    chars,
-    across: chars ? across / chars : 0,
-    down: chars ? down / chars : 0,
-    skewDegrees: slope === null ? null : Math.round((Math.atan(slope) * 1800) / Math.PI) / 10 || 0,
-  };
 }

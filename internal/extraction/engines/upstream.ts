@@ -32,6 +32,7 @@
  * What a stream that was cut cost is asked of the provider's own record of
  * the generation (`generationCost`, docs/adr/0002-streamed-chat-billing.md).
  */
+import { setTimeout as delay } from "node:timers/promises";
 import { reportedUsdToCents, type Decimal } from "../../billing/index.ts";
 import { FolioError } from "../../platform/errors/index.ts";
 import type { CatalogModel, Engine, ExtractOptions, PageInput, PageResult } from "../types.ts";
@@ -531,17 +532,9 @@ async function* sseData(res: Response, max: number): AsyncGenerator<string> {
   }
 }
 
+/** Waits `ms`; rejects with the signal's own reason when it aborts first (node's timer rejects with an AbortError of its own). */
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal.aborted) return reject(signal.reason as Error);
-    const t = setTimeout(() => {
-      signal.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(t);
-      reject(signal.reason as Error);
-    };
-    signal.addEventListener("abort", onAbort, { once: true });
+  return delay(ms, undefined, { signal }).catch(() => {
+    throw signal.reason as Error;
   });
 }

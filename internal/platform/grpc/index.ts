@@ -183,6 +183,25 @@ export const clientOptions: grpc.ChannelOptions = {
   "grpc.service_config": JSON.stringify({ loadBalancingConfig: [{ round_robin: {} }] }),
 };
 
+/** What a client of one of Folio's services is given besides its address. */
+export interface ServiceClientOptions {
+  /** Client interceptors (the edge's gRPC metrics). */
+  interceptors?: grpc.Interceptor[];
+}
+
+/**
+ * A client of one of Folio's services (a generated service constructor) at
+ * `address`: plaintext inside the cluster, with {@link clientOptions} and
+ * the given interceptors.
+ */
+export function serviceClient<T>(
+  Service: new (address: string, credentials: grpc.ChannelCredentials, options?: grpc.ClientOptions) => T,
+  address: string,
+  opts: ServiceClientOptions = {},
+): T {
+  return new Service(address, grpc.credentials.createInsecure(), { ...clientOptions, interceptors: opts.interceptors ?? [] });
+}
+
 type UnaryMethod<Req, Res> = (req: Req, md: grpc.Metadata, opts: grpc.CallOptions, cb: grpc.requestCallback<Res>) => grpc.ClientUnaryCall;
 
 /**

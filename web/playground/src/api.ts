@@ -34,9 +34,13 @@ export class RequestFailed extends Error {
   }
 }
 
-export interface Handlers {
+/** What a POST with a body reports while the body goes out. */
+export interface UploadHandlers {
   uploadProgress(loaded: number, total: number): void;
   uploaded(): void;
+}
+
+export interface Handlers extends UploadHandlers {
   event(e: ProgressEvent): void;
 }
 
@@ -56,13 +60,7 @@ export function processDocument(req: ProcessRequest, on: Handlers): Running<Play
         reject(e);
       }
     };
-    xhr.open("POST", PROCESS_PATH);
-    xhr.setRequestHeader("authorization", `Bearer ${req.key}`);
-    xhr.setRequestHeader("accept", "application/x-ndjson");
-    xhr.upload.addEventListener("progress", (e) => {
-      if (e.lengthComputable) on.uploadProgress(e.loaded, e.total);
-    });
-    xhr.upload.addEventListener("load", () => on.uploaded());
+    openUpload(xhr, PROCESS_PATH, req.key, "application/x-ndjson", on);
 
     let consumed = 0;
     let result: PlaygroundResult | undefined;
@@ -103,11 +101,30 @@ export function processDocument(req: ProcessRequest, on: Handlers): Running<Play
     });
     xhr.addEventListener("error", () => fail(new RequestFailed(0, { code: "network_error", message: "the server could not be reached" })));
     xhr.addEventListener("abort", () => fail(new RequestFailed(0, { code: "cancelled", message: "cancelled" })));
-    const payload = requestBody(req, undefined, req.includeLayout);
-    if (typeof payload === "string") xhr.setRequestHeader("content-type", "application/json");
-    xhr.send(payload);
+    sendBody(xhr, requestBody(req, undefined, req.includeLayout));
   });
   return { done, cancel: () => xhr.abort() };
+}
+
+/**
+ * Opens `xhr` as a POST to `path` with the key, asking for `accept`, its
+ * upload reported to `on`. The caller listens for the answer, then
+ * {@link sendBody}.
+ */
+export function openUpload(xhr: XMLHttpRequest, path: string, key: string, accept: string, on: UploadHandlers): void {
+  xhr.open("POST", path);
+  xhr.setRequestHeader("authorization", `Bearer ${key}`);
+  xhr.setRequestHeader("accept", accept);
+  xhr.upload.addEventListener("progress", (e) => {
+    if (e.lengthComputable) on.uploadProgress(e.loaded, e.total);
+  });
+  xhr.upload.addEventListener("load", () => on.uploaded());
+}
+
+/** Sends a {@link requestBody}: JSON says so in its content type; FormData's multipart type (with its boundary) is the browser's to set. */
+export function sendBody(xhr: XMLHttpRequest, payload: FormData | string): void {
+  if (typeof payload === "string") xhr.setRequestHeader("content-type", "application/json");
+  xhr.send(payload);
 }
 
 /**

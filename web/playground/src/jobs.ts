@@ -4,7 +4,7 @@
  * XMLHttpRequest (upload progress) and never retried (it is paid); the reads
  * are fetches, retried for the reasons named in RETRY_STATUSES.
  */
-import { RequestFailed, errorFromFetch, errorFromResponse, requestBody, type ProcessRequest, type Running } from "./api.ts";
+import { RequestFailed, errorFromFetch, errorFromResponse, openUpload, requestBody, sendBody, type ProcessRequest, type Running, type UploadHandlers } from "./api.ts";
 import { SseParser, StreamStalled, ndjsonLines, textChunks } from "./streams.ts";
 import type { JobEvent, JobPage, OcrJob, Table } from "./types.ts";
 
@@ -46,11 +46,6 @@ const auth = (key: string) => ({ authorization: `Bearer ${key}` });
 const networkError = () => new RequestFailed(0, { code: "network_error", message: "the server could not be reached" });
 const cancelled = () => new RequestFailed(0, { code: "cancelled", message: "cancelled" });
 
-export interface UploadHandlers {
-  uploadProgress(loaded: number, total: number): void;
-  uploaded(): void;
-}
-
 /**
  * POST /v1/ocr/jobs with the fields the synchronous call had (multipart for
  * a file, JSON for a URL), and `metadata` kept with the job; the 202's job.
@@ -58,13 +53,7 @@ export interface UploadHandlers {
 export function startJob(req: ProcessRequest, metadata: Record<string, string> | undefined, on: UploadHandlers): Running<OcrJob> {
   const xhr = new XMLHttpRequest();
   const done = new Promise<OcrJob>((resolve, reject) => {
-    xhr.open("POST", JOBS_PATH);
-    xhr.setRequestHeader("authorization", `Bearer ${req.key}`);
-    xhr.setRequestHeader("accept", "application/json");
-    xhr.upload.addEventListener("progress", (e) => {
-      if (e.lengthComputable) on.uploadProgress(e.loaded, e.total);
-    });
-    xhr.upload.addEventListener("load", () => on.uploaded());
+    openUpload(xhr, JOBS_PATH, req.key, "application/json", on);
     xhr.addEventListener("load", () => {
       if (xhr.status !== 202) return reject(errorFromResponse(xhr));
       try {
@@ -75,9 +64,7 @@ export function startJob(req: ProcessRequest, metadata: Record<string, string> |
     });
     xhr.addEventListener("error", () => reject(networkError()));
     xhr.addEventListener("abort", () => reject(cancelled()));
-    const payload = requestBody(req, metadata);
-    if (typeof payload === "string") xhr.setRequestHeader("content-type", "application/json");
-    xhr.send(payload);
+    sendBody(xhr, requestBody(req, metadata));
   });
   return { done, cancel: () => xhr.abort() };
 }
