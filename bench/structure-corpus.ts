@@ -133,6 +133,9 @@ function table(w: Writer, rows: number, cols: number, spans: boolean): Grid {
     const numericRow = Array.from({ length: cols }, (_, c) => c > 0 && w.chance(0.85));
     grid.push(Array.from({ length: cols }, (_, c) => ({ text: c === 0 ? w.phrase(w.int(1, 3)) : numericRow[c] ? w.number() : w.phrase(w.int(1, 2)), rowSpan: 1, colSpan: 1, numeric: numericRow[c]! })));
   }
+  // A word longer than a column can hold (an environment variable's name in the docs' prose) would push
+  // the table past the page's edge, where the truth has cells no reader can see: cut to 12 letters.
+  for (const row of grid) for (const cell of row) if (cell) cell.text = cell.text.replace(/[\p{L}\p{N}]{16,}/gu, (w) => w.slice(0, 12));
   if (spans && cols >= 3) {
     // A group header over two columns of the header row.
     const c = w.int(1, cols - 2);
