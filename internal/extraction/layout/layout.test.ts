@@ -164,6 +164,27 @@ describe("reading order", () => {
     expect(analyzePage(tsv(words.filter((w) => w.line <= 2))).tables).toEqual([]);
   });
 
+  it("finds the columns under a header cell set over two of them, and reports that cell as merged", () => {
+    // | Region | Sales (EUR)     | Staff |   "Sales (EUR)" spans the 2023 and 2024 columns
+    // |        | 2023   | 2024   |       |
+    const rows = [
+      ["Region", "Sales (EUR)", "", "Staff"],
+      ["", "2023", "2024", ""],
+      ["North", "12.40", "13.10", "41"],
+      ["South", "9.75", "10.20", "37"],
+      ["East", "7.05", "8.90", "22"],
+    ];
+    const xs = [200, 600, 800, 1100];
+    // The header centred over its two columns: it starts right of the 2023 column's numbers and ends in the 2024 column.
+    const at = (text: string, c: number) => (text === "Sales (EUR)" ? 680 : xs[c]!);
+    const words = rows.flatMap((r, i) => r.flatMap((text, c) => (text ? line(text, at(text, c), 300 + i * LEADING, 1, i + 1) : [])));
+    const found = analyzePage(tsv(words)).tables;
+    expect(found.map((t) => t.rows)).toEqual([rows]);
+    expect(found[0]!.spans).toEqual([{ row: 0, col: 1, rows: 1, cols: 2 }]);
+    // Without the header over two columns, none is merged.
+    expect(analyzePage(tsv(words.filter((w) => w.line !== 1))).tables[0]!.spans).toEqual([]);
+  });
+
   it("cuts a tight table's row where the rows above part their columns, and leaves a running header above the table out of it", () => {
     // "Then is read" (a running header), then a table whose number columns are right-aligned (to x 674 and
     // 770): its rows' last two cells stand 40 and 54 px apart, the last row's only 26 (0.75 of a line, under

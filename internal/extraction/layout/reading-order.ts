@@ -62,6 +62,10 @@ const MIN_ROW_ALIGNMENT = 0.6;
 const MIN_PROSE_FILL = 0.8;
 /** A column that is not prose needs this many lines to be read as a column of its own. */
 const MIN_COLUMN_LINES = 3;
+/** A cell's edge lines up with its column's other cells within this many word heights. */
+const CELL_EDGE_SLACK = 0.5;
+/** Lines set aside at most to find the column gaps a cell spanning columns closes ({@link columnGaps}). */
+const MAX_SPANNING_LINES = 2;
 /** Bands further apart than this many line heights are never one section. */
 const MAX_SECTION_GAP = 3;
 /** A gap two bands share must be at least this share of the gap it lies in on either side (where ink bounds it). */
@@ -307,16 +311,62 @@ function cut(items: Item[], h: number, region?: Box): LayoutNode {
   return { kind: "table", box, rows: [cells] };
 }
 
-/** Column gaps down a region of several lines: the wide ones, and narrower ones two columns' lines bear out ({@link MIN_ALIGNED_COLUMN_GAP}). */
+/**
+ * Column gaps down a region of several lines: those of all its lines
+ * ({@link alignedGaps}), or more where setting aside one or two lines opens
+ * them (at most {@link MAX_SPANNING_LINES}, leaving at least
+ * {@link MIN_COLUMN_LINES} to bear each gap out): a header cell set over two
+ * columns ("Revenue (EUR)" over "2023" and "2024") closes the valley between
+ * them, and without it the two columns would be read as one in every row.
+ * Such a cell is a merged cell of the table ({@link table}).
+ */
 function columnGaps(items: readonly Item[], h: number): Gap[] {
+  let best = alignedGaps(items, h);
+  let rest = items;
+  for (let k = 0; k < MAX_SPANNING_LINES; k++) {
+    const lines = lineBands(rest);
+    if (lines.length <= MIN_COLUMN_LINES) break;
+    let pick: { rest: readonly Item[]; gaps: Gap[] } | undefined;
+    for (const l of lines) {
+      const others = rest.filter((it) => (it.y0 + it.y1) / 2 < l.from || (it.y0 + it.y1) / 2 > l.to);
+      const opened = alignedGaps(others, h).filter((g) => bothSides(others, g) >= MIN_COLUMN_LINES);
+      if (opened.length > (pick?.gaps.length ?? best.length)) pick = { rest: others, gaps: opened };
+    }
+    if (!pick) break;
+    // Every gap kept so far stays (a wider one may have narrowed to the gap now found).
+    if (!best.every((g) => pick.gaps.some((x) => x.from < g.to && x.to > g.from))) break;
+    best = pick.gaps;
+    rest = pick.rest;
+  }
+  if (rest === items) return best;
+  // The lines set aside narrow the gaps they reach into short of the middle (a header cell set
+  // left in a column of right-aligned numbers); a run over a gap's middle is a cell spanning it.
+  const aside = items.filter((it) => !rest.includes(it));
+  return best
+    .map((g) => {
+      const mid = (g.from + g.to) / 2;
+      let { from, to } = g;
+      for (const it of aside) {
+        if (it.x0 <= mid && it.x1 >= mid) continue;
+        if (it.x1 > from && it.x1 < mid) from = it.x1;
+        else if (it.x0 < to && it.x0 > mid) to = it.x0;
+      }
+      return { from, to };
+    })
+    .filter((g) => g.to > g.from);
+}
+
+/** Column gaps of all of a region's lines: the wide ones, and narrower ones two columns' lines bear out ({@link MIN_ALIGNED_COLUMN_GAP}). */
+function alignedGaps(items: readonly Item[], h: number): Gap[] {
   const minGap = MIN_COLUMN_GAP * h;
   const all = gaps(items, "x", MIN_ALIGNED_COLUMN_GAP * h);
-  return all.filter((g) => {
-    if (g.to - g.from >= minGap) return true;
-    const left = new Set(items.filter((it) => it.x1 <= g.from).map((it) => it.line));
-    const both = new Set(items.filter((it) => it.x0 >= g.to && left.has(it.line)).map((it) => it.line));
-    return both.size >= MIN_COLUMN_LINES;
-  });
+  return all.filter((g) => g.to - g.from >= minGap || bothSides(items, g) >= MIN_COLUMN_LINES);
+}
+
+/** How many lines have a run ending left of a gap and another starting right of it. */
+function bothSides(items: readonly Item[], g: Gap): number {
+  const left = new Set(items.filter((it) => it.x1 <= g.from).map((it) => it.line));
+  return new Set(items.filter((it) => it.x0 >= g.to && left.has(it.line)).map((it) => it.line)).size;
 }
 
 /**
@@ -444,10 +494,53 @@ function intersect(a: readonly Gap[], b: readonly Gap[], min: number): Gap[] {
 }
 
 
-/** A table: every row band, each cut into cells at the table's column gaps. */
+/**
+ * A table: every row band, each cut into cells at the table's column gaps.
+ * A run that crosses a column gap (found by {@link columnGaps} with its line
+ * set aside) is either two cells set close (a tight row: "8,703 Error event",
+ * where "Error" starts where the column's other cells start, or "8,703" ends
+ * where they end) and is cut at that space, or one cell spanning the columns
+ * it crosses (a header over two columns, centred or running across).
+ */
 function table(items: Item[], box: Box, down: Gap[], across: Gap[], h: number): LayoutNode {
-  const rows = split(items, "y", across).map((row) => slots(row, "x", down).map((cell) => (cell.length ? cut(cell, h) : null)));
-  return { kind: "table", box, rows };
+  const edges = down.map((g) => (g.from + g.to) / 2).sort((a, b) => a - b);
+  const slotOf = (x: number) => edges.filter((e) => e < x).length;
+  const reach = (it: Box) => ({ first: slotOf(it.x0), last: slotOf(it.x1) });
+  const bands = split(items, "y", across);
+  const settled = bands.flat().filter((it) => reach(it).first === reach(it).last);
+  const lined = (x: number, slot: number, side: "x0" | "x1") =>
+    settled.filter((it) => slotOf((it.x0 + it.x1) / 2) === slot && Math.abs(it[side] - x) <= CELL_EDGE_SLACK * h).length >= MIN_COLUMN_LINES - 1;
+  const spans: CellSpan[] = [];
+  const rows = bands.map((band, r) => {
+    const row = band.flatMap((it) => {
+      const { first, last } = reach(it);
+      if (first === last) return [it];
+      // Cut at a space inside a crossed gap where a side lines up with its column's other cells.
+      const words = [...it.words].sort((a, b) => a.x0 - b.x0);
+      const parts: OcrWord[][] = [[words[0]!]];
+      for (let i = 1; i < words.length; i++) {
+        const [a, b] = [words[i - 1]!, words[i]!];
+        const edge = edges.findIndex((e) => a.x1 <= e + (b.x0 - a.x1) && b.x0 >= e - (b.x0 - a.x1) && a.x1 < b.x0);
+        const at = edge >= 0 && (lined(b.x0, edge + 1, "x0") || lined(a.x1, edge, "x1"));
+        if (at) parts.push([b]);
+        else parts[parts.length - 1]!.push(b);
+      }
+      return parts.map((ws) => ({ x0: ws[0]!.x0, x1: Math.max(...ws.map((w) => w.x1)), y0: it.y0, y1: it.y1, words: ws, line: it.line }));
+    });
+    const cells: Item[][] = edges.map(() => []).concat([[]]);
+    const crossing: { first: number; last: number }[] = [];
+    for (const it of row) {
+      const { first, last } = reach(it);
+      cells[first === last ? first : first]!.push(it);
+      if (last > first) crossing.push({ first, last });
+    }
+    // A span only over cells it leaves empty.
+    for (const { first, last } of crossing) {
+      if (r === 0 && cells.slice(first + 1, last + 1).every((c) => c.length === 0)) spans.push({ row: r, col: first, rows: 1, cols: last - first + 1 });
+    }
+    return cells.map((cell) => (cell.length ? cut(cell, h) : null));
+  });
+  return { kind: "table", box, rows, ...(spans.length ? { spans } : {}) };
 }
 
 function stack(children: LayoutNode[], box: Box): LayoutNode {
