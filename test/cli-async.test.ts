@@ -14,15 +14,11 @@ import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Writable } from "node:stream";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { adminCreateAccount } from "../internal/cli/admin/index.ts";
 import { runOcr } from "../internal/cli/client/index.ts";
-import type { RunningEdge } from "../internal/edge/index.ts";
-import type { RunningExtraction } from "../internal/extraction/index.ts";
-import type { RunningWorker } from "../internal/jobs/service.ts";
-import { migrateToLatest, type DatabaseHandle } from "../internal/platform/db/index.ts";
 import { cer } from "./cer.ts";
-import { call, privateDatabase, startTestEdge, startTestExtraction, startTestWorker } from "./harness.ts";
+import { call, jobsStack } from "./harness.ts";
 import { freePort } from "./support.ts";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -34,41 +30,18 @@ const ENTRY = readFileSync(MAIN, "utf8").includes("registerClientCommands") ? MA
 /** Pages a worker claims at a time: small, so a ten-page job reports progress more than once. */
 const RANGE_PAGES = "2";
 
-let database: DatabaseHandle & { url: string };
-let extraction: RunningExtraction;
-let edge: RunningEdge;
-let worker: RunningWorker | undefined;
-
-beforeAll(async () => {
-  database = await privateDatabase("cli_async");
-  await migrateToLatest(database.db);
-  extraction = await startTestExtraction();
+const stack = jobsStack("cli_async", {
   // A conversion address nobody answers on: the edge accepts office documents, and this file's
   // worker (given no conversion service) fails them at once with conversion_not_available.
-  const nowhere = `127.0.0.1:${await freePort()}`;
-  edge = await startTestEdge({
-    env: { DATABASE_URL: database.url, FOLIO_EXTRACTION_ADDRESS: extraction.grpc.address, FOLIO_CONVERSION_ADDRESS: nowhere, FOLIO_JOB_RANGE_PAGES: RANGE_PAGES },
-  });
-}, 60_000);
-afterAll(async () => {
-  await worker?.close();
-  await edge?.close();
-  await extraction?.close();
-  await database?.close();
+  edgeEnv: async () => ({ FOLIO_CONVERSION_ADDRESS: `127.0.0.1:${await freePort()}`, FOLIO_JOB_RANGE_PAGES: RANGE_PAGES }),
+  // Started by the tests that want jobs read: without it a job stays queued.
+  workerEnv: { FOLIO_JOB_RANGE_PAGES: RANGE_PAGES },
+  workerAtStart: false,
 });
-
-async function workerRunning(): Promise<void> {
-  worker ??= await startTestWorker(database.url, extraction.grpc.address, { FOLIO_JOB_RANGE_PAGES: RANGE_PAGES });
-}
-
-async function noWorker(): Promise<void> {
-  await worker?.close();
-  worker = undefined;
-}
 
 let uniq = 0;
 async function accountKey(cents = 10_000): Promise<string> {
-  const a = await adminCreateAccount({ db: database.db }, { email: `cli-async-${process.pid}-${++uniq}@test.invalid`, name: "cli async", creditsCents: cents, requestsPerMinute: 10_000 });
+  const a = await adminCreateAccount({ db: stack.database.db }, { email: `cli-async-${process.pid}-${++uniq}@test.invalid`, name: "cli async", creditsCents: cents, requestsPerMinute: 10_000 });
   return a.api_key.key;
 }
 
@@ -87,7 +60,7 @@ interface Running {
 }
 
 /** Starts `folio <args>` with FOLIO_BASE_URL pointing at `baseUrl` (the edge by default) and the key. */
-function start(args: string[], key: string, baseUrl = edge.url): Running {
+function start(args: string[], key: string, baseUrl = stack.edge.url): Running {
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) if (!k.startsWith("FOLIO_")) env[k] = v;
   const child = spawn(process.execPath, ["--import", "tsx", ENTRY, ...args], { cwd: ROOT, env: { ...env, FOLIO_BASE_URL: baseUrl, FOLIO_API_KEY: key } });
@@ -133,7 +106,7 @@ function progressLines(stderr: string): [number, number][] {
 }
 
 async function jobStatus(key: string, id: string): Promise<string> {
-  return (await call(edge, "GET", `/v1/ocr/jobs/${id}`, key)).body.status as string;
+  return (await call(stack.edge, "GET", `/v1/ocr/jobs/${id}`, key)).body.status as string;
 }
 
 /** Each case starts one or more processes (tsx compiles on start) and reads up to ten pages: generous under a loaded parallel run. */
@@ -143,7 +116,7 @@ const SLOWEST = { timeout: 300_000 };
 
 describe("folio ocr --async", SLOW, () => {
   it("writes the text a synchronous run writes, shows a line per progress event up to 10/10, and --job of the finished job writes it again", SLOWEST, async () => {
-    await workerRunning();
+    await stack.startWorker();
     const key = await accountKey();
     const [sync, async] = await Promise.all([
       folio(["ocr", PDF, "--model", "local/tesseract", "--format", "json"], key),
@@ -186,7 +159,7 @@ describe("folio ocr --async", SLOW, () => {
   });
 
   it("on a terminal, redraws one progress line in place and ends it before the cost (in process, stderr a TTY)", async () => {
-    await workerRunning();
+    await stack.startWorker();
     const key = await accountKey();
     const sink = (isTTY: boolean) => {
       const w = new Writable({
@@ -201,7 +174,7 @@ describe("folio ocr --async", SLOW, () => {
     };
     const stdout = sink(false);
     const stderr = sink(true);
-    const status = await runOcr(PDF, { model: "local/tesseract", pages: "1-4", async: true }, { stdout, stderr, env: { FOLIO_BASE_URL: edge.url, FOLIO_API_KEY: key } });
+    const status = await runOcr(PDF, { model: "local/tesseract", pages: "1-4", async: true }, { stdout, stderr, env: { FOLIO_BASE_URL: stack.edge.url, FOLIO_API_KEY: key } });
     const got = `status ${status}\n--- stdout\n${stdout.text}\n--- stderr\n${JSON.stringify(stderr.text)}`;
     expect(status, got).toBe(0);
     const id = JOB_LINE.exec(stderr.text)?.[1];
@@ -212,9 +185,9 @@ describe("folio ocr --async", SLOW, () => {
   });
 
   it("follows the events again from the last one seen (Last-Event-ID) when the connection drops", async () => {
-    await workerRunning();
+    await stack.startWorker();
     const key = await accountKey();
-    const proxy = await cuttingProxy(edge.url);
+    const proxy = await cuttingProxy(stack.edge.url);
     try {
       const r = await folio(["ocr", fixture("ocr/english.png"), "--model", "local/tesseract", "--async"], key, proxy.url);
       expect(r.code, show(r)).toBe(0);
@@ -227,7 +200,7 @@ describe("folio ocr --async", SLOW, () => {
   });
 
   it("exits 1 with the job's error and code when the job fails (an office document, no conversion service for the worker)", async () => {
-    await workerRunning();
+    await stack.startWorker();
     const key = await accountKey();
     const r = await folio(["ocr", fixture("convert/two-pages.docx"), "--model", "local/tesseract", "--async"], key);
     expect(r.code, show(r)).toBe(1);
@@ -237,12 +210,12 @@ describe("folio ocr --async", SLOW, () => {
   });
 
   it("exits 1 naming the cancel when the job is cancelled while it follows it", async () => {
-    await noWorker();
+    await stack.stopWorker();
     const key = await accountKey();
     const run = start(["ocr", PDF, "--model", "local/tesseract", "--async"], key);
     const id = (await run.stderrMatch(JOB_LINE))[1]!;
     await run.stderrMatch(/0\/10 pages · queued/);
-    expect((await call(edge, "POST", `/v1/ocr/jobs/${id}/cancel`, key)).body.status).toBe("cancelled");
+    expect((await call(stack.edge, "POST", `/v1/ocr/jobs/${id}/cancel`, key)).body.status).toBe("cancelled");
     const r = await run.done;
     expect(r.code, show(r)).toBe(1);
     expect(r.stdout).toBe("");
@@ -250,7 +223,7 @@ describe("folio ocr --async", SLOW, () => {
   });
 
   it("Ctrl-C leaves the job running, prints how to follow it again and exits 130; --job then follows it to its result", async () => {
-    await noWorker();
+    await stack.stopWorker();
     const key = await accountKey();
     const run = start(["ocr", PDF, "--model", "local/tesseract", "--async", "--pages", "1-3"], key);
     const id = (await run.stderrMatch(JOB_LINE))[1]!;
@@ -264,7 +237,7 @@ describe("folio ocr --async", SLOW, () => {
     // Followed from queued (a worker starts meanwhile) to the end: progress, the text, the cost.
     const follow = start(["ocr", "--job", id], key);
     await follow.stderrMatch(new RegExp(`^job ${id}: 0/3 pages · queued$`, "m"));
-    await workerRunning();
+    await stack.startWorker();
     const f = await follow.done;
     expect(f.code, show(f)).toBe(0);
     expect(cer(f.stdout, [1, 2, 3].map((n) => readFileSync(fixture(`ocr/ten-pages.page-${n}.txt`), "utf8")).join("\n\n")), show(f)).toBeLessThan(0.1);
@@ -273,7 +246,7 @@ describe("folio ocr --async", SLOW, () => {
   });
 
   it("--cancel-on-interrupt cancels the job on Ctrl-C and exits 130", async () => {
-    await noWorker();
+    await stack.stopWorker();
     const key = await accountKey();
     const run = start(["ocr", PDF, "--model", "local/tesseract", "--async", "--cancel-on-interrupt", "--format", "json"], key);
     const id = (await run.stderrMatch(JOB_LINE))[1]!;
@@ -299,7 +272,7 @@ describe("folio ocr --async", SLOW, () => {
       expect(r.code, show(r)).toBe(1);
       expect(r.stderr, show(r)).toMatch(cases[i]![1]);
     }
-    expect((await call(edge, "GET", "/v1/ocr/jobs", key)).body.data).toEqual([]);
+    expect((await call(stack.edge, "GET", "/v1/ocr/jobs", key)).body.data).toEqual([]);
     const missing = await folio(["ocr", "--job", "job_nope"], key);
     expect(missing.code, show(missing)).toBe(1);
     expect(missing.stderr, show(missing)).toMatch(/\[not_found, HTTP 404\]$/m);

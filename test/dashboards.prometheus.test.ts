@@ -21,23 +21,21 @@
  *
  * Without the prometheus binary the file is skipped and says so.
  */
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { createServer, type Server } from "node:http";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { stringify } from "yaml";
 import { ConversionMetrics, EdgeMetrics } from "../internal/platform/metrics/index.ts";
 import { OperatorMetrics } from "../internal/operator/metrics.ts";
 import { PoolMetrics } from "../internal/sandbox/kubernetes/pool.ts";
 import { startFakeUpstream, type FakeUpstream } from "./fake-upstream.ts";
+import { createAccountWithCli, ROOT, startFolio, startProcess, type FolioProcess } from "./folio-processes.ts";
 import { call } from "./harness.ts";
 import { freePort, ocrFixture } from "./support.ts";
 
-const ROOT = fileURLToPath(new URL("..", import.meta.url));
-const FOLIO = ["--import", "tsx", join(ROOT, "cmd", "folio", "main.ts")];
 const PROMETHEUS = process.env.FOLIO_TEST_PROMETHEUS ?? "prometheus";
 const DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document";
 const UPSTREAM_MODEL = "openai/gpt-4.1-mini";
@@ -123,10 +121,8 @@ let upstream: FakeUpstream;
 /** A webhook receiver: answers 200 to every delivery (its event types kept), for the Webhooks row. */
 let receiver: Server;
 const received: string[] = [];
-let dev: ChildProcess | undefined;
-let devOutput = "";
-let prometheus: ChildProcess | undefined;
-let promOutput = "";
+let dev: FolioProcess | undefined;
+let prometheus: FolioProcess | undefined;
 let promUrl: string;
 let metricsUrl: string;
 const edge = { url: "" };
@@ -147,25 +143,6 @@ async function scrapedTotal(metric: string): Promise<number> {
     if (line.startsWith(`${metric}{`) || line.startsWith(`${metric} `)) sum += Number(line.slice(line.lastIndexOf(" ") + 1));
   }
   return sum;
-}
-
-async function stopChild(child: ChildProcess | undefined): Promise<void> {
-  if (!child || child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise((r) => child.once("exit", r));
-  child.kill("SIGTERM");
-  await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
-  if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
-}
-
-/** Waits until `url` answers 2xx, or fails with the child's output when it exits or time runs out. */
-async function waitReady(url: string, child: ChildProcess, what: string, output: () => string): Promise<void> {
-  const deadline = Date.now() + 120_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`${what} exited (${child.exitCode}):\n${output()}`);
-    if (Date.now() > deadline) throw new Error(`${what} did not answer ${url} within 120 s:\n${output()}`);
-    if (await fetch(url).then((r) => r.ok, () => false)) return;
-    await new Promise((r) => setTimeout(r, 250));
-  }
 }
 
 describe.skipIf(!havePrometheus)("the Grafana dashboard against Prometheus scraping folio dev", () => {
@@ -191,30 +168,19 @@ describe.skipIf(!havePrometheus)("the Grafana dashboard against Prometheus scrap
     metricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
     promUrl = `http://127.0.0.1:${promPort}`;
 
-    const env: NodeJS.ProcessEnv = {};
-    for (const [k, v] of Object.entries(process.env)) if (!/^(DATABASE_URL|REDIS_URL|FOLIO_|OTEL_)/.test(k)) env[k] = v;
-    Object.assign(env, {
+    const env = {
       FOLIO_DATA_DIR: dataDir,
       FOLIO_HTTP_PORT: String(httpPort),
       FOLIO_METRICS_PORT: String(metricsPort),
       FOLIO_UPSTREAM_BASE_URL: upstream.baseUrl,
       FOLIO_UPSTREAM_API_KEY: upstream.apiKey,
       FOLIO_FETCH_ALLOW: `127.0.0.1:${receiverPort}`,
-      LOG_LEVEL: "warn",
-    });
-    // PGlite allows one process: the accounts are made before folio dev opens the data folder.
-    const account = (email: string, ...flags: string[]): string => {
-      const made = spawnSync(process.execPath, [...FOLIO, "admin", "account", "create", "--email", email, "--name", email, "--credits-cents", "0", ...flags], { cwd: ROOT, env, encoding: "utf8", timeout: 60_000 });
-      expect(made.status, `folio admin account create: ${made.stderr}`).toBe(0);
-      return (JSON.parse(made.stdout) as { api_key: { key: string } }).api_key.key;
     };
-    poorKey = account("poor@example.test");
-    hurriedKey = account("hurried@example.test", "--requests-per-minute", "1");
+    // PGlite allows one process: the accounts are made before folio dev opens the data folder.
+    poorKey = createAccountWithCli(env, "poor@example.test", "--credits-cents", "0");
+    hurriedKey = createAccountWithCli(env, "hurried@example.test", "--credits-cents", "0", "--requests-per-minute", "1");
 
-    dev = spawn(process.execPath, [...FOLIO, "dev"], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
-    dev.stdout!.on("data", (d: Buffer) => (devOutput += d.toString()));
-    dev.stderr!.on("data", (d: Buffer) => (devOutput += d.toString()));
-    await waitReady(`${edge.url}/healthz`, dev, "folio dev", () => devOutput);
+    dev = await startFolio("dev", env, `${edge.url}/healthz`, 120_000);
     devKey = readFileSync(join(dataDir, "dev-admin-key"), "utf8").trim();
 
     const config = join(dataDir, "prometheus.yml");
@@ -225,13 +191,7 @@ describe.skipIf(!havePrometheus)("the Grafana dashboard against Prometheus scrap
         scrape_configs: [{ job_name: SCRAPE.job, metrics_path: "/metrics", static_configs: [{ targets: [`127.0.0.1:${metricsPort}`], labels: { namespace: SCRAPE.namespace, component: SCRAPE.component } }] }],
       }),
     );
-    prometheus = spawn(PROMETHEUS, [`--config.file=${config}`, `--storage.tsdb.path=${join(dataDir, "prometheus")}`, `--web.listen-address=127.0.0.1:${promPort}`, "--log.level=warn"], {
-      cwd: dataDir,
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    prometheus.stdout!.on("data", (d: Buffer) => (promOutput += d.toString()));
-    prometheus.stderr!.on("data", (d: Buffer) => (promOutput += d.toString()));
-    await waitReady(`${promUrl}/-/ready`, prometheus, "prometheus", () => promOutput);
+    prometheus = await startProcess("prometheus", PROMETHEUS, [`--config.file=${config}`, `--storage.tsdb.path=${join(dataDir, "prometheus")}`, `--web.listen-address=127.0.0.1:${promPort}`, "--log.level=warn"], { cwd: dataDir }, `${promUrl}/-/ready`, 120_000);
 
     await sendTraffic(devKey, poorKey, hurriedKey, `http://127.0.0.1:${receiverPort}/hooks`);
 
@@ -250,8 +210,8 @@ describe.skipIf(!havePrometheus)("the Grafana dashboard against Prometheus scrap
   }, 420_000);
 
   afterAll(async () => {
-    await stopChild(prometheus);
-    await stopChild(dev);
+    await prometheus?.stop();
+    await dev?.stop();
     await upstream?.close();
     await new Promise((r) => (receiver ? receiver.close(r) : r(undefined)));
     if (dataDir) rmSync(dataDir, { recursive: true, force: true });

@@ -3,18 +3,20 @@
  * database and Redis; each test makes its own account and keys.
  */
 import { sql } from "kysely";
-import { afterAll, afterEach, beforeAll, inject } from "vitest";
+import { afterAll, afterEach, beforeAll, expect, inject } from "vitest";
 import { startFakeUpstream, type FakeUpstream } from "./fake-upstream.ts";
 import { startEdge, type RunningEdge } from "../internal/edge/index.ts";
 import { conversionSchema, edgeSchema, extractionSchema, parseConfig, workerSchema, type Env } from "../internal/platform/config/index.ts";
 import { startWorker, type RunningWorker } from "../internal/jobs/service.ts";
 import { startConversion, type RunningConversion } from "../internal/conversion/index.ts";
 import { startExtraction, type RunningExtraction } from "../internal/extraction/index.ts";
-import { openDatabase, type DatabaseHandle } from "../internal/platform/db/index.ts";
+import { migrateToLatest, openDatabase, type DatabaseHandle, type DB } from "../internal/platform/db/index.ts";
+import { newId } from "../internal/platform/ids/index.ts";
 import { createLogger } from "../internal/platform/log/index.ts";
 import { adminAddCredits, adminCreateAccount, adminCreateKey } from "../internal/cli/admin/index.ts";
 import { RedisRateLimiter } from "../internal/ratelimit/index.ts";
 import { DEFAULT_PERMISSIONS } from "../internal/auth/index.ts";
+import { closeAll } from "./support.ts";
 
 export const databaseUrl = () => inject("databaseUrl");
 export const redisUrl = () => inject("redisUrl");
@@ -161,6 +163,11 @@ export async function call(
   return { status: res.status, headers: res.headers, body: parsed };
 }
 
+/** Fails unless the call was refused with `status` and the error `code` of the one error shape; the message shows the body. */
+export function expectRefused(r: Call, status: number, code: string): void {
+  expect({ status: r.status, code: r.body?.error?.code }, JSON.stringify(r.body)).toEqual({ status, code });
+}
+
 /** A running extraction service and an edge wired to it over loopback gRPC. */
 export interface TestStack {
   edge: RunningEdge;
@@ -257,6 +264,20 @@ export async function startTestWorker(databaseUrl: string, extractionAddress: st
   return startWorker({ config, log: createLogger(config.LOG_LEVEL) });
 }
 
+/**
+ * A running OCR job of `accountId` written straight into `db` (local/tesseract,
+ * `pageCount` pages, no key, no ranges), for tests of what happens to a job
+ * (its charges, its events) without the queue; its id.
+ */
+export async function insertRunningJob(db: DB, accountId: string, o: { pageCount: number; holdId?: string | null }): Promise<string> {
+  const id = newId("job");
+  await db
+    .insertInto("ocr_jobs")
+    .values({ id, account_id: accountId, api_key_id: null, status: "running", model: "local/tesseract", request: "{}", metadata: "{}", page_count: o.pageCount, hold_id: o.holdId ?? null, error_code: null, error_message: null, started_at: new Date(), finished_at: null, expires_at: null })
+    .execute();
+  return id;
+}
+
 /** The account's usage log rows, oldest first. */
 export async function usageRows(accountId: string) {
   const { db } = await testDb();
@@ -286,6 +307,22 @@ export function fakeUpstreamForFile(): () => FakeUpstream {
 }
 
 /**
+ * A stack (see {@link startStack}) started before the tests of the file or
+ * `describe` it is called in and closed after them; read `stack` inside the
+ * tests.
+ */
+export function stackForTests(opts: Parameters<typeof startStack>[0] = {}): { stack: TestStack } {
+  const ctx = {} as { stack: TestStack };
+  beforeAll(async () => {
+    ctx.stack = await startStack(opts);
+  });
+  afterAll(async () => {
+    await ctx.stack?.close();
+  });
+  return ctx;
+}
+
+/**
  * A stack wired to a fresh fake upstream (a test double of OpenRouter),
  * started before the file's tests and closed after them; read `stack` and
  * `upstream` inside the tests.
@@ -301,4 +338,76 @@ export function upstreamStack(opts: { edgeEnv?: Env; extractionEnv?: Env } = {})
     await ctx.upstream?.close();
   });
   return ctx;
+}
+
+/** What {@link jobsStack} starts beyond the database, the extraction service and the edge. */
+export interface JobsStackOptions {
+  /** The OpenRouter test double, with the extraction service sending upstream models' pages to it. */
+  upstream?: boolean;
+  /** The conversion service, with this environment (FOLIO_SANDBOX…); the edge and the worker are given its address. */
+  conversion?: Env;
+  /**
+   * The edge's own variables (its database and the services' addresses are
+   * set); a function is called once the services run, for a value found
+   * only then (a free port).
+   */
+  edgeEnv?: Env | (() => Promise<Env>);
+  /** The jobs worker's own variables (its database and the services' addresses are set). */
+  workerEnv?: Env;
+  /** Whether the worker starts with the rest (the default) or only when a test calls `startWorker()`: without one a job stays queued. */
+  workerAtStart?: boolean;
+  /** How long starting may take, in ms (default 60 s). */
+  timeoutMs?: number;
+}
+
+/** The running services of a {@link jobsStack}: read them inside the tests. */
+export interface JobsStack {
+  /** The file's own database, migrated; dropped once the tests have run. */
+  database: DatabaseHandle & { url: string };
+  extraction: RunningExtraction;
+  edge: RunningEdge;
+  /** Present when `upstream` was asked for. */
+  upstream?: FakeUpstream;
+  /** Present when `conversion` was asked for. */
+  conversion?: RunningConversion;
+  /** The jobs worker while one runs. */
+  worker?: RunningWorker;
+  /** Starts the worker unless one runs. */
+  startWorker(): Promise<RunningWorker>;
+  /** Closes the worker, if one runs: from then on a job stays queued. */
+  stopWorker(): Promise<void>;
+}
+
+/**
+ * The services a durable-jobs test reads its jobs with: a Postgres database
+ * of its own (so that no other file's worker takes its jobs, nor its worker
+ * theirs), the extraction service (local engines; the fake upstream, the
+ * conversion service where asked), an edge and a jobs worker on them.
+ * Registers a `beforeAll` that starts them in that order and an `afterAll`
+ * that closes them the last started first, where it is called: a file, or a
+ * `describe`.
+ */
+export function jobsStack(name: string, opts: JobsStackOptions = {}): JobsStack {
+  // The edge and the worker alike are given the conversion service, where one runs.
+  const conversionAddress = (): Env => (stack.conversion ? { FOLIO_CONVERSION_ADDRESS: stack.conversion.grpc.address } : {});
+  const stack = {
+    startWorker: async () => (stack.worker ??= await startTestWorker(stack.database.url, stack.extraction.grpc.address, { ...conversionAddress(), ...opts.workerEnv })),
+    stopWorker: async () => {
+      const running = stack.worker;
+      stack.worker = undefined;
+      await running?.close();
+    },
+  } as JobsStack;
+  beforeAll(async () => {
+    stack.database = await privateDatabase(name);
+    await migrateToLatest(stack.database.db);
+    if (opts.upstream) stack.upstream = await startFakeUpstream();
+    stack.extraction = await startTestExtraction(stack.upstream ? { upstream: { baseUrl: stack.upstream.baseUrl, apiKey: stack.upstream.apiKey } } : {});
+    if (opts.conversion) stack.conversion = await startTestConversion(opts.conversion);
+    const edgeEnv = typeof opts.edgeEnv === "function" ? await opts.edgeEnv() : opts.edgeEnv;
+    stack.edge = await startTestEdge({ env: { DATABASE_URL: stack.database.url, FOLIO_EXTRACTION_ADDRESS: stack.extraction.grpc.address, ...conversionAddress(), ...edgeEnv } });
+    if (opts.workerAtStart !== false) await stack.startWorker();
+  }, opts.timeoutMs ?? 60_000);
+  afterAll(() => closeAll(stack.worker, stack.edge, stack.conversion, stack.extraction, stack.upstream, stack.database));
+  return stack;
 }

@@ -22,6 +22,7 @@ import { migrateToLatest, openDatabase, type DatabaseHandle } from "../internal/
 import { createLogger } from "../internal/platform/log/index.ts";
 import { cer } from "./cer.ts";
 import { call, startTestConversion, startTestExtraction } from "./harness.ts";
+import { closeAll } from "./support.ts";
 
 const FIXTURES = join(import.meta.dirname, "fixtures", "ocr");
 const PDF = readFileSync(join(FIXTURES, "ten-pages.pdf"));
@@ -53,11 +54,7 @@ beforeAll(async () => {
   worker = await startWorker({ config: parseConfig(workerSchema, { ...env, FOLIO_WORKER_POLL_SECONDS: "0.1" }), log: createLogger("silent"), database });
 }, 180_000);
 afterAll(async () => {
-  await worker?.close();
-  await edge?.close();
-  await conversion?.close();
-  await extraction?.close();
-  await database?.close();
+  await closeAll(worker, edge, conversion, extraction, database);
   rmSync(dir, { recursive: true, force: true });
 });
 

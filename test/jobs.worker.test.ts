@@ -20,6 +20,7 @@ import { newId } from "../internal/platform/ids/index.ts";
 import { createLogger } from "../internal/platform/log/index.ts";
 import { cer } from "./cer.ts";
 import { privateDatabase, startTestExtraction } from "./harness.ts";
+import { closeAll } from "./support.ts";
 
 const FIXTURES = join(import.meta.dirname, "fixtures", "ocr");
 const PDF = readFileSync(join(FIXTURES, "ten-pages.pdf"));
@@ -37,14 +38,22 @@ beforeAll(async () => {
   extraction = await startTestExtraction();
   client = new ExtractionClient(extraction.grpc.address, { catalogDeadlineMs: 5_000, workDeadlineMs: 30_000 });
 }, 60_000);
-afterAll(async () => {
-  await extraction?.close();
-  await database?.close();
-});
+afterAll(() => closeAll(extraction, database));
 
 /** A reader that records which pages it read (to tell workers apart). */
 function recording(read: number[]): PageReader {
   return { extractPage: (model, page: PageInput, options, signal) => (read.push(page.pageNumber), client.extractPage(model, page, options, signal)) };
+}
+
+/** A reader that records each page it starts (when it is called) and takes `ms` more over each. */
+function slowRecording(read: number[], ms: number): PageReader {
+  return {
+    extractPage: async (model, page, options, signal) => {
+      read.push(page.pageNumber);
+      await new Promise((r) => setTimeout(r, ms));
+      return client.extractPage(model, page, options, signal);
+    },
+  };
 }
 
 function worker(id: string, reader: PageReader, extra: Partial<JobWorkerOptions> = {}): JobWorker {
@@ -203,14 +212,8 @@ describe("durable jobs read by workers", () => {
   it("stops reading a cancelled job within 2 s, keeps and bills the pages read, gives back the rest of the hold", async () => {
     const { accountId, jobId } = await tenPageJob(100, 5, 1);
     const read: number[] = [];
-    // Slow pages (a page counts as started when the reader is called), so the job is mid-way when it is cancelled.
-    const slow: PageReader = {
-      extractPage: async (model, page, options, signal) => {
-        read.push(page.pageNumber);
-        await new Promise((r) => setTimeout(r, 400));
-        return client.extractPage(model, page, options, signal);
-      },
-    };
+    // Slow pages, so the job is mid-way when it is cancelled.
+    const slow = slowRecording(read, 400);
     const w = worker("to-cancel", slow, { leaseMs: 30_000 });
     w.start();
     try {
@@ -245,13 +248,7 @@ describe("durable jobs read by workers", () => {
   it("a stopping worker finishes its range within the drain time; stopped at once, it gives its range back for another worker to claim now, the claim not counted", async () => {
     const { jobId } = await tenPageJob(1000, 50, 10);
     const read: number[] = [];
-    const slow: PageReader = {
-      extractPage: async (model, page, options, signal) => {
-        read.push(page.pageNumber);
-        await new Promise((r) => setTimeout(r, 300));
-        return client.extractPage(model, page, options, signal);
-      },
-    };
+    const slow = slowRecording(read, 300);
     // Ranges [1] and [2-10]; stopped while reading page 1, without a drain: given back at once.
     const ranges = () => database.db.selectFrom("ocr_job_ranges").select(["first_page", "status", "attempts", "lease_owner"]).where("job_id", "=", jobId).orderBy("first_page").execute();
     const first = worker("stops-at-once", slow, { leaseMs: 60_000 });
@@ -301,13 +298,7 @@ describe("durable jobs read by workers", () => {
     // Both workers look on their own once a minute, at start and then every 60 s: only a notification can make them claim within the waits below.
     const listen = (onNotify: () => void) => database.listen!(QUEUE_CHANNEL, onNotify);
     const [readA, readB] = [[] as number[], [] as number[]];
-    const slow: PageReader = {
-      extractPage: async (model, page, options, signal) => {
-        readA.push(page.pageNumber);
-        await new Promise((r) => setTimeout(r, 300));
-        return client.extractPage(model, page, options, signal);
-      },
-    };
+    const slow = slowRecording(readA, 300);
     const first = worker("woken-a", slow, { pollMs: 60_000, leaseMs: 60_000, listen });
     const second = worker("woken-b", recording(readB), { pollMs: 60_000, leaseMs: 60_000, listen });
     const ranges = (id: string) => database.db.selectFrom("ocr_job_ranges").select(["first_page", "status", "lease_owner"]).where("job_id", "=", id).orderBy("first_page").execute();

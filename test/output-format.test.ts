@@ -7,47 +7,26 @@
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { adminCreateAccount } from "../internal/cli/admin/index.ts";
-import type { RunningEdge } from "../internal/edge/index.ts";
-import type { RunningExtraction } from "../internal/extraction/index.ts";
-import type { RunningWorker } from "../internal/jobs/service.ts";
-import { migrateToLatest, type DatabaseHandle } from "../internal/platform/db/index.ts";
 import { TABLE_ROWS } from "./fixtures/ocr/table-rows.ts";
-import { call, privateDatabase, startTestEdge, startTestExtraction, startTestWorker } from "./harness.ts";
+import { call, jobsStack } from "./harness.ts";
 
 const COLUMNS = readFileSync(join(import.meta.dirname, "fixtures", "ocr", "columns.png")).toString("base64");
 const TITLE = "Annual Report of the Harbour Board";
 
-let database: DatabaseHandle & { url: string };
-let extraction: RunningExtraction;
-let edge: RunningEdge;
-let worker: RunningWorker;
-
-beforeAll(async () => {
-  database = await privateDatabase("output_format");
-  await migrateToLatest(database.db);
-  extraction = await startTestExtraction();
-  edge = await startTestEdge({ env: { DATABASE_URL: database.url, FOLIO_EXTRACTION_ADDRESS: extraction.grpc.address } });
-  worker = await startTestWorker(database.url, extraction.grpc.address);
-}, 60_000);
-afterAll(async () => {
-  await worker?.close();
-  await edge?.close();
-  await extraction?.close();
-  await database?.close();
-});
+const stack = jobsStack("output_format");
 
 let uniq = 0;
 async function key(): Promise<string> {
-  const a = await adminCreateAccount({ db: database.db }, { email: `format-${process.pid}-${++uniq}@test.invalid`, name: "format", creditsCents: 1_000, requestsPerMinute: 10_000 });
+  const a = await adminCreateAccount({ db: stack.database.db }, { email: `format-${process.pid}-${++uniq}@test.invalid`, name: "format", creditsCents: 1_000, requestsPerMinute: 10_000 });
   return a.api_key.key;
 }
 
 type Page = { page_number: number; text: string; blocks?: { type: string; text: string; bbox: number[]; level?: number; cells?: string[][] }[]; layout?: { blocks: { type: string; text: string }[] } };
 
 const ocr = async (k: string, options: Record<string, unknown>) => {
-  const r = await call(edge, "POST", "/v1/ocr", k, { base64: COLUMNS, model: "local/tesseract", options: { language: "en", ...options } });
+  const r = await call(stack.edge, "POST", "/v1/ocr", k, { base64: COLUMNS, model: "local/tesseract", options: { language: "en", ...options } });
   expect(r.status, JSON.stringify(r.body)).toBe(200);
   return r.body as { result: { text: string; pages: Page[] } };
 };
@@ -79,7 +58,7 @@ describe("POST /v1/ocr options.output_format with local/tesseract", () => {
   }, 60_000);
 
   it("documents the blocks with a JSON Schema in the OpenAPI document", async () => {
-    const doc = await call(edge, "GET", "/v1/openapi.json");
+    const doc = await call(stack.edge, "GET", "/v1/openapi.json");
     const text = JSON.stringify(doc.body.paths["/v1/ocr"].post.responses["200"]);
     expect(text).toContain('"blocks"');
     for (const type of ["heading", "paragraph", "list_item", "table", "figure", "header", "footer"]) expect(text).toContain(`"${type}"`);
@@ -91,21 +70,21 @@ describe("durable OCR jobs with options.output_format", () => {
   it("stores each page's blocks (json) and markdown text, read back by /pages and /result", async () => {
     const k = await key();
     const submit = async (output_format: string) => {
-      const created = await call(edge, "POST", "/v1/ocr/jobs", k, { base64: COLUMNS, model: "local/tesseract", options: { output_format, language: "en" } });
+      const created = await call(stack.edge, "POST", "/v1/ocr/jobs", k, { base64: COLUMNS, model: "local/tesseract", options: { output_format, language: "en" } });
       expect(created.status, JSON.stringify(created.body)).toBe(202);
       const id = created.body.id as string;
-      await vi.waitFor(async () => expect((await call(edge, "GET", `/v1/ocr/jobs/${id}`, k)).body.status).toBe("succeeded"), { timeout: 120_000, interval: 200 });
+      await vi.waitFor(async () => expect((await call(stack.edge, "GET", `/v1/ocr/jobs/${id}`, k)).body.status).toBe("succeeded"), { timeout: 120_000, interval: 200 });
       return id;
     };
     const [json, markdown] = await Promise.all([submit("json"), submit("markdown")]);
 
-    const pages = await call(edge, "GET", `/v1/ocr/jobs/${json}/pages`, k);
+    const pages = await call(stack.edge, "GET", `/v1/ocr/jobs/${json}/pages`, k);
     const blocks = (pages.body.data[0] as Page).blocks!;
     expect(blocks.map((b) => b.type), JSON.stringify(pages.body)).toEqual(["heading", "paragraph", "paragraph", "paragraph", "paragraph", "table", "footer"]);
-    const result = await call(edge, "GET", `/v1/ocr/jobs/${json}/result`, k);
+    const result = await call(stack.edge, "GET", `/v1/ocr/jobs/${json}/result`, k);
     expect((result.body.result.pages[0] as Page).blocks).toEqual(blocks);
 
-    const md = await call(edge, "GET", `/v1/ocr/jobs/${markdown}/result`, k);
+    const md = await call(stack.edge, "GET", `/v1/ocr/jobs/${markdown}/result`, k);
     expect(md.body.result.text.startsWith(`# ${TITLE}\n\n`), md.body.result.text).toBe(true);
     expect(md.body.result.text).toContain("| Item | Quantity | Unit price | Amount |");
   }, 180_000);

@@ -12,7 +12,7 @@ import { readdirSync, readFileSync, readlinkSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { decoderPid } from "../internal/platform/decoder/index.ts";
 import { watchChildren, type SeenChild } from "./children.ts";
-import { call, createTestAccount, startStack, type TestStack } from "./harness.ts";
+import { call, createTestAccount, stackForTests } from "./harness.ts";
 import { ocrFixture } from "./support.ts";
 import { bwrapInstalled } from "./support.ts";
 
@@ -100,13 +100,7 @@ function decoderChild(): SeenChild {
 const programs = (children: SeenChild[]) => [...new Set(children.map((c) => c.exe.slice(c.exe.lastIndexOf("/") + 1)))].sort();
 
 describe("the parsers of client bytes start without this process's secrets", () => {
-  let stack: TestStack;
-  beforeAll(async () => {
-    stack = await startStack();
-  });
-  afterAll(async () => {
-    await stack?.close();
-  });
+  const ctx = stackForTests();
 
   it("pdfinfo, pdftoppm and tesseract of real PDF and image requests carry no secret", async () => {
     expect(process.env.DATABASE_URL, "the run's DATABASE_URL is in this process's environment, as in production").toBeTruthy();
@@ -116,10 +110,10 @@ describe("the parsers of client bytes start without this process's secrets", () 
     try {
       // pdfinfo lives a few milliseconds (the watcher saw each of its runs in trials; two documents for margin).
       for (let i = 0; i < 2; i++) {
-        const r = await call(stack.edge, "POST", "/v1/ocr", acc.adminKey, { base64: ocrFixture("multipage.pdf").toString("base64"), model: "local/tesseract" });
+        const r = await call(ctx.stack.edge, "POST", "/v1/ocr", acc.adminKey, { base64: ocrFixture("multipage.pdf").toString("base64"), model: "local/tesseract" });
         expect(r.status, JSON.stringify(r.body)).toBe(200);
       }
-      const png = await call(stack.edge, "POST", "/v1/ocr", acc.adminKey, { base64: ocrFixture("english.png").toString("base64"), mime_type: "image/png", model: "local/tesseract" });
+      const png = await call(ctx.stack.edge, "POST", "/v1/ocr", acc.adminKey, { base64: ocrFixture("english.png").toString("base64"), mime_type: "image/png", model: "local/tesseract" });
       expect(png.status, JSON.stringify(png.body)).toBe(200);
     } finally {
       seen = await watch.stop();
@@ -137,13 +131,7 @@ describe("the parsers of client bytes start without this process's secrets", () 
 });
 
 describe("LibreOffice of the development-only unsandboxed backend", () => {
-  let stack: TestStack;
-  beforeAll(async () => {
-    stack = await startStack({ conversion: { FOLIO_SANDBOX: "unsandboxed" } });
-  });
-  afterAll(async () => {
-    await stack?.close();
-  });
+  const ctx = stackForTests({ conversion: { FOLIO_SANDBOX: "unsandboxed" } });
 
   it("carries no secret while it converts a real request's document", async () => {
     const acc = await createTestAccount();
@@ -151,7 +139,7 @@ describe("LibreOffice of the development-only unsandboxed backend", () => {
     const watch = await watchChildren(["soffice.bin", "pdftoppm", "pdfinfo"]);
     let seen: SeenChild[];
     try {
-      const r = await call(stack.edge, "POST", "/v1/ocr", acc.adminKey, { base64: docx.toString("base64"), model: "local/tesseract" });
+      const r = await call(ctx.stack.edge, "POST", "/v1/ocr", acc.adminKey, { base64: docx.toString("base64"), model: "local/tesseract" });
       expect(r.status, JSON.stringify(r.body)).toBe(200);
     } finally {
       seen = await watch.stop();
@@ -163,13 +151,7 @@ describe("LibreOffice of the development-only unsandboxed backend", () => {
 
 
 describe.skipIf(!bwrapInstalled)("with FOLIO_PARSER_JAIL=bwrap", () => {
-  let stack: TestStack;
-  beforeAll(async () => {
-    stack = await startStack({ edgeEnv: { FOLIO_PARSER_JAIL: "bwrap" } });
-  });
-  afterAll(async () => {
-    await stack?.close();
-  });
+  const ctx = stackForTests({ edgeEnv: { FOLIO_PARSER_JAIL: "bwrap" } });
 
   it("pdfinfo, pdftoppm and tesseract of a real request run without the network and without secrets, and the answer is the same", async () => {
     const acc = await createTestAccount();
@@ -179,7 +161,7 @@ describe.skipIf(!bwrapInstalled)("with FOLIO_PARSER_JAIL=bwrap", () => {
     try {
       // Two documents, as above: pdfinfo lives a few milliseconds and one run can slip between two looks.
       for (let i = 0; i < 2; i++) {
-        r = await call(stack.edge, "POST", "/v1/ocr", acc.adminKey, { base64: ocrFixture("multipage.pdf").toString("base64"), model: "local/tesseract" });
+        r = await call(ctx.stack.edge, "POST", "/v1/ocr", acc.adminKey, { base64: ocrFixture("multipage.pdf").toString("base64"), model: "local/tesseract" });
       }
     } finally {
       seen = await watch.stop();
@@ -197,7 +179,7 @@ describe.skipIf(!bwrapInstalled)("with FOLIO_PARSER_JAIL=bwrap", () => {
 
   it("an image is decoded by the decoder's child in the jail: no network, no secret", async () => {
     const acc = await createTestAccount();
-    const r = await call(stack.edge, "POST", "/v1/ocr", acc.adminKey, { base64: ocrFixture("english.png").toString("base64"), mime_type: "image/png", model: "local/tesseract" });
+    const r = await call(ctx.stack.edge, "POST", "/v1/ocr", acc.adminKey, { base64: ocrFixture("english.png").toString("base64"), mime_type: "image/png", model: "local/tesseract" });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     expect(r.body.result.pages[0].text).toMatch(/\w{3,}/);
     const decoder = decoderChild();

@@ -17,30 +17,23 @@
  * server does not do on cue (a stream that drops mid-job, a page that fails)
  * is stubbed in the browser against folio dev's page.
  */
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { chromium, type Browser, type BrowserContext, type Page, type Request } from "playwright-core";
 import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { adminCreateAccount } from "../internal/cli/admin/index.ts";
-import type { RunningEdge } from "../internal/edge/index.ts";
-import type { RunningExtraction } from "../internal/extraction/index.ts";
-import type { RunningWorker } from "../internal/jobs/service.ts";
-import { migrateToLatest, type DatabaseHandle } from "../internal/platform/db/index.ts";
-import { privateDatabase, startTestEdge, startTestExtraction, startTestWorker } from "./harness.ts";
+import { createAccountWithCli, ROOT, startFolio, type FolioProcess } from "./folio-processes.ts";
+import { jobsStack } from "./harness.ts";
 import { freePort } from "./support.ts";
 
-const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const ARTIFACTS = join(ROOT, "test-artifacts", "playground");
 const CHROMIUM = process.env.FOLIO_TEST_CHROMIUM ?? "/usr/bin/chromium";
 const fixture = (path: string) => join(ROOT, "test", "fixtures", path);
 
 let dataDir: string;
-let dev: ChildProcess | undefined;
-let devOutput = "";
+let dev: FolioProcess | undefined;
 let baseUrl: string;
 let devKey: string;
 let poorKey: string;
@@ -48,22 +41,15 @@ let poorKey: string;
 let hurriedKey: string;
 let browser: Browser;
 
-/** The environment of the child processes: this run's data folder, no test Postgres/Redis (folio dev's embedded defaults). */
-function childEnv(port: number): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) if (!/^(DATABASE_URL|REDIS_URL|FOLIO_|OTEL_)/.test(k)) env[k] = v;
+/** The variables of the child processes (over a clean environment: no test Postgres/Redis, so folio dev's embedded defaults): this run's data folder. */
+function childEnv(port: number): Record<string, string> {
   return {
-    ...env,
     FOLIO_DATA_DIR: dataDir,
     FOLIO_HTTP_PORT: String(port),
     // Not read here; also keeps a second port out of the way.
     FOLIO_METRICS_ENABLED: "false",
-    LOG_LEVEL: "warn",
   };
 }
-
-/** `folio …` as a child: node with tsx's loader, one process (so it can be stopped by its own pid). */
-const FOLIO = ["--import", "tsx", join(ROOT, "cmd", "folio", "main.ts")];
 
 beforeAll(async () => {
   if (!existsSync(join(ROOT, "dist", "web", "playground", "index.html"))) {
@@ -76,37 +62,17 @@ beforeAll(async () => {
   baseUrl = `http://127.0.0.1:${port}`;
   const env = childEnv(port);
 
-  const account = (email: string, ...flags: string[]): string => {
-    const made = spawnSync(process.execPath, [...FOLIO, "admin", "account", "create", "--email", email, "--name", email, "--credits-cents", "0", ...flags], { cwd: ROOT, env, encoding: "utf8", timeout: 60_000 });
-    expect(made.status, `folio admin account create: ${made.stderr}`).toBe(0);
-    return (JSON.parse(made.stdout) as { api_key: { key: string } }).api_key.key;
-  };
-  poorKey = account("poor@example.test");
-  hurriedKey = account("hurried@example.test", "--requests-per-minute", "1");
+  poorKey = createAccountWithCli(env, "poor@example.test", "--credits-cents", "0");
+  hurriedKey = createAccountWithCli(env, "hurried@example.test", "--credits-cents", "0", "--requests-per-minute", "1");
 
-  dev = spawn(process.execPath, [...FOLIO, "dev"], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
-  dev.stdout!.on("data", (d: Buffer) => (devOutput += d.toString()));
-  dev.stderr!.on("data", (d: Buffer) => (devOutput += d.toString()));
-  const deadline = Date.now() + 90_000;
-  for (;;) {
-    if (dev.exitCode !== null) throw new Error(`folio dev exited (${dev.exitCode}):\n${devOutput}`);
-    if (Date.now() > deadline) throw new Error(`folio dev did not answer /healthz within 90 s:\n${devOutput}`);
-    const up = await fetch(`${baseUrl}/healthz`).then((r) => r.ok, () => false);
-    if (up) break;
-    await new Promise((r) => setTimeout(r, 250));
-  }
+  dev = await startFolio("dev", env, `${baseUrl}/healthz`);
   devKey = readFileSync(join(dataDir, "dev-admin-key"), "utf8").trim();
   browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ["--no-sandbox", "--disable-dev-shm-usage"] });
 }, 180_000);
 
 afterAll(async () => {
   await browser?.close();
-  if (dev && dev.exitCode === null) {
-    const exited = new Promise((r) => dev!.once("exit", r));
-    dev.kill("SIGTERM");
-    await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
-    if (dev.exitCode === null) dev.kill("SIGKILL");
-  }
+  await dev?.stop();
   if (dataDir) rmSync(dataDir, { recursive: true, force: true });
 });
 
@@ -475,44 +441,29 @@ describe("the playground page (/playground on folio dev)", { timeout: 180_000 },
   });
 
   it("never let a key reach folio dev's log", () => {
-    for (const key of [devKey, poorKey, hurriedKey]) expect(devOutput.includes(key), "a key in folio dev's output").toBe(false);
+    for (const key of [devKey, poorKey, hurriedKey]) expect(dev!.output().includes(key), "a key in folio dev's output").toBe(false);
   });
 });
 
 describe("documents longer than one request reads, as durable jobs (an edge with FOLIO_MAX_PAGES=4 and a jobs worker)", { timeout: 180_000 }, () => {
-  let database: DatabaseHandle & { url: string };
-  let extraction: RunningExtraction;
-  let edge: RunningEdge;
-  let worker: RunningWorker | undefined;
+  // A worker reads jobs only in the tests that start one.
+  const stack = jobsStack("playground_e2e", { edgeEnv: { FOLIO_MAX_PAGES: "4" }, workerAtStart: false });
   let uniq = 0;
 
   async function account(): Promise<string> {
-    const made = await adminCreateAccount({ db: database.db }, { email: `playground-jobs-${process.pid}-${++uniq}@example.test`, name: "playground jobs", creditsCents: 1_000, requestsPerMinute: 10_000 });
+    const made = await adminCreateAccount({ db: stack.database.db }, { email: `playground-jobs-${process.pid}-${++uniq}@example.test`, name: "playground jobs", creditsCents: 1_000, requestsPerMinute: 10_000 });
     return made.api_key.key;
   }
   async function job(key: string, id: string): Promise<{ status: string; pages_completed: number; page_count: number }> {
-    const res = await fetch(`${edge.url}/v1/ocr/jobs/${id}`, { headers: { authorization: `Bearer ${key}` } });
+    const res = await fetch(`${stack.edge.url}/v1/ocr/jobs/${id}`, { headers: { authorization: `Bearer ${key}` } });
     expect(res.status).toBe(200);
     return (await res.json()) as { status: string; pages_completed: number; page_count: number };
   }
   /** The job id the page shows. */
   const shownJobId = async (page: Page) => /job_\w+/.exec(await text(page, "#job-info"))?.[0] ?? "";
 
-  beforeAll(async () => {
-    database = await privateDatabase("playground_e2e");
-    await migrateToLatest(database.db);
-    extraction = await startTestExtraction();
-    edge = await startTestEdge({ env: { DATABASE_URL: database.url, FOLIO_EXTRACTION_ADDRESS: extraction.grpc.address, FOLIO_MAX_PAGES: "4" } });
-  }, 60_000);
-  afterAll(async () => {
-    await worker?.close();
-    await edge?.close();
-    await extraction?.close();
-    await database?.close();
-  });
-
   it("runs a ten-page PDF as a job when the synchronous call is refused for its pages: job id, progress, then the text of all ten pages and the cost", async () => {
-    worker ??= await startTestWorker(database.url, extraction.grpc.address);
+    await stack.startWorker();
     const key = await account();
     await withPage(1280, async (o) => {
       await fillAndRun(o, key, fixture("ocr/ten-pages.pdf"));
@@ -541,13 +492,12 @@ describe("documents longer than one request reads, as durable jobs (an edge with
       expect(await o.page.locator("#long-help").innerText()).toMatch(/more than 4 pages/);
       expect(o.console.filter((l) => l.includes(key) || l.startsWith("pageerror"))).toEqual([]);
       await shot(o.page, "job-result");
-    }, edge.url);
+    }, stack.edge.url);
   });
 
   it("cancels a queued job with the Cancel button: the job ends cancelled, nothing was charged, and its id stays on the page", async () => {
     // No worker runs during this test: the job stays queued until it is cancelled.
-    await worker?.close();
-    worker = undefined;
+    await stack.stopWorker();
     const key = await account();
     await withPage(1024, async (o) => {
       await fillAndRun(o, key, fixture("ocr/ten-pages.pdf"));
@@ -564,6 +514,6 @@ describe("documents longer than one request reads, as durable jobs (an edge with
       expect(await o.page.locator("#job-info").isVisible()).toBe(true);
       expect(await o.page.getByRole("button", { name: "Cancel" }).isHidden()).toBe(true);
       await shot(o.page, "job-cancelled");
-    }, edge.url);
+    }, stack.edge.url);
   });
 });

@@ -1,6 +1,7 @@
-/** Helpers shared by unit and integration tests: OCR fixtures and expected failures. */
+/** Helpers shared by unit and integration tests: OCR fixtures, expected failures, and closing what a test started. */
 import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
+import type { Server as HttpServer } from "node:http";
 import { createServer } from "node:net";
 import { fileURLToPath } from "node:url";
 import { expect } from "vitest";
@@ -89,4 +90,21 @@ export function withJfif(jpeg: Buffer, units: 0 | 1 | 2, density: number): Buffe
   app0.writeUInt16BE(density, 12);
   app0.writeUInt16BE(density, 14);
   return Buffer.concat([jpeg.subarray(0, 2), app0, jpeg.subarray(2)]);
+}
+
+/** Anything a test started that `close()` stops (a service, a database, a test double), or nothing where it never started. */
+export type Closable = { close(): unknown } | null | undefined;
+
+/**
+ * Closes each in turn, in the order given (the last started first, as a
+ * file's `afterAll` wants), skipping what never started; the first failure
+ * stops there, as a chain of `await x?.close()` would.
+ */
+export async function closeAll(...things: Closable[]): Promise<void> {
+  for (const thing of things) await thing?.close();
+}
+
+/** Closes a node:http server a test started, its open connections too; nothing where it never started. */
+export function closeServer(server: HttpServer | undefined): Promise<void> {
+  return new Promise<void>((r) => (server ? (server.closeAllConnections(), server.close(() => r())) : r()));
 }

@@ -15,13 +15,10 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import type { RunningEdge } from "../internal/edge/index.ts";
-import type { RunningExtraction } from "../internal/extraction/index.ts";
-import type { RunningWorker } from "../internal/jobs/service.ts";
-import { migrateToLatest, type DatabaseHandle } from "../internal/platform/db/index.ts";
 import { newSecretKey } from "../internal/webhooks/index.ts";
 import { adminCreateAccount, adminCreateKey } from "../internal/cli/admin/index.ts";
-import { call, privateDatabase, startTestEdge, startTestExtraction, startTestWorker } from "./harness.ts";
+import { call, jobsStack, startTestEdge } from "./harness.ts";
+import { closeServer } from "./support.ts";
 
 const PNG = readFileSync(join(import.meta.dirname, "fixtures", "ocr", "english.png"));
 
@@ -31,10 +28,6 @@ interface Received {
   event: { id: string; type: string; sequence: number; created_at: number; data: { id?: string; status?: string } };
 }
 
-let database: DatabaseHandle & { url: string };
-let extraction: RunningExtraction;
-let edge: RunningEdge;
-let worker: RunningWorker;
 let server: Server;
 let receiverUrl: string;
 const received: Received[] = [];
@@ -42,9 +35,16 @@ let admin: string;
 let accountId: string;
 const KEY = newSecretKey();
 
+/** What the edge and the worker both get: the key that seals endpoint secrets, and the receiver on loopback let through. */
+const SHARED = { FOLIO_WEBHOOK_SECRET_KEY: KEY, FOLIO_FETCH_ALLOW: "127.0.0.1" };
+// Registered first, so run last (after-all hooks run the last registered first): the receiver outlives the worker delivering to it.
+afterAll(() => closeServer(server));
+const stack = jobsStack("webhooks_api", {
+  edgeEnv: SHARED,
+  workerEnv: { ...SHARED, FOLIO_WEBHOOK_POLL_SECONDS: "0.05", FOLIO_WEBHOOK_RETRY_SECONDS: "0.1,0.1" },
+});
+
 beforeAll(async () => {
-  database = await privateDatabase("webhooks_api");
-  await migrateToLatest(database.db);
   server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
@@ -56,22 +56,10 @@ beforeAll(async () => {
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   receiverUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/folio`;
-  extraction = await startTestExtraction();
-  const shared = { DATABASE_URL: database.url, FOLIO_WEBHOOK_SECRET_KEY: KEY, FOLIO_FETCH_ALLOW: "127.0.0.1" };
-  edge = await startTestEdge({ env: { ...shared, FOLIO_EXTRACTION_ADDRESS: extraction.grpc.address } });
-  worker = await startTestWorker(database.url, extraction.grpc.address, { ...shared, FOLIO_WEBHOOK_POLL_SECONDS: "0.05", FOLIO_WEBHOOK_RETRY_SECONDS: "0.1,0.1" });
-  const made = await adminCreateAccount({ db: database.db }, { email: "webhooks@test.invalid", name: "webhooks", creditsCents: 10_000 });
+  const made = await adminCreateAccount({ db: stack.database.db }, { email: "webhooks@test.invalid", name: "webhooks", creditsCents: 10_000 });
   admin = made.api_key.key;
   accountId = made.account.id;
 }, 60_000);
-
-afterAll(async () => {
-  await worker?.close();
-  await edge?.close();
-  await extraction?.close();
-  await new Promise<void>((r) => (server ? (server.closeAllConnections(), server.close(() => r())) : r()));
-  await database?.close();
-});
 
 const verifies = (secret: string, r: Received) => {
   try {
@@ -87,7 +75,7 @@ describe("webhook endpoints", () => {
   let secret = "";
 
   it("makes an endpoint and shows its secret once; reads and lists it without the secret", async () => {
-    const made = await call(edge, "POST", "/v1/webhook-endpoints", admin, { url: receiverUrl, description: "local receiver" });
+    const made = await call(stack.edge, "POST", "/v1/webhook-endpoints", admin, { url: receiverUrl, description: "local receiver" });
     expect(made.status).toBe(201);
     expect(made.body).toMatchObject({ object: "webhook_endpoint", url: receiverUrl, events: ["*"], description: "local receiver", disabled: false, disabled_reason: null });
     expect(made.body.id).toMatch(/^we_/);
@@ -95,40 +83,40 @@ describe("webhook endpoints", () => {
     expect(made.headers.get("location")).toBe(`/v1/webhook-endpoints/${made.body.id}`);
     endpointId = made.body.id;
     secret = made.body.secret;
-    const read = await call(edge, "GET", `/v1/webhook-endpoints/${endpointId}`, admin);
+    const read = await call(stack.edge, "GET", `/v1/webhook-endpoints/${endpointId}`, admin);
     expect(read.status).toBe(200);
     expect(read.body.secret).toBeUndefined();
     expect(JSON.stringify(read.body)).not.toContain(secret.slice(6, 20));
-    const list = await call(edge, "GET", "/v1/webhook-endpoints", admin);
+    const list = await call(stack.edge, "GET", "/v1/webhook-endpoints", admin);
     expect(list.body.data.map((e: { id: string }) => e.id)).toEqual([endpointId]);
     // The database holds it sealed.
-    const row = await database.db.selectFrom("webhook_endpoints").select("secret").where("id", "=", endpointId).executeTakeFirstOrThrow();
+    const row = await stack.database.db.selectFrom("webhook_endpoints").select("secret").where("id", "=", endpointId).executeTakeFirstOrThrow();
     expect(row.secret).not.toContain(secret.slice(6));
   });
 
   it("refuses a private address, a scheme other than http(s), an unknown event type, and a key without the webhook permissions", async () => {
-    const privateUrl = await call(edge, "POST", "/v1/webhook-endpoints", admin, { url: "http://10.1.2.3/hook" });
+    const privateUrl = await call(stack.edge, "POST", "/v1/webhook-endpoints", admin, { url: "http://10.1.2.3/hook" });
     expect(privateUrl.status).toBe(400);
     expect(privateUrl.body.error).toMatchObject({ code: "invalid_request", param: "url" });
     expect(privateUrl.body.error.message).toMatch(/private/);
-    const ftp = await call(edge, "POST", "/v1/webhook-endpoints", admin, { url: "ftp://example.com/hook" });
+    const ftp = await call(stack.edge, "POST", "/v1/webhook-endpoints", admin, { url: "ftp://example.com/hook" });
     expect(ftp.status).toBe(400);
     expect(ftp.body.error.param).toBe("url");
-    const events = await call(edge, "POST", "/v1/webhook-endpoints", admin, { url: receiverUrl, events: ["ocr.job.finished"] });
+    const events = await call(stack.edge, "POST", "/v1/webhook-endpoints", admin, { url: receiverUrl, events: ["ocr.job.finished"] });
     expect(events.status).toBe(400);
     expect(JSON.stringify(events.body.error)).toMatch(/events/);
-    const narrow = await adminCreateKey({ db: database.db }, { accountId, name: "reader", permissions: ["admin", "webhooks:read"] });
-    const denied = await call(edge, "POST", "/v1/webhook-endpoints", narrow.key, { url: receiverUrl });
+    const narrow = await adminCreateKey({ db: stack.database.db }, { accountId, name: "reader", permissions: ["admin", "webhooks:read"] });
+    const denied = await call(stack.edge, "POST", "/v1/webhook-endpoints", narrow.key, { url: receiverUrl });
     expect(denied.status).toBe(403);
     expect(denied.body.error.missing_permissions).toEqual(["webhooks:write"]);
-    expect((await call(edge, "GET", "/v1/webhook-endpoints", narrow.key)).status).toBe(200);
+    expect((await call(stack.edge, "GET", "/v1/webhook-endpoints", narrow.key)).status).toBe(200);
     // Another account's key does not see this account's endpoint.
-    const other = await adminCreateAccount({ db: database.db }, { email: "other@test.invalid", name: "other", creditsCents: 0 });
-    expect((await call(edge, "GET", `/v1/webhook-endpoints/${endpointId}`, other.api_key.key)).status).toBe(404);
+    const other = await adminCreateAccount({ db: stack.database.db }, { email: "other@test.invalid", name: "other", creditsCents: 0 });
+    expect((await call(stack.edge, "GET", `/v1/webhook-endpoints/${endpointId}`, other.api_key.key)).status).toBe(404);
   });
 
   it("delivers a job's events in order, signed, with the job and no page text; lists the attempts", async () => {
-    const job = await call(edge, "POST", "/v1/ocr/jobs", admin, { base64: PNG.toString("base64"), mime_type: "image/png", model: "local/tesseract" });
+    const job = await call(stack.edge, "POST", "/v1/ocr/jobs", admin, { base64: PNG.toString("base64"), mime_type: "image/png", model: "local/tesseract" });
     expect(job.status).toBe(202);
     const jobId = job.body.id as string;
     await vi.waitFor(() => expect(received.some((r) => r.event.type === "ocr.job.succeeded" && r.event.data.id === jobId)).toBe(true), { timeout: 60_000, interval: 50 });
@@ -141,14 +129,14 @@ describe("webhook endpoints", () => {
       expect(r.headers["webhook-id"]).toBe(r.event.id);
     }
     // The same events as the job's own stream, field for field.
-    const stream = await fetch(`${edge.url}/v1/ocr/jobs/${jobId}/events`, { headers: { authorization: `Bearer ${admin}` } }).then((r) => r.text());
+    const stream = await fetch(`${stack.edge.url}/v1/ocr/jobs/${jobId}/events`, { headers: { authorization: `Bearer ${admin}` } }).then((r) => r.text());
     for (const r of mine) expect(stream).toContain(JSON.stringify(r.event));
     // No page text in a body: the receiver reads pages with its key.
-    const pages = await call(edge, "GET", `/v1/ocr/jobs/${jobId}/pages`, admin);
+    const pages = await call(stack.edge, "GET", `/v1/ocr/jobs/${jobId}/pages`, admin);
     const words = (pages.body.data[0].text as string).split(/\s+/).filter((w) => w.length > 6);
     expect(words.length).toBeGreaterThan(3);
     for (const r of mine) for (const w of words) expect(r.body).not.toContain(w);
-    const attempts = await call(edge, "GET", `/v1/webhook-endpoints/${endpointId}/deliveries?limit=100`, admin);
+    const attempts = await call(stack.edge, "GET", `/v1/webhook-endpoints/${endpointId}/deliveries?limit=100`, admin);
     expect(attempts.status).toBe(200);
     const listed = attempts.body.data.filter((a: { event_id: string }) => mine.some((r) => r.event.id === a.event_id));
     expect(listed).toHaveLength(mine.length);
@@ -157,25 +145,25 @@ describe("webhook endpoints", () => {
 
   it("sends a test event, sends an event again with the same webhook-id, and signs with both secrets after a rotation", async () => {
     const before = received.length;
-    const test = await call(edge, "POST", `/v1/webhook-endpoints/${endpointId}/test`, admin);
+    const test = await call(stack.edge, "POST", `/v1/webhook-endpoints/${endpointId}/test`, admin);
     expect(test.status).toBe(202);
     await vi.waitFor(() => expect(received.length).toBe(before + 1), { timeout: 10_000, interval: 20 });
     const got = received.at(-1)!;
     expect(got.event).toMatchObject({ id: test.body.event_id, type: "webhook.test", data: { endpoint_id: endpointId } });
     expect(verifies(secret, got)).toBe(true);
 
-    const again = await call(edge, "POST", `/v1/webhook-endpoints/${endpointId}/events/${got.event.id}/redeliver`, admin);
+    const again = await call(stack.edge, "POST", `/v1/webhook-endpoints/${endpointId}/events/${got.event.id}/redeliver`, admin);
     expect(again.status).toBe(202);
     await vi.waitFor(() => expect(received.length).toBe(before + 2), { timeout: 10_000, interval: 20 });
     expect(received.at(-1)!.headers["webhook-id"]).toBe(got.event.id);
     expect(received.at(-1)!.body).toBe(got.body);
-    expect((await call(edge, "POST", `/v1/webhook-endpoints/${endpointId}/events/evt_never/redeliver`, admin)).status).toBe(404);
+    expect((await call(stack.edge, "POST", `/v1/webhook-endpoints/${endpointId}/events/evt_never/redeliver`, admin)).status).toBe(404);
 
-    const rotated = await call(edge, "POST", `/v1/webhook-endpoints/${endpointId}/rotate-secret`, admin);
+    const rotated = await call(stack.edge, "POST", `/v1/webhook-endpoints/${endpointId}/rotate-secret`, admin);
     expect(rotated.status).toBe(200);
     expect(rotated.body.secret).not.toBe(secret);
     expect(rotated.body.previous_secret_expires_at).toBeGreaterThan(Date.now() / 1000 + 86_000);
-    await call(edge, "POST", `/v1/webhook-endpoints/${endpointId}/test`, admin);
+    await call(stack.edge, "POST", `/v1/webhook-endpoints/${endpointId}/test`, admin);
     await vi.waitFor(() => expect(received.length).toBe(before + 3), { timeout: 10_000, interval: 20 });
     const both = received.at(-1)!;
     expect(both.headers["webhook-signature"]!.split(" ")).toHaveLength(2);
@@ -184,23 +172,23 @@ describe("webhook endpoints", () => {
   }, 60_000);
 
   it("changes and disables an endpoint (nothing is queued for a disabled one), and deletes it", async () => {
-    const changed = await call(edge, "PATCH", `/v1/webhook-endpoints/${endpointId}`, admin, { events: ["ocr.job.succeeded", "ocr.job.failed"], description: null, disabled: true });
+    const changed = await call(stack.edge, "PATCH", `/v1/webhook-endpoints/${endpointId}`, admin, { events: ["ocr.job.succeeded", "ocr.job.failed"], description: null, disabled: true });
     expect(changed.status).toBe(200);
     expect(changed.body).toMatchObject({ events: ["ocr.job.failed", "ocr.job.succeeded"], description: null, disabled: true });
-    expect((await call(edge, "PATCH", `/v1/webhook-endpoints/${endpointId}`, admin, { url: "http://169.254.169.254/latest" })).status).toBe(400);
-    const queued = await database.db.selectFrom("webhook_deliveries").select("id").where("endpoint_id", "=", endpointId).execute();
-    const job = await call(edge, "POST", "/v1/ocr/jobs", admin, { base64: PNG.toString("base64"), mime_type: "image/png", model: "local/tesseract" });
-    await vi.waitFor(async () => expect((await call(edge, "GET", `/v1/ocr/jobs/${job.body.id}`, admin)).body.status).toBe("succeeded"), { timeout: 60_000, interval: 100 });
-    expect(await database.db.selectFrom("webhook_deliveries").select("id").where("endpoint_id", "=", endpointId).execute()).toHaveLength(queued.length);
-    const deleted = await call(edge, "DELETE", `/v1/webhook-endpoints/${endpointId}`, admin);
+    expect((await call(stack.edge, "PATCH", `/v1/webhook-endpoints/${endpointId}`, admin, { url: "http://169.254.169.254/latest" })).status).toBe(400);
+    const queued = await stack.database.db.selectFrom("webhook_deliveries").select("id").where("endpoint_id", "=", endpointId).execute();
+    const job = await call(stack.edge, "POST", "/v1/ocr/jobs", admin, { base64: PNG.toString("base64"), mime_type: "image/png", model: "local/tesseract" });
+    await vi.waitFor(async () => expect((await call(stack.edge, "GET", `/v1/ocr/jobs/${job.body.id}`, admin)).body.status).toBe("succeeded"), { timeout: 60_000, interval: 100 });
+    expect(await stack.database.db.selectFrom("webhook_deliveries").select("id").where("endpoint_id", "=", endpointId).execute()).toHaveLength(queued.length);
+    const deleted = await call(stack.edge, "DELETE", `/v1/webhook-endpoints/${endpointId}`, admin);
     expect(deleted.body).toEqual({ id: endpointId, object: "webhook_endpoint", deleted: true });
-    expect((await call(edge, "GET", `/v1/webhook-endpoints/${endpointId}`, admin)).status).toBe(404);
+    expect((await call(stack.edge, "GET", `/v1/webhook-endpoints/${endpointId}`, admin)).status).toBe(404);
   }, 90_000);
 });
 
 describe("the OpenAPI document", () => {
   it("states every webhook route with its permissions' answers", async () => {
-    const doc = await call(edge, "GET", "/v1/openapi.json");
+    const doc = await call(stack.edge, "GET", "/v1/openapi.json");
     const paths = doc.body.paths as Record<string, Record<string, { responses: Record<string, unknown> }>>;
     const want: [string, string, string][] = [
       ["/v1/webhook-endpoints", "post", "201"],
@@ -221,7 +209,7 @@ describe("the OpenAPI document", () => {
 
 describe("without FOLIO_WEBHOOK_SECRET_KEY on Postgres", () => {
   it("the endpoints API answers 503 naming the variable", async () => {
-    const bare = await startTestEdge({ env: { DATABASE_URL: database.url } });
+    const bare = await startTestEdge({ env: { DATABASE_URL: stack.database.url } });
     try {
       const r = await call(bare, "POST", "/v1/webhook-endpoints", admin, { url: receiverUrl });
       expect(r.status).toBe(503);

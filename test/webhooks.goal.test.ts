@@ -20,14 +20,10 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import type { RunningEdge } from "../internal/edge/index.ts";
-import type { RunningExtraction } from "../internal/extraction/index.ts";
-import type { RunningWorker } from "../internal/jobs/service.ts";
-import { migrateToLatest, type DatabaseHandle } from "../internal/platform/db/index.ts";
 import { newSecretKey } from "../internal/webhooks/index.ts";
 import { adminCreateAccount } from "../internal/cli/admin/index.ts";
-import { call, privateDatabase, startTestEdge, startTestExtraction, startTestWorker } from "./harness.ts";
-import { seeded } from "./support.ts";
+import { call, jobsStack } from "./harness.ts";
+import { closeServer, seeded } from "./support.ts";
 
 const PDF = readFileSync(join(import.meta.dirname, "fixtures", "ocr", "ten-pages.pdf"));
 const TIMEOUT_SECONDS = 1;
@@ -41,17 +37,25 @@ interface Attempt {
 }
 
 
-let database: DatabaseHandle & { url: string };
-let extraction: RunningExtraction;
-let edge: RunningEdge;
-let worker: RunningWorker;
 let server: Server;
 const attempts: Attempt[] = [];
 const draw = seeded(23);
 
+/** What the edge and the worker both get: the key that seals endpoint secrets, and the receiver on loopback let through. */
+const SHARED = { FOLIO_WEBHOOK_SECRET_KEY: newSecretKey(), FOLIO_FETCH_ALLOW: "127.0.0.1" };
+// Registered first, so run last (after-all hooks run the last registered first): the receiver outlives the worker delivering to it.
+afterAll(() => closeServer(server));
+const stack = jobsStack("webhooks_goal", {
+  edgeEnv: SHARED,
+  workerEnv: {
+    ...SHARED,
+    FOLIO_JOB_RANGE_PAGES: "1",
+    FOLIO_WEBHOOK_TIMEOUT_SECONDS: String(TIMEOUT_SECONDS),
+    FOLIO_WEBHOOK_RETRY_SECONDS: Array(15).fill("0.2").join(","),
+  },
+});
+
 beforeAll(async () => {
-  database = await privateDatabase("webhooks_goal");
-  await migrateToLatest(database.db);
   server = createServer((req, res) => {
     let body = "";
     req.on("data", (c: Buffer) => (body += c.toString()));
@@ -67,42 +71,25 @@ beforeAll(async () => {
     });
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  extraction = await startTestExtraction();
-  const shared = { DATABASE_URL: database.url, FOLIO_WEBHOOK_SECRET_KEY: newSecretKey(), FOLIO_FETCH_ALLOW: "127.0.0.1" };
-  edge = await startTestEdge({ env: { ...shared, FOLIO_EXTRACTION_ADDRESS: extraction.grpc.address } });
-  worker = await startTestWorker(database.url, extraction.grpc.address, {
-    ...shared,
-    FOLIO_JOB_RANGE_PAGES: "1",
-    FOLIO_WEBHOOK_TIMEOUT_SECONDS: String(TIMEOUT_SECONDS),
-    FOLIO_WEBHOOK_RETRY_SECONDS: Array(15).fill("0.2").join(","),
-  });
 }, 60_000);
-
-afterAll(async () => {
-  await worker?.close();
-  await edge?.close();
-  await extraction?.close();
-  await new Promise<void>((r) => (server ? (server.closeAllConnections(), server.close(() => r())) : r()));
-  await database?.close();
-});
 
 describe("webhooks against a receiver that fails 30 % of attempts and stalls on 10 %", () => {
   it("delivers every event of three concurrent jobs, in sequence order per job, signed, each retry with the same webhook-id", async () => {
-    const made = await adminCreateAccount({ db: database.db }, { email: "webhooks-goal@test.invalid", name: "webhooks goal", creditsCents: 10_000 });
+    const made = await adminCreateAccount({ db: stack.database.db }, { email: "webhooks-goal@test.invalid", name: "webhooks goal", creditsCents: 10_000 });
     const key = made.api_key.key;
-    const endpoint = await call(edge, "POST", "/v1/webhook-endpoints", key, { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks` });
+    const endpoint = await call(stack.edge, "POST", "/v1/webhook-endpoints", key, { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks` });
     expect(endpoint.status, JSON.stringify(endpoint.body)).toBe(201);
     const wh = new Webhook(endpoint.body.secret as string);
     const jobs = await Promise.all(
       [1, 2, 3].map(async () => {
-        const r = await call(edge, "POST", "/v1/ocr/jobs", key, { base64: PDF.toString("base64"), model: "local/tesseract", pages: "1-4" });
+        const r = await call(stack.edge, "POST", "/v1/ocr/jobs", key, { base64: PDF.toString("base64"), model: "local/tesseract", pages: "1-4" });
         expect(r.status, JSON.stringify(r.body)).toBe(202);
         return r.body.id as string;
       }),
     );
-    for (const id of jobs) await vi.waitFor(async () => expect((await call(edge, "GET", `/v1/ocr/jobs/${id}`, key)).body.status).toBe("succeeded"), { timeout: 180_000, interval: 250 });
+    for (const id of jobs) await vi.waitFor(async () => expect((await call(stack.edge, "GET", `/v1/ocr/jobs/${id}`, key)).body.status).toBe("succeeded"), { timeout: 180_000, interval: 250 });
     await vi.waitFor(
-      async () => expect(await database.db.selectFrom("webhook_deliveries").select(["event_id", "status"]).where("status", "in", ["pending", "failed"]).execute()).toEqual([]),
+      async () => expect(await stack.database.db.selectFrom("webhook_deliveries").select(["event_id", "status"]).where("status", "in", ["pending", "failed"]).execute()).toEqual([]),
       { timeout: 120_000, interval: 250 },
     );
 
@@ -110,10 +97,10 @@ describe("webhooks against a receiver that fails 30 % of attempts and stalls on 
     expect(attempts.filter((a) => a.answer === "500").length).toBeGreaterThan(0);
     expect(attempts.filter((a) => a.answer === "stall").length).toBeGreaterThan(0);
 
-    const deliveries = await database.db.selectFrom("webhook_deliveries").select(["event_id", "status"]).execute();
+    const deliveries = await stack.database.db.selectFrom("webhook_deliveries").select(["event_id", "status"]).execute();
     const statusOf = new Map(deliveries.map((d) => [d.event_id, d.status]));
     for (const jobId of jobs) {
-      const events = await database.db.selectFrom("ocr_job_events").select(["id", "sequence", "type"]).where("job_id", "=", jobId).orderBy("sequence").execute();
+      const events = await stack.database.db.selectFrom("ocr_job_events").select(["id", "sequence", "type"]).where("job_id", "=", jobId).orderBy("sequence").execute();
       expect(events.map((e) => e.type)).toContain("ocr.job.succeeded");
       for (const e of events) {
         if (e.type === "ocr.job.progress") expect(["delivered", "merged"], `${jobId} ${e.type} #${e.sequence}`).toContain(statusOf.get(e.id));

@@ -1,17 +1,13 @@
 /** `folio dev` as a child process for a benchmark: its environment, accounts made with the real CLI, start and stop. */
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
 import { createWriteStream } from "node:fs";
 import { join, resolve } from "node:path";
-import { fetch } from "undici";
-import { agent, type Api } from "./api.ts";
-import { FOLIO, ROOT, sleep } from "./common.ts";
+import { cleanEnv, createAccountWithCli, stopChild, untilAnswering } from "../../test/folio-processes.ts";
+import type { Api } from "./api.ts";
+import { FOLIO, ROOT } from "./common.ts";
 
-/** The bench's environment without Folio's, Postgres', Redis' or tracing's variables (as test/folio-processes.ts). */
-export function cleanEnv(): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) if (!/^(DATABASE_URL|REDIS_URL|FOLIO_|OTEL_)/.test(k)) env[k] = v;
-  return env;
-}
+/** The bench's environment without Folio's, Postgres', Redis' or tracing's variables. */
+export { cleanEnv };
 
 export interface Dev {
   url: string;
@@ -23,13 +19,7 @@ export interface Dev {
 
 /** `folio admin account create` on the data folder (before folio dev holds its PGlite): limits no polling reaches, plenty of credit. */
 export function createAccount(env: NodeJS.ProcessEnv, email: string): Api["key"] {
-  const made = spawnSync(
-    process.execPath,
-    [...FOLIO, "admin", "account", "create", "--email", email, "--name", email, "--credits-cents", "1000000", "--requests-per-minute", "100000", "--requests-per-day", "10000000"],
-    { cwd: ROOT, env, encoding: "utf8", timeout: 120_000 },
-  );
-  if (made.status !== 0) throw new Error(`folio admin account create: ${made.stderr}`);
-  return (JSON.parse(made.stdout) as { api_key: { key: string } }).api_key.key;
+  return createAccountWithCli(env, email, "--credits-cents", "1000000", "--requests-per-minute", "100000", "--requests-per-day", "10000000");
 }
 
 export async function startDev(env: NodeJS.ProcessEnv, port: number, metricsPort: number): Promise<Dev> {
@@ -46,28 +36,19 @@ export async function startDev(env: NodeJS.ProcessEnv, port: number, metricsPort
   };
   child.stdout!.on("data", keep);
   child.stderr!.on("data", keep);
-  const exited = new Promise<void>((r) => child.once("exit", () => r()));
   const dev: Dev = {
     url: `http://127.0.0.1:${port}`,
     metricsUrl: `http://127.0.0.1:${metricsPort}/metrics`,
     child,
     output: () => out,
-    stop: async () => {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      child.kill("SIGTERM");
-      const timer = setTimeout(() => child.kill("SIGKILL"), 30_000);
-      await exited;
-      clearTimeout(timer);
-    },
+    // SIGKILL only after 30 s: folio dev drains its work, and writes its CPU profile (BENCH_JOB_CPU_PROF) as it exits.
+    stop: () => stopChild(child, 30_000),
   };
-  const deadline = Date.now() + 180_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`folio dev exited (${child.exitCode}):\n${out}`);
-    if (Date.now() > deadline) {
-      await dev.stop();
-      throw new Error(`folio dev did not answer /healthz within 180 s:\n${out}`);
-    }
-    if (await fetch(`${dev.url}/healthz`, { dispatcher: agent }).then((r) => r.ok, () => false)) return dev;
-    await sleep(250);
+  try {
+    await untilAnswering(child, "folio dev", `${dev.url}/healthz`, dev.output, 180_000);
+  } catch (e) {
+    await dev.stop();
+    throw e;
   }
+  return dev;
 }

@@ -6,20 +6,13 @@
  */
 import { sql } from "kysely";
 import { describe, expect, it } from "vitest";
-import { createTestAccount, testDb } from "../../test/harness.ts";
-import { newId } from "../platform/ids/index.ts";
+import { createTestAccount, insertRunningJob, testDb } from "../../test/harness.ts";
 import { chargeJobConversion, chargeJobPages, closeJobBilling } from "./jobs.ts";
 import { Billing } from "./ledger.ts";
 import { Decimal, chargeComponent } from "./pricing.ts";
 
 async function jobOf(accountId: string, holdId: string | null): Promise<string> {
-  const { db } = await testDb();
-  const id = newId("job");
-  await db
-    .insertInto("ocr_jobs")
-    .values({ id, account_id: accountId, api_key_id: null, status: "running", model: "local/tesseract", request: "{}", metadata: "{}", page_count: 12, hold_id: holdId, error_code: null, error_message: null, started_at: new Date(), finished_at: null, expires_at: null })
-    .execute();
-  return id;
+  return insertRunningJob((await testDb()).db, accountId, { pageCount: 12, holdId });
 }
 
 /** What the ledger debited for the job so far, in cents (positive). */

@@ -173,7 +173,8 @@ export function compoundFile(streams: readonly string[]): Buffer {
   return Buffer.concat([header, fat, dir]);
 }
 
-function pngChunk(type: string, data: Buffer): Buffer {
+/** One PNG chunk: its length, type, data and CRC. */
+export function pngChunk(type: string, data: Buffer): Buffer {
   const length = Buffer.alloc(4);
   length.writeUInt32BE(data.length);
   const typed = Buffer.concat([Buffer.from(type, "latin1"), data]);

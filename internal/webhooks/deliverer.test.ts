@@ -8,14 +8,12 @@
  */
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { Webhook } from "standardwebhooks";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { privateDatabase } from "../../test/harness.ts";
+import { beforeAll, expect, it, vi } from "vitest";
+import { insertRunningJob } from "../../test/harness.ts";
+import { onBothDatabases } from "../jobs/databases.testkit.ts";
 import { appendEvent, type JobEventType } from "../jobs/events.ts";
-import { migrateToLatest, openDatabase, type DatabaseHandle, type DB } from "../platform/db/index.ts";
+import type { DatabaseHandle, DB } from "../platform/db/index.ts";
 import { createLogger } from "../platform/log/index.ts";
 import { newId } from "../platform/ids/index.ts";
 import { WebhookDeliverer, type DelivererOptions } from "./deliverer.ts";
@@ -74,21 +72,12 @@ async function receiver(secrets: Record<string, string>, decide: (seen: Omit<See
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const box = SecretBox.fromBase64(newSecretKey());
 
-const pglite = mkdtempSync(join(tmpdir(), "folio-webhooks-"));
-afterAll(() => rmSync(pglite, { recursive: true, force: true }));
-
-describe.each([
-  ["Postgres", () => privateDatabase("webhooks_outbox")],
-  ["PGlite", () => openDatabase({ dataDir: pglite })],
-] as const)("webhook deliveries on %s", (_name, open) => {
+onBothDatabases("webhook deliveries on %s", "webhooks_outbox", (_name, opened) => {
   let handle: DatabaseHandle;
   let db: DB;
-  beforeAll(async () => {
-    handle = await open();
-    db = handle.db;
-    await migrateToLatest(db);
-  }, 60_000);
-  afterAll(async () => handle?.close());
+  beforeAll(() => {
+    ({ handle, db } = opened);
+  });
 
   async function account(): Promise<string> {
     const id = newId("acc");
@@ -96,21 +85,21 @@ describe.each([
     return id;
   }
 
-  async function job(accountId: string): Promise<string> {
-    const id = newId("job");
-    await db
-      .insertInto("ocr_jobs")
-      .values({ id, account_id: accountId, api_key_id: null, status: "running", model: "local/tesseract", request: "{}", metadata: "{}", page_count: 10, hold_id: null, error_code: null, error_message: null, started_at: new Date(), finished_at: null, expires_at: null })
-      .execute();
-    return id;
-  }
+  const job = (accountId: string) => insertRunningJob(db, accountId, { pageCount: 10 });
 
   /** Appends an event as the job store does: in a transaction of its own, the job's state as data. */
   const append = (jobId: string, type: JobEventType, pages: number) =>
     db.transaction().execute((trx) => appendEvent(trx, jobId, type, { id: jobId, object: "ocr.job", status: type === "ocr.job.succeeded" ? "succeeded" : "running", pages_completed: pages }));
 
-  function deliverer(extra: Partial<DelivererOptions> = {}): WebhookDeliverer {
-    return new WebhookDeliverer({ db, secrets: box, log: createLogger("silent"), concurrency: 4, timeoutMs: 300, retrySeconds: Array(12).fill(0.05), pollMs: 20, allow: ["127.0.0.1"], ...extra });
+  /** Runs `during` while a deliverer (these options, `extra` over them) runs, and stops it after, also when `during` throws. */
+  async function delivering(extra: Partial<DelivererOptions>, during: () => Promise<unknown>): Promise<void> {
+    const d = new WebhookDeliverer({ db, secrets: box, log: createLogger("silent"), concurrency: 4, timeoutMs: 300, retrySeconds: Array(12).fill(0.05), pollMs: 20, allow: ["127.0.0.1"], ...extra });
+    d.start();
+    try {
+      await during();
+    } finally {
+      await d.stop();
+    }
   }
 
   const settled = async () => {
@@ -136,9 +125,7 @@ describe.each([
       const made = await createEndpoint(db, box, { accountId, url: rx.url, events: ["*"] });
       secrets.endpoint = made.secret;
       const jobs = await Promise.all([job(accountId), job(accountId), job(accountId)]);
-      const d = deliverer();
-      d.start();
-      try {
+      await delivering({}, async () => {
         // The three jobs change side by side while deliveries run.
         await Promise.all(
           jobs.map(async (jobId, j) => {
@@ -151,9 +138,7 @@ describe.each([
           }),
         );
         await settled();
-      } finally {
-        await d.stop();
-      }
+      });
       const rows = await db.selectFrom("webhook_deliveries").selectAll().where("endpoint_id", "=", made.endpoint.id).orderBy("job_id").orderBy("sequence").execute();
       expect(rows.filter((r) => r.status === "failed")).toEqual([]);
       for (const jobId of jobs) {
@@ -200,9 +185,7 @@ describe.each([
       const made = await createEndpoint(db, box, { accountId, url: rx.url, events: ["ocr.job.succeeded"] });
       secrets.old = made.secret;
       const jobId = await job(accountId);
-      const d = deliverer();
-      d.start();
-      try {
+      await delivering({}, async () => {
         await append(jobId, "ocr.job.started", 0); // not subscribed: not queued
         await append(jobId, "ocr.job.succeeded", 10);
         await vi.waitFor(() => expect(rx.seen).toHaveLength(1), { timeout: 10_000, interval: 20 });
@@ -219,9 +202,7 @@ describe.each([
         await append(third, "ocr.job.succeeded", 10);
         await vi.waitFor(() => expect(rx.seen).toHaveLength(3), { timeout: 10_000, interval: 20 });
         expect(rx.seen[2]!.verified).toEqual(["new"]);
-      } finally {
-        await d.stop();
-      }
+      });
       // The secret is stored sealed, not in clear.
       const stored = await db.selectFrom("webhook_endpoints").select(["secret", "previous_secret"]).where("id", "=", made.endpoint.id).executeTakeFirstOrThrow();
       expect(stored.secret).not.toContain(secrets.new!.slice(6));
@@ -241,14 +222,10 @@ describe.each([
       const made = await createEndpoint(db, box, { accountId, url: rx.url, events: ["*"] });
       const since = new Date(Date.now() - 5 * 86_400_000 - 60_000);
       await db.updateTable("webhook_endpoints").set({ failing_since: since }).where("id", "=", made.endpoint.id).execute();
-      const d = deliverer({ retrySeconds: [] });
-      d.start();
-      try {
+      await delivering({ retrySeconds: [] }, async () => {
         await append(await job(accountId), "ocr.job.failed", 0);
         await settled();
-      } finally {
-        await d.stop();
-      }
+      });
       const off = await db.selectFrom("webhook_endpoints").select(["disabled", "disabled_reason"]).where("id", "=", made.endpoint.id).executeTakeFirstOrThrow();
       expect(off.disabled).toBe(true);
       expect(off.disabled_reason).toContain(since.toISOString().slice(0, 19));
@@ -260,14 +237,10 @@ describe.each([
       // Enabled again and answering: the streak ends.
       await db.updateTable("webhook_endpoints").set({ disabled: false, disabled_reason: null, failing_since: since }).where("id", "=", made.endpoint.id).execute();
       answer = "ok";
-      const again = deliverer();
-      again.start();
-      try {
+      await delivering({}, async () => {
         await append(await job(accountId), "ocr.job.succeeded", 10);
         await settled();
-      } finally {
-        await again.stop();
-      }
+      });
       expect(await db.selectFrom("webhook_endpoints").select(["disabled", "failing_since"]).where("id", "=", made.endpoint.id).executeTakeFirstOrThrow()).toEqual({ disabled: false, failing_since: null });
     } finally {
       await rx.close();
@@ -280,14 +253,10 @@ describe.each([
     try {
       const failing = await createEndpoint(db, box, { accountId, url: rx.url, events: ["*"] });
       const jobId = await job(accountId);
-      const d = deliverer({ retrySeconds: [0.05, 0.05] });
-      d.start();
-      try {
+      await delivering({ retrySeconds: [0.05, 0.05] }, async () => {
         await append(jobId, "ocr.job.failed", 0);
         await settled();
-      } finally {
-        await d.stop();
-      }
+      });
       const row = await db.selectFrom("webhook_deliveries").select(["status", "attempts"]).where("endpoint_id", "=", failing.endpoint.id).executeTakeFirstOrThrow();
       expect(row).toEqual({ status: "failed", attempts: 3 });
       expect(rx.seen).toHaveLength(3);
@@ -299,14 +268,10 @@ describe.each([
       // Loopback without the allow list: refused before any connection, and said so in the attempt.
       const before = rx.seen.length;
       const second = await job(accountId);
-      const strict = deliverer({ allow: [], retrySeconds: [] });
-      strict.start();
-      try {
+      await delivering({ allow: [], retrySeconds: [] }, async () => {
         await append(second, "ocr.job.failed", 0);
         await settled();
-      } finally {
-        await strict.stop();
-      }
+      });
       expect(rx.seen.length).toBe(before);
       const attempt = await db.selectFrom("webhook_attempts").select(["http_status", "error"]).where("endpoint_id", "=", failing.endpoint.id).orderBy("created_at", "desc").executeTakeFirstOrThrow();
       expect(attempt.http_status).toBeNull();
@@ -330,29 +295,19 @@ describe.each([
       expect(queued.pending.ready - before.pending.ready).toBe(1);
       expect(queued.pending.waiting - before.pending.waiting).toBe(1);
       expect(queued.endpoints.healthy).toBeGreaterThanOrEqual(1);
-      const d = deliverer();
-      d.start();
-      try {
-        await settled();
-      } finally {
-        await d.stop();
-      }
+      await delivering({}, settled);
       expect((await webhookQueueState(db)).pending).toEqual({ ready: 0, attempting: 0, waiting: 0 });
 
       // Slots that would poll once a minute: the event's NOTIFY at its commit wakes them (on PGlite too).
       const listen = handle.listen!;
       expect(listen, `${_name} has a listener`).toBeDefined();
-      const woken = deliverer({ pollMs: 60_000, listen: (onNotify) => listen(OUTBOX_CHANNEL, onNotify) });
-      woken.start();
-      try {
+      await delivering({ pollMs: 60_000, listen: (onNotify) => listen(OUTBOX_CHANNEL, onNotify) }, async () => {
         await sleep(1_000);
         const seen = rx.seen.length;
         await append(jobId, "ocr.job.succeeded", 1);
         await vi.waitFor(() => expect(rx.seen.length).toBe(seen + 1), { timeout: 10_000, interval: 20 });
         expect(rx.seen.at(-1)!.type).toBe("ocr.job.succeeded");
-      } finally {
-        await woken.stop();
-      }
+      });
       expect(endpoint.id).toMatch(/^we_/);
     } finally {
       await rx.close();

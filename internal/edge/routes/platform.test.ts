@@ -7,15 +7,27 @@ import { Writable } from "node:stream";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startEdge, type RunningEdge } from "../index.ts";
-import { edgeSchema, parseConfig } from "../../platform/config/index.ts";
+import { edgeSchema, parseConfig, type Env } from "../../platform/config/index.ts";
 import { createLogger } from "../../platform/log/index.ts";
-import { call, createTestAccount, databaseUrl, redisUrl, startTestEdge } from "../../../test/harness.ts";
+import { call, createTestAccount, databaseUrl, expectRefused, redisUrl, startTestEdge } from "../../../test/harness.ts";
 
 let edge: RunningEdge;
 beforeAll(async () => {
   edge = await startTestEdge();
 });
 afterAll(async () => edge?.close());
+
+/** An edge of the test's own (no metrics listener) on the run's database with `env`, logging at `level` into `lines`. */
+async function edgeLoggingInto(lines: string[], level: "info" | "trace", env: Env): Promise<RunningEdge> {
+  const sink = new Writable({
+    write(chunk, _enc, done) {
+      lines.push(String(chunk));
+      done();
+    },
+  });
+  const config = parseConfig(edgeSchema, { DATABASE_URL: databaseUrl(), FOLIO_HTTP_HOST: "127.0.0.1", FOLIO_HTTP_PORT: "0", FOLIO_METRICS_ENABLED: "false", ...env });
+  return startEdge({ config, log: createLogger(level, sink) });
+}
 
 describe("edge platform routes", () => {
   it("answers /healthz and /readyz when Postgres and Redis are up", async () => {
@@ -40,20 +52,7 @@ describe("edge platform routes", () => {
 
   it("keeps the dependency's error out of /readyz's answer and in the log, once while it stays down", async () => {
     const lines: string[] = [];
-    const sink = new Writable({
-      write(chunk, _enc, done) {
-        lines.push(String(chunk));
-        done();
-      },
-    });
-    const config = parseConfig(edgeSchema, {
-      DATABASE_URL: databaseUrl(),
-      REDIS_URL: "redis://127.0.0.1:1",
-      FOLIO_HTTP_HOST: "127.0.0.1",
-      FOLIO_HTTP_PORT: "0",
-      FOLIO_METRICS_ENABLED: "false",
-    });
-    const broken = await startEdge({ config, log: createLogger("info", sink) });
+    const broken = await edgeLoggingInto(lines, "info", { REDIS_URL: "redis://127.0.0.1:1" });
     try {
       for (let i = 0; i < 3; i++) {
         const r = await call(broken, "GET", "/readyz");
@@ -99,9 +98,7 @@ describe("edge platform routes", () => {
   });
 
   it("returns the one error shape for unknown routes", async () => {
-    const r = await call(edge, "GET", "/v1/nope");
-    expect(r.status).toBe(404);
-    expect(r.body.error.code).toBe("not_found");
+    expectRefused(await call(edge, "GET", "/v1/nope"), 404, "not_found");
   });
 
   it("refuses a non-JSON body with 415 and bad JSON with 400", async () => {
@@ -126,21 +123,7 @@ describe("edge platform routes", () => {
 describe("logs", () => {
   it("never contain a key secret, even at trace level", async () => {
     const lines: string[] = [];
-    const sink = new Writable({
-      write(chunk, _enc, done) {
-        lines.push(String(chunk));
-        done();
-      },
-    });
-    const config = parseConfig(edgeSchema, {
-      DATABASE_URL: databaseUrl(),
-      REDIS_URL: redisUrl(),
-      FOLIO_HTTP_HOST: "127.0.0.1",
-      FOLIO_HTTP_PORT: "0",
-      FOLIO_METRICS_ENABLED: "false",
-      LOG_LEVEL: "trace",
-    });
-    const logged = await startEdge({ config, log: createLogger("trace", sink) });
+    const logged = await edgeLoggingInto(lines, "trace", { REDIS_URL: redisUrl(), LOG_LEVEL: "trace" });
     try {
       const acc = await createTestAccount();
       const created = await call(logged, "POST", "/v1/api-keys", acc.adminKey, { name: "secret-test" });

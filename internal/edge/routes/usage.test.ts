@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RunningEdge } from "../index.ts";
 import { Billing, NO_CHARGE, chargeComponent } from "../../billing/index.ts";
 import { newId } from "../../platform/ids/index.ts";
-import { call, createTestAccount, createTestKey, databaseUrl, startTestEdge, testDb } from "../../../test/harness.ts";
+import { call, createTestAccount, createTestKey, databaseUrl, expectRefused, startTestEdge, testDb } from "../../../test/harness.ts";
 
 const DAY = 86_400;
 
@@ -223,9 +223,7 @@ describe("GET /v1/usage", () => {
   });
 
   it("needs a key: 401 without one", async () => {
-    const r = await call(edge, "GET", "/v1/usage");
-    expect(r.status).toBe(401);
-    expect(r.body.error.code).toBe("invalid_api_key");
+    expectRefused(await call(edge, "GET", "/v1/usage"), 401, "invalid_api_key");
   });
 
   it("never shows another account's rows, even when filtering by that account's key id", async () => {

@@ -15,15 +15,15 @@ import { join } from "node:path";
 import type { Counter } from "prom-client";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from "vitest";
 import { backendOnBroker, serveBrokerForTests, startBrokerServer } from "../../../test/broker-server.ts";
-import { startFakeKubeApi, type FakeKubeApi, type KubeObject, type RecordedRequest } from "../../../test/fake-kube-api.ts";
-import { startLeadingOperator } from "../../../test/kube-operator.ts";
-import { startFakeKubelet, type FakeKubelet, type PodRun } from "../../../test/fake-kubelet.ts";
+import type { FakeKubeApi, KubeObject, RecordedRequest } from "../../../test/fake-kube-api.ts";
+import type { FakeKubelet, PodRun } from "../../../test/fake-kubelet.ts";
+import { closeAll } from "../../../test/support.ts";
 import { LABELS, type ConversionSandboxPool, type RunningOperator } from "../../operator/index.ts";
 import { createLogger } from "../../platform/log/index.ts";
-import { PROJECT_ROOT, buildSandboxProgram, resolveNodeBinary } from "../assets.ts";
-import { prepareProfile } from "../profile.ts";
+import { PROJECT_ROOT } from "../assets.ts";
 import { pngInfo } from "../testdocs.ts";
 import { SandboxBroker } from "./broker.ts";
+import { startTestCluster } from "./cluster.testkit.ts";
 import { WARM_GRACE_MS, type KubernetesBackend } from "./backend.ts";
 
 const NAMESPACE = "default";
@@ -84,31 +84,21 @@ describe("KubernetesBackend with a warm ConversionSandboxPool: real operator, fa
   }
 
   beforeAll(async () => {
-    api = await startFakeKubeApi({ jobController: true, bookmarkIntervalMs: 200 });
-    const profileDir = join(work, "profile");
-    const [program, nodeBinary] = await Promise.all([buildSandboxProgram(join(work, "sandbox.mjs")), resolveNodeBinary(), prepareProfile(profileDir)]);
-    kubelet = startFakeKubelet({
-      api,
-      program,
-      nodeBinary,
-      profileDir,
-      workDir: work,
-      onLine: (run: PodRun, line: string) => {
-        if (!line.includes('"sandbox received its document"')) return;
-        received.set(run.pod, (received.get(run.pod) ?? 0) + 1);
-        if (killOnReceipt) {
-          killOnReceipt = false;
-          // The pod is deleted: the test kubelet kills its process, as a node would.
-          api.remove("pods", NAMESPACE, run.pod);
-        }
-        if (freezeOnReceipt) {
-          freezeOnReceipt = false;
-          const labels = api.get("pods", NAMESPACE, run.pod)?.metadata.labels as Record<string, string> | undefined;
-          frozen = { pod: run.pod, job: labels?.["job-name"] ?? "", pids: kubelet.freeze(run.pod, NAMESPACE) };
-        }
-      },
-    });
-    operator = await startLeadingOperator(api.kubeConfig(), NAMESPACE, log, { jobVerdictGraceMs: 2000, resyncMs: 2000 });
+    const onLine = (run: PodRun, line: string) => {
+      if (!line.includes('"sandbox received its document"')) return;
+      received.set(run.pod, (received.get(run.pod) ?? 0) + 1);
+      if (killOnReceipt) {
+        killOnReceipt = false;
+        // The pod is deleted: the test kubelet kills its process, as a node would.
+        api.remove("pods", NAMESPACE, run.pod);
+      }
+      if (freezeOnReceipt) {
+        freezeOnReceipt = false;
+        const labels = api.get("pods", NAMESPACE, run.pod)?.metadata.labels as Record<string, string> | undefined;
+        frozen = { pod: run.pod, job: labels?.["job-name"] ?? "", pids: kubelet.freeze(run.pod, NAMESPACE) };
+      }
+    };
+    ({ api, kubelet, operator } = await startTestCluster({ work, namespace: NAMESPACE, log, operator: { jobVerdictGraceMs: 2000, resyncMs: 2000 }, kubelet: { onLine } }));
     backend = backendOnBroker(broker, brokerServer, {
       kubeConfig: api.kubeConfig(),
       namespace: NAMESPACE,
@@ -119,10 +109,7 @@ describe("KubernetesBackend with a warm ConversionSandboxPool: real operator, fa
   }, 120_000);
 
   afterAll(async () => {
-    await backend?.close();
-    await operator?.close();
-    await kubelet?.close();
-    await api?.close();
+    await closeAll(backend, operator, kubelet, api);
     rmSync(work, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
   });
 
