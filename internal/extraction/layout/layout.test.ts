@@ -185,6 +185,23 @@ describe("reading order", () => {
     expect(analyzePage(tsv(words.filter((w) => w.line !== 1))).tables[0]!.spans).toEqual([]);
   });
 
+  it("finds no column between a header's word and the right-aligned numbers under it (dev page gen_022)", () => {
+    // | GET   |  Year  |   "Year" and "New profile" left-aligned at 420, the numbers right-aligned to 620
+    const rows = [
+      ["GET", "Year"],
+      ["Not", "33.6%"],
+      ["Shows at once", "104.39"],
+      ["Is", "New profile"],
+      ["It has", "111.46"],
+      ["Rollups of those", "$3578.41"],
+    ];
+    const words = rows.flatMap((r, i) => [
+      ...line(r[0]!, 167, 300 + i * LEADING, 1, i + 1),
+      ...line(r[1]!, /\d/.test(r[1]!) ? 620 - r[1]!.length * CHAR : 420, 300 + i * LEADING, 1, i + 1),
+    ]);
+    expect(analyzePage(tsv(words)).tables.map((t) => t.rows)).toEqual([rows]);
+  });
+
   it("cuts a tight table's row where the rows above part their columns, and leaves a running header above the table out of it", () => {
     // "Then is read" (a running header), then a table whose number columns are right-aligned (to x 674 and
     // 770): its rows' last two cells stand 40 and 54 px apart, the last row's only 26 (0.75 of a line, under

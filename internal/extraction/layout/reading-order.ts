@@ -329,7 +329,7 @@ function columnGaps(items: readonly Item[], h: number): Gap[] {
     let pick: { rest: readonly Item[]; gaps: Gap[] } | undefined;
     for (const l of lines) {
       const others = rest.filter((it) => (it.y0 + it.y1) / 2 < l.from || (it.y0 + it.y1) / 2 > l.to);
-      const opened = alignedGaps(others, h).filter((g) => bothSides(others, g) >= MIN_COLUMN_LINES);
+      const opened = bornOut(others, alignedGaps(others, h));
       if (opened.length > (pick?.gaps.length ?? best.length)) pick = { rest: others, gaps: opened };
     }
     if (!pick) break;
@@ -361,6 +361,22 @@ function alignedGaps(items: readonly Item[], h: number): Gap[] {
   const minGap = MIN_COLUMN_GAP * h;
   const all = gaps(items, "x", MIN_ALIGNED_COLUMN_GAP * h);
   return all.filter((g) => g.to - g.from >= minGap || bothSides(items, g) >= MIN_COLUMN_LINES);
+}
+
+/**
+ * The gaps that part two columns by the evidence of at least
+ * {@link MIN_COLUMN_LINES} lines, each with a run ending in the column
+ * left of the gap and one starting in the column right of it (a gap between
+ * a column and a header's lone word beside it is no column gap).
+ */
+function bornOut(items: readonly Item[], found: readonly Gap[]): Gap[] {
+  const sorted = [...found].sort((a, b) => a.from - b.from);
+  return sorted.filter((g, i) => {
+    const leftEdge = i > 0 ? sorted[i - 1]!.to : -Infinity;
+    const rightEdge = i + 1 < sorted.length ? sorted[i + 1]!.from : Infinity;
+    const left = new Set(items.filter((it) => it.x1 <= g.from && it.x1 > leftEdge).map((it) => it.line));
+    return new Set(items.filter((it) => it.x0 >= g.to && it.x0 < rightEdge && left.has(it.line)).map((it) => it.line)).size >= MIN_COLUMN_LINES;
+  });
 }
 
 /** How many lines have a run ending left of a gap and another starting right of it. */
