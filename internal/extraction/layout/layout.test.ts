@@ -21,6 +21,8 @@ interface Placed {
   block: number;
   line: number;
   conf?: number;
+  /** The word box's height; a line's ({@link LINE}) when not given. */
+  height?: number;
 }
 
 /** A page as tesseract's TSV: words in the order given (tesseract's reading order), blocks and lines as numbered. */
@@ -33,7 +35,7 @@ function tsv(words: readonly Placed[], page = { width: 1654, height: 2339 }, bla
       block = w.block;
       rows.push(`2\t1\t${block}\t0\t0\t0\t0\t0\t1\t1\t-1\t`);
     }
-    rows.push(`5\t1\t${w.block}\t1\t${w.line}\t${++n}\t${w.x}\t${w.y}\t${w.text.length * CHAR}\t${LINE}\t${w.conf ?? 95}\t${w.text}`);
+    rows.push(`5\t1\t${w.block}\t1\t${w.line}\t${++n}\t${w.x}\t${w.y}\t${w.text.length * CHAR}\t${w.height ?? LINE}\t${w.conf ?? 95}\t${w.text}`);
   }
   blankBlocks.forEach((b, i) => rows.push(`2\t1\t${900 + i}\t0\t0\t0\t${b.x}\t${b.y}\t${b.w}\t${b.h}\t-1\t`, `5\t1\t${900 + i}\t1\t1\t1\t${b.x}\t${b.y}\t${b.w}\t${b.h}\t95\t `));
   return rows.join("\n") + "\n";
@@ -326,6 +328,12 @@ describe("layout blocks", () => {
     ]);
     expect(r.layout.width).toBe(1654);
     expect(r.layout.height).toBe(2339);
+  });
+
+  it("does not take a title set larger than the text at the top of a page for a running header", () => {
+    const title = line("Harbour Board Quarterly", 200, 60, 1, 1).map((w) => ({ ...w, height: 2 * LINE }));
+    const r = analyzePage(tsv([...title, ...paragraph(LEFT, 200, 400, 2), ...paragraph(RIGHT, 200, 700, 3)]));
+    expect(r.layout.blocks.map((b) => b.type)).toEqual(["text", "text", "text"]);
   });
 
   it("reports a picture tesseract left without text as a figure, where it stands on the page", () => {

@@ -20,7 +20,7 @@ import { gridTable, inGrid, type PageRules } from "./grid.ts";
 import { isMarkerText, type SourceBlock } from "./markdown.ts";
 import { CharModel, orderEvidence } from "./joins.ts";
 import { readingOrder, type LayoutNode } from "./reading-order.ts";
-import { boundsOf, parseTsv, type Box, type OcrWord } from "./words.ts";
+import { boundsOf, median, parseTsv, type Box, type OcrWord } from "./words.ts";
 
 /** A table's rows of cell strings (a merged cell's text in the first position it covers) and its merged cells. */
 export interface FoundTable {
@@ -61,6 +61,8 @@ export interface OrderDecision {
 
 /** A header or footer sits in this share of the page's height at its top or bottom. */
 const MARGIN_SHARE = 0.1;
+/** …and is set no larger than this many times the page's line height (a title at the top of a page is larger). */
+const TITLE_SIZE = 1.3;
 /** Tesseract's order replaces the geometry's table where the page's own text favours it by odds of 20 to 1 (joins.ts). */
 const MIN_ORDER_EVIDENCE = Math.log(20);
 /**
@@ -168,7 +170,7 @@ export function analyzePage(
       sources.push({ block: blocks[blocks.length - 1]!, words: u.words });
     }
   }
-  markMargins(blocks, page.height, h);
+  markMargins(blocks, sources, page.height, h);
   const flow = blocks.filter((b) => b.type === "text" || b.type === "table");
   for (const [i, u] of units.entries()) {
     if (u.kind !== "table" || !u.table.rows) continue;
@@ -343,14 +345,18 @@ function gridRows(t: Extract<LayoutNode, { kind: "table" }>): FoundTable {
 /**
  * Headers and footers: text blocks of at most two lines inside the top or
  * bottom tenth of a page that has other text beyond them (a page at least
- * twelve lines tall: a single line or a small snippet has no margins).
+ * twelve lines tall: a single line or a small snippet has no margins), set
+ * no larger than the page's text (a title at the page's top is text).
  */
-function markMargins(blocks: LayoutBlock[], pageHeight: number, h: number): void {
+function markMargins(blocks: LayoutBlock[], sources: readonly SourceBlock[], pageHeight: number, h: number): void {
   if (pageHeight < 12 * h || blocks.length < 2) return;
   const top = pageHeight * MARGIN_SHARE;
   const bottom = pageHeight * (1 - MARGIN_SHARE);
-  for (const b of blocks) {
+  for (const [i, b] of blocks.entries()) {
     if (b.type !== "text" || b.text.split("\n").length > 2) continue;
+    // A title set larger than the page's text is the page's, not a running header.
+    const words = sources[i]?.words ?? [];
+    if (words.length && median(words.map((w) => w.y1 - w.y0)) >= TITLE_SIZE * h) continue;
     const others = blocks.filter((o) => o !== b && o.type !== "header" && o.type !== "footer");
     if (b.bbox[3] <= top && others.some((o) => o.bbox[1] >= b.bbox[3] + h)) b.type = "header";
     else if (b.bbox[1] >= bottom && others.some((o) => o.bbox[3] <= b.bbox[1] - h)) b.type = "footer";
