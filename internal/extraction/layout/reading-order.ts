@@ -515,8 +515,11 @@ function intersect(a: readonly Gap[], b: readonly Gap[], min: number): Gap[] {
  * A run that crosses a column gap (found by {@link columnGaps} with its line
  * set aside) is either two cells set close (a tight row: "8,703 Error event",
  * where "Error" starts where the column's other cells start, or "8,703" ends
- * where they end) and is cut at that space, or one cell spanning the columns
- * it crosses (a header over two columns, centred or running across).
+ * where they end) and is cut at that space, or one cell over the columns it
+ * crosses (a header over two columns), read in the first of them. It is not
+ * reported as a merged cell: on the dev pages every run so reported was two
+ * cells set close or a header word beside right-aligned numbers, none a
+ * header the truth merged (docs/structure.md).
  */
 function table(items: Item[], box: Box, down: Gap[], across: Gap[], h: number): LayoutNode {
   const edges = down.map((g) => (g.from + g.to) / 2).sort((a, b) => a - b);
@@ -526,8 +529,7 @@ function table(items: Item[], box: Box, down: Gap[], across: Gap[], h: number): 
   const settled = bands.flat().filter((it) => reach(it).first === reach(it).last);
   const lined = (x: number, slot: number, side: "x0" | "x1") =>
     settled.filter((it) => slotOf((it.x0 + it.x1) / 2) === slot && Math.abs(it[side] - x) <= CELL_EDGE_SLACK * h).length >= MIN_COLUMN_LINES - 1;
-  const spans: CellSpan[] = [];
-  const rows = bands.map((band, r) => {
+  const rows = bands.map((band) => {
     const row = band.flatMap((it) => {
       const { first, last } = reach(it);
       if (first === last) return [it];
@@ -544,19 +546,10 @@ function table(items: Item[], box: Box, down: Gap[], across: Gap[], h: number): 
       return parts.map((ws) => ({ x0: ws[0]!.x0, x1: Math.max(...ws.map((w) => w.x1)), y0: it.y0, y1: it.y1, words: ws, line: it.line }));
     });
     const cells: Item[][] = edges.map(() => []).concat([[]]);
-    const crossing: { first: number; last: number }[] = [];
-    for (const it of row) {
-      const { first, last } = reach(it);
-      cells[first === last ? first : first]!.push(it);
-      if (last > first) crossing.push({ first, last });
-    }
-    // A span only over cells it leaves empty.
-    for (const { first, last } of crossing) {
-      if (r === 0 && cells.slice(first + 1, last + 1).every((c) => c.length === 0)) spans.push({ row: r, col: first, rows: 1, cols: last - first + 1 });
-    }
+    for (const it of row) cells[reach(it).first]!.push(it);
     return cells.map((cell) => (cell.length ? cut(cell, h) : null));
   });
-  return { kind: "table", box, rows, ...(spans.length ? { spans } : {}) };
+  return { kind: "table", box, rows };
 }
 
 function stack(children: LayoutNode[], box: Box): LayoutNode {
