@@ -76,14 +76,12 @@ import { PpOcrEngine, fromBoxes, shutdownPpOcr, type TextBox } from "../internal
 import { TesseractEngine } from "../internal/extraction/engines/tesseract.ts";
 import type { ExtractOptions } from "../internal/extraction/types.ts";
 import { cer, levenshtein } from "../test/cer.ts";
+import { TESSERACT_CER } from "../test/support.ts";
 import type { Benchmark, BenchmarkReport } from "./run.ts";
 import { median, positiveInt } from "./support.ts";
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
 const FIXTURES = fileURLToPath(new URL("../test/fixtures/ocr/", import.meta.url));
-/** Thresholds of internal/extraction/engines/tesseract.test.ts. */
-const TESSERACT_CLEAN_CER = 0.02;
-const TESSERACT_SCAN_CER = 0.12;
 /** PaddleOCR's default drop_score. */
 const MIN_BOX_SCORE = 0.5;
 
@@ -383,7 +381,7 @@ async function measure(): Promise<BenchmarkReport> {
   }
 
   // ---- decision and baseline check
-  const baselineBad = fixtures.filter((f) => tesseractFigures.pages[f.name]!.cer >= (f.name === "scan.png" ? TESSERACT_SCAN_CER : TESSERACT_CLEAN_CER)).map((f) => f.name);
+  const baselineBad = fixtures.filter((f) => tesseractFigures.pages[f.name]!.cer >= (f.name === "scan.png" ? TESSERACT_CER.scan : TESSERACT_CER.clean)).map((f) => f.name);
   const ok = baselineBad.length === 0 && tesseractFigures.failures.length === 0;
   const decisions = engines.map((e) => {
     if (!e.installed) return { id: e.id, adopt: false, why: e.note ?? "not installed" };

@@ -32,16 +32,17 @@ import os from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { CONVERSION_MIME_TYPES } from "../internal/formats/index.ts";
-import { startFakeUpstream } from "../test/fake-upstream.ts";
+import { FAKE_UPSTREAM_MODEL as UPSTREAM_MODEL, startFakeUpstream } from "../test/fake-upstream.ts";
 import type { BenchmarkReport } from "./run.ts";
 import { cleanEnv, createAccount, startDev, treeSample, type Dev } from "./jobs.ts";
 import { benchmarkEntry, freePort, median, positiveInt, quantile } from "./support.ts";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const fixture = (...p: string[]) => readFileSync(join(ROOT, "test", "fixtures", ...p));
-const UPSTREAM_MODEL = "openai/gpt-4.1-mini";
 const DOCX = CONVERSION_MIME_TYPES.DOCX[0]!;
+/** Requests in flight at most: a tick that would send another is skipped and counted (an overloaded folio is not piled on). */
 const MAX_IN_FLIGHT = 4;
+/** The first and the last this many minutes are compared (memory, descriptors, latency): the first is the warmed-up state. */
 const WARM_MINUTES = 5;
 
 interface Answer {

@@ -12,9 +12,8 @@ import { Decimal } from "../internal/billing/index.ts";
 import { call, createTestAccount, startStack, upstreamStack, usageRows, type TestAccount, type TestStack } from "./harness.ts";
 import { ocrFixture, ocrTruth } from "./support.ts";
 import { cer } from "./cer.ts";
-import type { FakeBehaviour } from "./fake-upstream.ts";
+import { FAKE_UPSTREAM_MODEL as UPSTREAM_MODEL, type FakeBehaviour } from "./fake-upstream.ts";
 
-const UPSTREAM_MODEL = "openai/gpt-4.1-mini";
 /** The model of the recorded stream openrouter_stream_image_claude-3.5-sonnet_2025-08-06.sse. */
 const RECORDED_MODEL = "anthropic/claude-3.5-sonnet";
 const RECORDED_STREAM = "openrouter_stream_image_claude-3.5-sonnet_2025-08-06.sse";

@@ -9,7 +9,7 @@ import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Decimal } from "../internal/billing/index.ts";
 import { call, createTestAccount, startStack, usageRows, type TestStack } from "./harness.ts";
-import { startFakeUpstream, type FakeUpstream, type RecordedRequest } from "./fake-upstream.ts";
+import { FAKE_UPSTREAM_MODEL as UPSTREAM_MODEL, startFakeUpstream, type FakeUpstream, type RecordedRequest } from "./fake-upstream.ts";
 import { cer } from "./cer.ts";
 
 const fixture = (name: string) => readFileSync(new URL(`./fixtures/ocr/${name}`, import.meta.url));
@@ -18,7 +18,6 @@ const dataUrl = (mime: string, bytes: Buffer) => `data:${mime};base64,${bytes.to
 const png = (name: string) => dataUrl("image/png", fixture(name));
 const pdf = (name: string) => dataUrl("application/pdf", fixture(name));
 
-const UPSTREAM_MODEL = "openai/gpt-4.1-mini";
 /** Snapshot prices of UPSTREAM_MODEL, dollars per token. */
 const PROMPT_USD = new Decimal("0.0000004");
 const COMPLETION_USD = new Decimal("0.0000016");

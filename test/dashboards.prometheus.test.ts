@@ -31,14 +31,13 @@ import { stringify } from "yaml";
 import { ConversionMetrics, EdgeMetrics } from "../internal/platform/metrics/index.ts";
 import { OperatorMetrics } from "../internal/operator/metrics.ts";
 import { PoolMetrics } from "../internal/sandbox/kubernetes/pool.ts";
-import { startFakeUpstream, type FakeUpstream } from "./fake-upstream.ts";
+import { FAKE_UPSTREAM_MODEL as UPSTREAM_MODEL, startFakeUpstream, type FakeUpstream } from "./fake-upstream.ts";
 import { createAccountWithCli, ROOT, startFolio, startProcess, type FolioProcess } from "./folio-processes.ts";
 import { call } from "./harness.ts";
 import { freePort, ocrFixture } from "./support.ts";
 
 const PROMETHEUS = process.env.FOLIO_TEST_PROMETHEUS ?? "prometheus";
 const DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document";
-const UPSTREAM_MODEL = "openai/gpt-4.1-mini";
 
 const havePrometheus = spawnSync(PROMETHEUS, ["--version"], { encoding: "utf8" }).status === 0;
 if (!havePrometheus) console.warn("test/dashboards.prometheus.test.ts skipped: the prometheus binary is not installed (Debian package prometheus; scripts/ensure-deps.sh test installs it)");

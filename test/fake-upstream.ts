@@ -130,6 +130,9 @@ export interface FakeUpstream {
   close(): Promise<void>;
 }
 
+/** A priced image model of the catalog fixture the fake answers: the upstream model the tests and the soak call. */
+export const FAKE_UPSTREAM_MODEL = "openai/gpt-4.1-mini";
+
 /** Tokens the fake charges per image part. */
 export const FAKE_IMAGE_TOKENS = 258;
 

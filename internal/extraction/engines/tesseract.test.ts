@@ -13,7 +13,7 @@ import { TABLE_ROWS } from "../../../test/fixtures/ocr/table-rows.ts";
 import { TesseractEngine, imageFormat } from "./tesseract.ts";
 import { installedLanguages, installedTraineddata, tesseractLanguage } from "./tesseract-languages.ts";
 import { builtResidentProgram, ResidentTesseract } from "./tesseract-server.ts";
-import { TEXT_OPTIONS as TEXT, folioFailure as failure, liveSignal as live, ocrFixture as fixture, ocrFixturePath, ocrTruth as truth, pngPage as page, expectCerBelow, expectCleanLocalRead, withJfif } from "../../../test/support.ts";
+import { TEXT_OPTIONS as TEXT, folioFailure as failure, liveSignal as live, ocrFixture as fixture, ocrFixturePath, ocrTruth as truth, pngPage as page, expectCerBelow, expectCleanLocalRead, withJfif, TESSERACT_CER } from "../../../test/support.ts";
 
 
 /**
@@ -21,9 +21,7 @@ import { TEXT_OPTIONS as TEXT, folioFailure as failure, liveSignal as live, ocrF
  * render, 0.060 on scan.png. The thresholds leave room for other tesseract
  * 5 builds and traineddata versions.
  */
-const CLEAN_CER = 0.02;
-const SCAN_CER = 0.12;
-
+const { clean: CLEAN_CER, scan: SCAN_CER } = TESSERACT_CER;
 
 describe("TesseractEngine on the fixtures", () => {
   const engine = new TesseractEngine();
