@@ -2,11 +2,24 @@
 # Runs vitest (arguments pass through: a file, `--project unit`, `-t name`;
 # docs/testing.md), keeps its JSON report, prints the ten slowest files
 # (test/slowest-reporter.ts), names each failed test again and ends with the
-# line `N passed, N failed`.
+# line `N passed, N failed`. A whole run first times the machine (the
+# tesseract CLI on one fixture page): these machines differ by up to 2.5x
+# from one session to the next, and docs/benchmarks/test-suite.md compares
+# whole runs by that figure.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p test-artifacts
 rm -f test-artifacts/vitest.json
+probe=""
+if [ $# -eq 0 ] && command -v tesseract >/dev/null 2>&1; then
+  probe="$(for _ in 1 2 3; do
+    start=$(date +%s%N)
+    OMP_THREAD_LIMIT=1 tesseract test/fixtures/ocr/english.png stdout -l eng --psm 3 >/dev/null 2>&1
+    echo $(( ($(date +%s%N) - start) / 1000000 ))
+  done | sort -n | sed -n 2p)"
+  probe="the machine: tesseract CLI on test/fixtures/ocr/english.png (psm 3, 1 thread), median of 3: ${probe} ms"
+  echo "$probe"
+fi
 npx --no-install vitest run --reporter=default --reporter=./test/slowest-reporter.ts --reporter=json --outputFile.json=test-artifacts/vitest.json "$@"
 rc=$?
 node_modules/.bin/node -e '
@@ -29,6 +42,7 @@ node_modules/.bin/node -e '
       }
     }
   } catch { failed = 1; }
+  if (process.argv[1]) console.log(process.argv[1]);
   console.log(`${passed} passed, ${failed} failed` + (skipped ? `, ${skipped} skipped` : ""));
-'
+' "$probe"
 exit $rc

@@ -17,10 +17,10 @@ export const ocrFixturePath = (name: string): string => fileURLToPath(new URL(na
 export const ocrFixture = (name: string): Buffer => readFileSync(new URL(name, OCR_FIXTURES));
 /** Ground truth text of test/fixtures/ocr/<name>. */
 export const ocrTruth = (name: string): string => readFileSync(new URL(name, OCR_FIXTURES), "utf8");
-/** Fails unless `text` reads as test/fixtures/ocr/<truthName> with a character error rate under `below`; the message shows the rate and the text. */
 /** The character error rates the tesseract engine's tests hold it to on the OCR fixtures (a clean page, the degraded scan); bench/ocr-engines.ts compares other engines against the same. */
 export const TESSERACT_CER = { clean: 0.02, scan: 0.12 } as const;
 
+/** Fails unless `text` reads as test/fixtures/ocr/<truthName> with a character error rate under `below`; the message shows the rate and the text. */
 export function expectCerBelow(text: string, truthName: string, below: number, what?: string): void {
   const rate = cer(text, ocrTruth(truthName));
   expect(rate, `${what ? `${what}: ` : ""}CER ${rate.toFixed(4)} for:\n${text}`).toBeLessThan(below);

@@ -170,9 +170,11 @@ onBothDatabases("webhook deliveries on %s", "webhooks_outbox", (_name, opened) =
       expect(rx.seen.some((s) => s.answer === "stall")).toBe(true);
       // The attempts are listed: each with its number, status or error.
       const attempts = await db.selectFrom("webhook_attempts").selectAll().where("endpoint_id", "=", made.endpoint.id).execute();
-      // Every attempt the receiver saw is listed; one the limit cut before the receiver had read it is listed too, without a status.
+      // Every attempt the receiver saw is listed; one the limit cut before the receiver had read (or answered) it is listed too,
+      // without a status. No status is listed that the receiver did not answer.
       expect(attempts.length).toBeGreaterThanOrEqual(rx.seen.length);
-      expect(attempts.filter((a) => a.http_status !== null).length).toBe(rx.seen.filter((s) => s.answer !== "stall").length);
+      expect(attempts.filter((a) => a.http_status === 500).length).toBeLessThanOrEqual(rx.seen.filter((s) => s.answer === "500").length);
+      expect(attempts.filter((a) => a.http_status !== null).length).toBeLessThanOrEqual(rx.seen.filter((s) => s.answer !== "stall").length);
       expect(attempts.some((a) => a.http_status === 500)).toBe(true);
       expect(attempts.some((a) => a.http_status === null && /no answer within 1 s/.test(a.error ?? ""))).toBe(true);
       expect(attempts.filter((a) => a.attempt > 1).length).toBeGreaterThan(0);
