@@ -15,18 +15,25 @@
  * feature of the corpus. The words are the CLI's, not local/auto's (no
  * straightening of scans, no enlarged second reading): the figures compare
  * layout code, and eval-structure's are the ones the issue's goals name.
+ * As `local/auto` does (engines/auto.ts), a page with ruling lines is also
+ * read with its lines painted out (`<page>.unruled.tsv`), and that reading
+ * is scored where auto would keep it (`isBetter`): read with its lines, the
+ * CLI takes a table's rules for "|" and fuses them with the cells' words.
  *
  * Usage: npx tsx bench/structure-layout.ts cache
- *        npx tsx bench/structure-layout.ts score [--set dev|held-out|all] [--only gen_001] [-v]
+ *        npx tsx bench/structure-layout.ts score [--set dev|held-out|all] [--only gen_001] [--first N] [-v]
+ * (`--first N`: the first N documents by name only, to compare two layouts while the cache is still filling)
  */
 import { execFile } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
+import { MIN_RULE_SHARE, isBetter } from "../internal/extraction/engines/auto.ts";
 import { tableOf } from "../internal/extraction/engines/tables.ts";
 import { findPageRules } from "../internal/extraction/layout/grid.ts";
-import { decodeGrey } from "../internal/extraction/layout/image.ts";
+import { decodeGrey, encodePgm } from "../internal/extraction/layout/image.ts";
+import { removeRules } from "../internal/extraction/layout/rules.ts";
 import { renderMarkdown, structurePage } from "../internal/extraction/layout/markdown.ts";
 import { analyzePage } from "../internal/extraction/layout/page.ts";
 import { lcg, scannedPage } from "./scan.ts";
@@ -91,6 +98,21 @@ async function cache(): Promise<void> {
     writeFileSync(join(dir, "pages.json"), JSON.stringify({ ...meta, pages: pages.map((p) => basename(p)) }));
     writeFileSync(join(dir, "done"), "");
   }
+  // Each page with ruling lines read again without them, as local/auto reads it.
+  for (const f of docs) {
+    const dir = join(CACHE, basename(f, ".docx"));
+    if (existsSync(join(dir, "unruled.done"))) continue;
+    const { pages } = JSON.parse(readFileSync(join(dir, "pages.json"), "utf8")) as { pages: string[] };
+    for (const page of pages) {
+      const grey = await decodeGrey(readFileSync(join(dir, page)));
+      if (removeRules(grey) < MIN_RULE_SHARE * grey.width * grey.height) continue;
+      const pgm = join(dir, page.replace(/\.(png|jpg)$/, ".unruled.pgm"));
+      writeFileSync(pgm, encodePgm(grey));
+      const { stdout } = await run("tesseract", [pgm, "-", "-l", "eng", "--psm", "3", "tsv"], { maxBuffer: 1 << 26 });
+      writeFileSync(pgm.replace(/\.pgm$/, ".tsv"), stdout);
+    }
+    writeFileSync(join(dir, "unruled.done"), "");
+  }
   console.log(`${docs.length} documents cached in ${CACHE}`);
 }
 
@@ -119,9 +141,10 @@ function line(label: string, t: Tally): string {
 async function score(): Promise<void> {
   const set = arg("--set") ?? "dev";
   const only = arg("--only");
+  const first = Number(arg("--first") ?? Infinity);
   const total = empty();
   const byFeature = new Map<string, Tally>();
-  for (const name of readdirSync(CACHE).filter((d) => existsSync(join(CACHE, d, "done"))).sort()) {
+  for (const name of readdirSync(CACHE).filter((d) => existsSync(join(CACHE, d, "done"))).sort().slice(0, first)) {
     if (only && !name.includes(only)) continue;
     const meta = JSON.parse(readFileSync(join(CACHE, name, "pages.json"), "utf8")) as Meta & { pages: string[] };
     if (set !== "all" && meta.split !== set) continue;
@@ -130,7 +153,11 @@ async function score(): Promise<void> {
     for (const [i, page] of meta.pages.entries()) {
       const file = join(CACHE, name, page);
       const grey = await decodeGrey(readFileSync(file));
-      const read = analyzePage(readFileSync(file.replace(/\.(png|jpg)$/, ".tsv"), "utf8"), { rules: findPageRules(grey) });
+      const rules = findPageRules(grey);
+      const lined = analyzePage(readFileSync(file.replace(/\.(png|jpg)$/, ".tsv"), "utf8"), { rules });
+      const unruled = file.replace(/\.(png|jpg)$/, ".unruled.tsv");
+      const clean = existsSync(unruled) ? analyzePage(readFileSync(unruled, "utf8"), { rules }) : undefined;
+      const read = clean && isBetter(clean, lined) ? clean : lined;
       markdown.push(renderMarkdown(structurePage(read.sources, grey)));
       spans.push(...spansOf(read.tables.map((t) => tableOf(i + 1, t.rows, t.spans, t))));
     }
@@ -157,6 +184,6 @@ async function score(): Promise<void> {
 if (args[0] === "cache") await cache();
 else if (args[0] === "score") await score();
 else {
-  console.error("usage: npx tsx bench/structure-layout.ts cache | score [--set dev|held-out|all] [--only name] [-v]");
+  console.error("usage: npx tsx bench/structure-layout.ts cache | score [--set dev|held-out|all] [--only name] [--first N] [-v]");
   process.exit(2);
 }

@@ -55,7 +55,7 @@ const MIN_WORDS_KEPT = 0.9;
 /** Images shorter than this many lines of text are lines or snippets: no rules to find. */
 const MIN_LINES_FOR_RULES = 8;
 /** Fewer painted pixels than this share of the page is specks, not rules. */
-const MIN_RULE_SHARE = 0.0005;
+export const MIN_RULE_SHARE = 0.0005;
 
 export class AutoEngine implements Engine {
   readonly id = AUTO_MODEL_ID;

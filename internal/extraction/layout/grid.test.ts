@@ -77,6 +77,28 @@ describe("ruled tables: the grid of lines", () => {
     expect(xs.length).toBe(3);
   });
 
+  it("keeps a header over two columns merged where a letter's stem of its text stands at the missing line (gen_016's 'Seconds')", () => {
+    const img = page();
+    const ys = [975, 1028, 1079, 1130];
+    for (const y of ys) hline(img, y, 157, 667);
+    vline(img, 157, 975, 1130);
+    vline(img, 667, 975, 1130);
+    vline(img, 488, 975, 1130);
+    vline(img, 577, 1028, 1130); // not in the header row
+    // A "d" 2 px left of where the line would be: a 22-px stem, its bowl beside it; an "l" further right.
+    vline(img, 573, 992, 1013, 3);
+    for (let y = 1000; y <= 1013; y++) for (const x of [560, 561, 570, 571]) img.pixels[y * img.width + x] = 0;
+    vline(img, 600, 992, 1013, 3);
+    const [g] = findPageRules(img).grids;
+    expect(g!.open.map((r) => r[2])).toEqual([true, false, false]);
+    // A line a scan broke into pieces still parts the cells where its pieces reach the row's ends.
+    const scan = page();
+    for (const y of ys) hline(scan, y, 157, 667);
+    for (const x of [157, 488, 667]) vline(scan, x, 975, 1130);
+    for (const [y0, y1] of [[975, 1000], [1016, 1079], [1079, 1100], [1108, 1130]] as const) vline(scan, 577, y0, y1);
+    expect(findPageRules(scan).grids[0]!.open.map((r) => r[2])).toEqual([false, false, false]);
+  });
+
   it("says the spans of merged cells: a group header over two columns, a label down two rows", () => {
     // | Region | Sales (2 cols)  |      row 0: the line at x 1000 stops under it
     // |        | Q1     | Q2     |

@@ -85,7 +85,15 @@ const MIN_STEP = 20;
 const MIN_SIDE = 500;
 /** Lines at most this share of the image's shorter side apart (and at least 6 pixels) are one edge of the grid: a double border, a line a scan bent or broke into pieces side by side. */
 const SAME_EDGE_SHARE = 1 / 100;
-/** A line between two columns (rows) counts in a row (column) when its pieces cover at least this share of the row's height (column's width): a scan breaks lines. */
+/**
+ * A line between two columns (rows) counts in a row (column) when its pieces
+ * cover at least this share of the row's height (column's width): a scan
+ * breaks lines. A piece shorter than a line counts only where it reaches to
+ * within {@link MEET} pixels of the row's top or bottom (the column's sides),
+ * as a broken separator does: a letter's stem floats inside its cell
+ * (gen_016, a dev page: the "d" of "Seconds", 2 px from the missing line
+ * under a header over two columns, 20 px of a 53-px row, closed the merge).
+ */
 const MIN_SEPARATOR_COVER = 0.3;
 /**
  * A column of pixels is a short separator when it is dark over at least this
@@ -149,7 +157,7 @@ export function findPageRules(img: GreyImage): PageRules {
 
   const grids: RuledGrid[] = [];
   const loose: Line[] = [];
-  const page = { columns, height, sameEdge, maxThickness, pieces: { h: hPieces, v: vPieces.filter((l) => !long(l)) } };
+  const page = { columns, height, sameEdge, maxThickness, lines: horizontal, pieces: { h: hPieces.filter((l) => !long(l)), v: vPieces.filter((l) => !long(l)) } };
   for (const { h, v } of groups.values()) {
     const found = v.length ? stackedGrids(h, v, page) : [];
     if (found.length) grids.push(...found);
@@ -160,7 +168,9 @@ export function findPageRules(img: GreyImage): PageRules {
 }
 
 interface PageMask {
-  /** Thin runs of rule ink: every horizontal one, lines and pieces a scan broke off them, and the vertical ones too short to be lines; with a grid's own lines they say whether two cells are parted. */
+  /** Every horizontal line of the page. */
+  lines: readonly Line[];
+  /** Thin runs of rule ink too short to be lines (pieces a scan broke off them); with the lines they say whether two cells are parted. */
   pieces: { h: readonly Line[]; v: readonly Line[] };
   /** The page's dark mask column by column (`height` pixels each). */
   columns: Uint8Array;
@@ -214,18 +224,28 @@ function gridOf(h: Line[], v: Line[], page: PageMask): RuledGrid | null {
   const short = shortSeparators(columns, height, ys, xs[0]!, xs[xs.length - 1]!, maxThickness);
   const all = [...v, ...short];
   if (short.length) xs.splice(0, xs.length, ...edges([...xs, ...short.map((l) => (l.a0 + l.a1) / 2)], sameEdge));
-  return grid(ys, xs, [...all, ...page.pieces.v], page.pieces.h, sameEdge);
+  return grid(ys, xs, all, page);
 }
 
-/** A grid of rows `ys` and columns `xs`, a cell open to the one before it where `verticals` do not separate them, joined to the one above where `horizontals` do not. */
-function grid(ys: number[], xs: number[], verticals: readonly Line[], horizontals: readonly Line[], sameEdge: number): RuledGrid {
+/**
+ * A grid of rows `ys` and columns `xs`, a cell open to the one before it
+ * where neither `verticals` (the grid's lines) nor the page's pieces of rule
+ * ink separate them, joined to the one above where neither the page's
+ * horizontal lines nor its pieces do ({@link MIN_SEPARATOR_COVER}).
+ */
+function grid(ys: number[], xs: number[], verticals: readonly Line[], page: PageMask): RuledGrid {
+  const { sameEdge } = page;
+  /** How much of the span from `from` to `to` the lines and pieces at `at` cover; a piece only where it reaches near an end. */
+  const cover = (lines: readonly Line[], pieces: readonly Line[], at: number, from: number, to: number) =>
+    [...lines, ...pieces.filter((l) => l.b0 <= from + MEET || l.b1 >= to - MEET)]
+      .filter((l) => Math.abs(middle(l) - at) <= sameEdge)
+      .reduce((sum, l) => sum + Math.max(0, Math.min(l.b1, to) - Math.max(l.b0, from)), 0);
   const open = ys.slice(0, -1).map((y0, r) => {
     const y1 = ys[r + 1]!;
     return xs.map((x, c) => {
       // The outer edges are no line between two cells.
       if (c === 0 || c === xs.length - 1) return false;
-      const cover = verticals.filter((l) => Math.abs(middle(l) - x) <= sameEdge).reduce((sum, l) => sum + Math.max(0, Math.min(l.b1, y1) - Math.max(l.b0, y0)), 0);
-      return cover < MIN_SEPARATOR_COVER * (y1 - y0);
+      return cover(verticals, page.pieces.v, x, y0, y1) < MIN_SEPARATOR_COVER * (y1 - y0);
     });
   });
   const joined = ys.slice(0, -1).map((y, r) =>
@@ -233,8 +253,7 @@ function grid(ys: number[], xs: number[], verticals: readonly Line[], horizontal
       // The top edge is no line between two cells.
       if (r === 0) return false;
       const x1 = xs[c + 1]!;
-      const cover = horizontals.filter((l) => Math.abs(middle(l) - y) <= sameEdge).reduce((sum, l) => sum + Math.max(0, Math.min(l.b1, x1) - Math.max(l.b0, x0)), 0);
-      return cover < MIN_SEPARATOR_COVER * (x1 - x0);
+      return cover(page.lines, page.pieces.h, y, x0, x1) < MIN_SEPARATOR_COVER * (x1 - x0);
     }),
   );
   return { box: { x0: xs[0]!, y0: ys[0]!, x1: xs[xs.length - 1]!, y1: ys[ys.length - 1]! }, ys, xs, open, joined };
@@ -276,7 +295,7 @@ function shortGrids(lines: readonly Line[], page: PageMask): { grids: RuledGrid[
       const xs = edges([x0, x1, ...v.map(middle)], sameEdge);
       if (r - start >= 2 && xs.length >= 3) {
         const rows = ys.slice(start, r + 1);
-        grids.push(grid(rows, xs, [...v, ...page.pieces.v], page.pieces.h, sameEdge));
+        grids.push(grid(rows, xs, v, page));
         for (const l of stack) if (middle(l) >= rows[0]! - sameEdge && middle(l) <= rows[rows.length - 1]! + sameEdge) used.add(l);
       }
       start = r + 1;
