@@ -100,7 +100,9 @@ export function tableGroups<T extends Box>(columns: readonly T[][], h: number): 
   for (let i = 1; i < columns.length; i++) {
     const [a, b] = [shapes[i - 1]!, shapes[i]!];
     const fits = a.narrow || b.narrow || (a.valley && b.valley) || (!a.prose && !b.prose);
-    if (fits && alignment(bands[i - 1]!, bands[i]!) >= MIN_ROW_ALIGNMENT) groups[groups.length - 1]!.push(columns[i]!);
+    // A sparse column beside a full one (a column's few left-aligned words set apart from its right-aligned numbers) lines up where its own lines do.
+    const lined = alignment(bands[i - 1]!, bands[i]!) >= MIN_ROW_ALIGNMENT || (!a.prose && !b.prose && sparseAlignment(bands[i - 1]!, bands[i]!) >= MIN_ROW_ALIGNMENT);
+    if (fits && lined) groups[groups.length - 1]!.push(columns[i]!);
     else groups.push([columns[i]!]);
   }
   return groups;
@@ -169,9 +171,17 @@ export function hasValley(items: readonly Box[], h: number): boolean {
 
 /** How well two columns' lines line up: the smaller of the shares of each one's lines that overlap a line of the other (a cell centred beside two lines counts). */
 export function alignment(a: readonly Gap[], b: readonly Gap[]): number {
-  const share = (from: readonly Gap[], to: readonly Gap[]) =>
-    from.filter((l) => to.some((m) => Math.min(l.to, m.to) > Math.max(l.from, m.from))).length / Math.max(1, from.length);
   return Math.min(share(a, b), share(b, a));
+}
+
+/** The share of the sparser column's lines that overlap a line of the other. */
+function sparseAlignment(a: readonly Gap[], b: readonly Gap[]): number {
+  return a.length <= b.length ? share(a, b) : share(b, a);
+}
+
+/** The share of `from`'s lines that overlap a line of `to`. */
+function share(from: readonly Gap[], to: readonly Gap[]): number {
+  return from.filter((l) => to.some((m) => Math.min(l.to, m.to) > Math.max(l.from, m.from))).length / Math.max(1, from.length);
 }
 
 /** Vertical extents of the text lines in a set of words (overlapping extents merged). */

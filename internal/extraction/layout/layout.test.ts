@@ -166,6 +166,23 @@ describe("reading order", () => {
     expect(analyzePage(tsv(words.filter((w) => w.line <= 2))).tables).toEqual([]);
   });
 
+  it("finds narrow column gaps where tesseract read each column as blocks of its own, and keeps a column's few left-aligned words in the table (dev pages gen_001, gen_014)", () => {
+    // | Standard   | Hours      |   Year |   "Hours": left-aligned words or numbers right-aligned to 900;
+    // "Year" left-aligned at 927, 27 px (0.8 of a line) right of the Hours column's right edge, its numbers right-aligned to 1260.
+    const rows = [
+      ["Standard", "Hours", "Year"],
+      ["After the", "The", "10.8%"],
+      ["One example", "Responses", "2006"],
+      ["Request", "11.2%", "43,436"],
+      ["When the", "2011", "1992"],
+      ["Markdown makes", "$1494.50", "2025"],
+    ];
+    const x = (text: string, c: number) => (c === 0 ? 166 : c === 1 ? (/\d/.test(text) ? 900 - text.length * CHAR : 631) : /\d/.test(text) ? 1260 - text.length * CHAR : 927);
+    // Each column a block of tesseract's, each cell a line of its own (tesseract's lines end at the column gaps).
+    const words = [0, 1, 2].flatMap((c) => rows.flatMap((r, i) => line(r[c]!, x(r[c]!, c), 300 + i * LEADING, c + 1, c * 10 + i + 1)));
+    expect(analyzePage(tsv(words)).tables.map((t) => t.rows)).toEqual([rows]);
+  });
+
   it("finds the columns under a header cell set over two of them, its text in the first of them", () => {
     // | Region | Sales (EUR)     | Staff |   "Sales (EUR)" spans the 2023 and 2024 columns
     // |        | 2023   | 2024   |       |

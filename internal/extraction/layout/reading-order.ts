@@ -237,7 +237,7 @@ function cut(items: Item[], h: number, region?: Box): LayoutNode {
   if (items.length === 1) return leaf(items, box);
   const minGap = MIN_COLUMN_GAP * h;
   const across = gaps(items, "y", 1);
-  const down = across.length ? columnGaps(items, h) : gaps(items, "x", minGap);
+  const down = across.length ? withinColumns(items, columnGaps(items, h), h) : gaps(items, "x", minGap);
   if (across.length > 0) {
     // Blocks one above the other first: neighbouring bands that share column gaps (a
     // gutter, a table's column gaps) are one section, cut again as a whole, so columns
@@ -324,6 +324,32 @@ function columnGaps(items: readonly Item[], h: number): Gap[] {
     .filter((g) => g.to > g.from);
 }
 
+/**
+ * `found` without the gaps inside one column: a column of left-aligned words
+ * and right-aligned numbers (a header over numbers, a few words among them)
+ * leaves a valley between the two that no row crosses, but no row has ink on
+ * both sides of it either. A gap is dropped when the runs between it and its
+ * neighbouring gaps are never side by side in a row, those left of it start
+ * where the column starts and those right of it end where it ends (within
+ * {@link CELL_EDGE_SLACK}). Two columns of numbers filled in turn (a
+ * statement's debits and credits) are both right-aligned: they stay apart.
+ */
+function withinColumns(items: readonly Item[], found: readonly Gap[], h: number): Gap[] {
+  const sorted = [...found].sort((a, b) => a.from - b.from);
+  const centre = (it: Item) => (it.x0 + it.x1) / 2;
+  return sorted.filter((g, i) => {
+    const leftEdge = i > 0 ? sorted[i - 1]!.to : -Infinity;
+    const rightEdge = i + 1 < sorted.length ? sorted[i + 1]!.from : Infinity;
+    const left = items.filter((it) => centre(it) > leftEdge && centre(it) < g.from);
+    const right = items.filter((it) => centre(it) > g.to && centre(it) < rightEdge);
+    if (!left.length || !right.length || sideBySide(left, right) > 0) return true;
+    const start = Math.min(...left.map((it) => it.x0));
+    const end = Math.max(...right.map((it) => it.x1));
+    const slack = CELL_EDGE_SLACK * h;
+    return !(left.every((it) => it.x0 - start <= slack) && right.every((it) => end - it.x1 <= slack));
+  });
+}
+
 /** Column gaps of all of a region's lines: the wide ones, and narrower ones two columns' lines bear out ({@link MIN_ALIGNED_COLUMN_GAP}). */
 function alignedGaps(items: readonly Item[], h: number): Gap[] {
   const minGap = MIN_COLUMN_GAP * h;
@@ -342,15 +368,24 @@ function bornOut(items: readonly Item[], found: readonly Gap[]): Gap[] {
   return sorted.filter((g, i) => {
     const leftEdge = i > 0 ? sorted[i - 1]!.to : -Infinity;
     const rightEdge = i + 1 < sorted.length ? sorted[i + 1]!.from : Infinity;
-    const left = new Set(items.filter((it) => it.x1 <= g.from && it.x1 > leftEdge).map((it) => it.line));
-    return new Set(items.filter((it) => it.x0 >= g.to && it.x0 < rightEdge && left.has(it.line)).map((it) => it.line)).size >= MIN_COLUMN_LINES;
+    return sideBySide(items.filter((it) => it.x1 <= g.from && it.x1 > leftEdge), items.filter((it) => it.x0 >= g.to && it.x0 < rightEdge)) >= MIN_COLUMN_LINES;
   });
 }
 
 /** How many lines have a run ending left of a gap and another starting right of it. */
 function bothSides(items: readonly Item[], g: Gap): number {
-  const left = new Set(items.filter((it) => it.x1 <= g.from).map((it) => it.line));
-  return new Set(items.filter((it) => it.x0 >= g.to && left.has(it.line)).map((it) => it.line)).size;
+  return sideBySide(items.filter((it) => it.x1 <= g.from), items.filter((it) => it.x0 >= g.to));
+}
+
+/**
+ * How many rows hold a run of `left` and one of `right` side by side (their
+ * heights overlapping by half the shorter): rows by the page's geometry, not
+ * tesseract's lines, which often end at a table's column gap (each cell a
+ * line of its own).
+ */
+function sideBySide(left: readonly Item[], right: readonly Item[]): number {
+  const beside = (a: Box, b: Box) => Math.min(a.y1, b.y1) - Math.max(a.y0, b.y0) >= 0.5 * Math.min(a.y1 - a.y0, b.y1 - b.y0);
+  return lineBands(left.filter((a) => right.some((b) => beside(a, b)))).length;
 }
 
 /**
