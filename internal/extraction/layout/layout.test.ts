@@ -257,6 +257,21 @@ describe("reading order", () => {
     expect(r.text.split("\n").at(-1)).toBe("Shipping season");
   });
 
+  it("leaves a numbered list set right under a table out of it, at the rows' spacing (dev page gen_001)", () => {
+    const rows = [
+      ["Region", "Units", "Revenue"],
+      ["North", "12", "4,500"],
+      ["South", "9", "3,100"],
+    ];
+    const xs = [200, 600, 900];
+    const table = rows.flatMap((r, i) => r.map((text, c) => ({ text, x: xs[c]!, y: 300 + i * LEADING, block: 1, line: i + 1 })));
+    const items = ["1. Both request bodies.", "2. Why not a.", "3. Refused before the"];
+    const list = items.flatMap((text, i) => line(text, 200, 300 + (3 + i) * LEADING, 2, i + 1));
+    const r = analyzePage(tsv([...table, ...list]));
+    expect(r.tables.map((t) => t.rows)).toEqual([rows]);
+    expect(r.text.split("\n").slice(-3)).toEqual(items);
+  });
+
   it("reads bullets set apart from their items as a list, not as a table of two columns", () => {
     const items = ["Integrate planning with the investment programmes.", "Consider the social effects of public projects.", "Make infrastructure spending efficient.", "Share the public space of the streets."];
     // Tesseract's order: each line its bullet, read as "e" (as tesseract reads a Word list's round bullets), then its text.

@@ -45,6 +45,7 @@ import {
   tableGroups,
   type Gap,
 } from "./columns.ts";
+import { isMarkerText } from "./markdown.ts";
 import { boundsOf, isSymbolOnly, median, type Box, type OcrWord } from "./words.ts";
 
 /**
@@ -431,8 +432,12 @@ function sectionsOf(bands: readonly Item[][], within: Box, h: number): Item[][][
       const near = b.y0 - bottom <= MAX_SECTION_GAP * h;
       // A single run alone so far (a title, a running header, a line of prose) evidences no column: it starts no table.
       const alone = current.length === 1 && current[0]!.length === 1 && mine === 0;
-      // A single run set further below the rows than they are apart (a heading after a table) is no row of it.
-      const apart = band.length === 1 && spacing.length > 0 && b.y0 - bottom > ROW_SPACING_GROWTH * median(spacing) + MIN_ROW_SPACING_SLACK * h;
+      // A single run set further below the rows than they are apart (a heading after a table) is no row of it,
+      // nor is one that opens with a list's marker under rows that do not (a list right under a table: gen_001).
+      const apart =
+        band.length === 1 &&
+        spacing.length > 0 &&
+        (b.y0 - bottom > ROW_SPACING_GROWTH * median(spacing) + MIN_ROW_SPACING_SLACK * h || (opensWithMarker(band[0]!) && !current.some((row) => opensWithMarker(leftmost(row)))));
       if (near && !alone && !apart && kept > 0 && kept >= needed) {
         spacing.push(b.y0 - bottom);
         current.push(band);
@@ -452,6 +457,14 @@ function sectionsOf(bands: readonly Item[][], within: Box, h: number): Item[][][
   sections.push(current);
   return sections;
 }
+
+/** Whether a run's first word is a list item's marker ("1.", "b)", a bullet). */
+function opensWithMarker(it: Item): boolean {
+  const first = it.words.reduce((a, w) => (w.x0 < a.x0 ? w : a));
+  return isMarkerText(first.text);
+}
+
+const leftmost = (row: readonly Item[]): Item => row.reduce((a, it) => (it.x0 < a.x0 ? it : a));
 
 /**
  * A band's runs cut where they cross one of `gaps` (the column gaps of the
