@@ -21,8 +21,9 @@
  * CLI takes a table's rules for "|" and fuses them with the cells' words.
  *
  * Usage: npx tsx bench/structure-layout.ts cache
- *        npx tsx bench/structure-layout.ts score [--set dev|held-out|all] [--only gen_001] [--first N] [-v]
- * (`--first N`: the first N documents by name only, to compare two layouts while the cache is still filling)
+ *        npx tsx bench/structure-layout.ts score [--set dev|held-out|all] [--only gen_001] [--first N] [--lined] [-v]
+ * (`--first N`: the first N documents by name only, to compare two layouts while the cache is still filling;
+ * `--lined`: the readings with their ruling lines only, as while the second reading is not cached yet)
  */
 import { execFile } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -156,7 +157,7 @@ async function score(): Promise<void> {
       const rules = findPageRules(grey);
       const lined = analyzePage(readFileSync(file.replace(/\.(png|jpg)$/, ".tsv"), "utf8"), { rules });
       const unruled = file.replace(/\.(png|jpg)$/, ".unruled.tsv");
-      const clean = existsSync(unruled) ? analyzePage(readFileSync(unruled, "utf8"), { rules }) : undefined;
+      const clean = existsSync(unruled) && !args.includes("--lined") ? analyzePage(readFileSync(unruled, "utf8"), { rules }) : undefined;
       const read = clean && isBetter(clean, lined) ? clean : lined;
       markdown.push(renderMarkdown(structurePage(read.sources, grey)));
       spans.push(...spansOf(read.tables.map((t) => tableOf(i + 1, t.rows, t.spans, t))));
@@ -184,6 +185,6 @@ async function score(): Promise<void> {
 if (args[0] === "cache") await cache();
 else if (args[0] === "score") await score();
 else {
-  console.error("usage: npx tsx bench/structure-layout.ts cache | score [--set dev|held-out|all] [--only name] [--first N] [-v]");
+  console.error("usage: npx tsx bench/structure-layout.ts cache | score [--set dev|held-out|all] [--only name] [--first N] [--lined] [-v]");
   process.exit(2);
 }
