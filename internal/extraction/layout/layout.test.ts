@@ -183,6 +183,23 @@ describe("reading order", () => {
     expect(analyzePage(tsv(words)).tables.map((t) => t.rows)).toEqual([rows]);
   });
 
+  it("finds the columns of a tight table whose numbers stand closer to the next column's words than a column gap in many rows (dev pages gen_009, gen_014)", () => {
+    // | In    | Total  | Total  | Year |   numbers right-aligned; "Of", "Fixed", "Are" left-aligned 24 px (0.7 of a line)
+    // right of the numbers before them: three runs across the valley, more than a spanning header's lines set aside.
+    const rows = [
+      ["In", "Total", "Total", "Year"],
+      ["Which", "42,551", "707.55", "13,694"],
+      ["That every", "$7149.72", "2017", "$1375.41"],
+      ["Body", "2013", "Of", "55.7%"],
+      ["Any", "761.59", "Fixed", "1994"],
+      ["Only", "2011", "Are", "$6194.53"],
+    ];
+    const edges = [{ left: 167, right: 0 }, { left: 389, right: 490 }, { left: 514, right: 650 }, { left: 674, right: 800 }];
+    const x = (text: string, c: number) => (c === 0 || !/\d/.test(text) ? edges[c]!.left : edges[c]!.right - text.length * CHAR);
+    const words = rows.flatMap((r, i) => r.flatMap((text, c) => line(text, x(text, c), 300 + i * LEADING, 1, i + 1)));
+    expect(analyzePage(tsv(words)).tables.map((t) => t.rows)).toEqual([rows]);
+  });
+
   it("finds the columns under a header cell set over two of them, its text in the first of them", () => {
     // | Region | Sales (EUR)     | Staff |   "Sales (EUR)" spans the 2023 and 2024 columns
     // |        | 2023   | 2024   |       |

@@ -351,11 +351,18 @@ function withinColumns(items: readonly Item[], found: readonly Gap[], h: number)
   });
 }
 
-/** Column gaps of all of a region's lines: the wide ones, and narrower ones two columns' lines bear out ({@link MIN_ALIGNED_COLUMN_GAP}). */
+/**
+ * Column gaps of all of a region's lines: the wide ones, and narrower ones
+ * two columns' lines bear out ({@link MIN_ALIGNED_COLUMN_GAP}). They are
+ * looked for between words, not runs: a right-aligned number and the
+ * left-aligned word of the next column can stand closer than a column gap
+ * ("2013 Of", one run), closing the valley down the table in every such row.
+ */
 function alignedGaps(items: readonly Item[], h: number): Gap[] {
   const minGap = MIN_COLUMN_GAP * h;
-  const all = gaps(items, "x", MIN_ALIGNED_COLUMN_GAP * h);
-  return all.filter((g) => g.to - g.from >= minGap || bothSides(items, g) >= MIN_COLUMN_LINES);
+  const words = items.flatMap((it) => it.words.map((w) => ({ x0: w.x0, x1: w.x1, y0: it.y0, y1: it.y1, words: [w], line: it.line })));
+  const all = gaps(words, "x", MIN_ALIGNED_COLUMN_GAP * h);
+  return all.filter((g) => g.to - g.from >= minGap || bothSides(words, g) >= MIN_COLUMN_LINES);
 }
 
 /**
