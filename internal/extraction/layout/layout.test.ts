@@ -216,8 +216,8 @@ describe("reading order", () => {
     const words = rows.flatMap((r, i) => r.flatMap((text, c) => (text ? line(text, at(text, c), 300 + i * LEADING, 1, i + 1) : [])));
     const found = analyzePage(tsv(words)).tables;
     expect(found.map((t) => t.rows)).toEqual([rows]);
-    // Not reported as merged: nothing but lines says where a cell ends (docs/structure.md).
-    expect(found[0]!.spans).toEqual([]);
+    // The header over the empty header cell, above a column filled below, spans it (docs/structure.md).
+    expect(found[0]!.spans).toEqual([{ row: 0, col: 1, rows: 1, cols: 2 }]);
   });
 
   it("finds no column between a header's word and the right-aligned numbers under it (dev page gen_022)", () => {

@@ -319,7 +319,28 @@ function tableRows(t: Extract<LayoutNode, { kind: "table" }>, _h: number): Found
   const found = gridRows(t);
   const full = found.rows.filter((r) => r.filter((c) => c !== "").length >= 2).length;
   if ((found.rows[0]?.length ?? 0) < 2 || full < MIN_TABLE_ROWS) return null;
-  return found;
+  return found.spans.length ? found : { ...found, spans: headerSpans(found.rows) };
+}
+
+/**
+ * Merged cells of a header row no lines rule: a header cell followed by
+ * empty ones, over columns that hold cells in at least half of the rows
+ * below, spans them (a group header over two columns, its text set left
+ * in the first). The first column's empty corner spans nothing.
+ */
+function headerSpans(rows: readonly (readonly string[])[]): CellSpan[] {
+  const [head, ...body] = rows;
+  if (!head || body.length < MIN_TABLE_ROWS - 1) return [];
+  const filled = (c: number) => body.filter((r) => (r[c] ?? "") !== "").length >= body.length / 2;
+  const spans: CellSpan[] = [];
+  for (let c = 0; c < head.length; c++) {
+    if (head[c] === "") continue;
+    let end = c + 1;
+    while (end < head.length && head[end] === "" && filled(end)) end++;
+    if (end - c > 1) spans.push({ row: 0, col: c, rows: 1, cols: end - c });
+    c = end - 1;
+  }
+  return spans;
 }
 
 /** A table's rows as cell strings, the columns empty in every row dropped and its merged cells' columns counted without them. */
