@@ -52,6 +52,11 @@ function line(text: string, x: number, y: number, block: number, lineNo: number)
   return out;
 }
 
+/** A table's words, row i at 300 + i line spacings, each cell's words from x(text, column), one tesseract line per row; empty cells left out. */
+function placeRows(rows: readonly (readonly string[])[], x: (text: string, c: number) => number): Placed[] {
+  return rows.flatMap((r, i) => r.flatMap((text, c) => (text ? line(text, x(text, c), 300 + i * LEADING, 1, i + 1) : [])));
+}
+
 /** A paragraph of `lines` starting at (x, y), one tesseract block. */
 function paragraph(lines: readonly string[], x: number, y: number, block: number): Placed[] {
   return lines.flatMap((l, i) => line(l, x, y + i * LEADING, block, i + 1));
@@ -196,8 +201,7 @@ describe("reading order", () => {
     ];
     const edges = [{ left: 167, right: 0 }, { left: 389, right: 490 }, { left: 514, right: 650 }, { left: 674, right: 800 }];
     const x = (text: string, c: number) => (c === 0 || !/\d/.test(text) ? edges[c]!.left : edges[c]!.right - text.length * CHAR);
-    const words = rows.flatMap((r, i) => r.flatMap((text, c) => line(text, x(text, c), 300 + i * LEADING, 1, i + 1)));
-    expect(analyzePage(tsv(words)).tables.map((t) => t.rows)).toEqual([rows]);
+    expect(analyzePage(tsv(placeRows(rows, x))).tables.map((t) => t.rows)).toEqual([rows]);
   });
 
   it("finds the columns under a header cell set over two of them, its text in the first of them", () => {
@@ -213,7 +217,7 @@ describe("reading order", () => {
     const xs = [200, 600, 800, 1100];
     // The header centred over its two columns: it starts right of the 2023 column's numbers and ends in the 2024 column.
     const at = (text: string, c: number) => (text === "Sales (EUR)" ? 680 : xs[c]!);
-    const words = rows.flatMap((r, i) => r.flatMap((text, c) => (text ? line(text, at(text, c), 300 + i * LEADING, 1, i + 1) : [])));
+    const words = placeRows(rows, at);
     const found = analyzePage(tsv(words)).tables;
     expect(found.map((t) => t.rows)).toEqual([rows]);
     // The header over the empty header cell, above a column filled below, spans it (docs/structure.md).
